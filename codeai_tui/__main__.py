@@ -1,0 +1,3 @@
+from codeai_tui.cli import main
+
+raise SystemExit(main())

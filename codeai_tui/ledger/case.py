@@ -1,0 +1,104 @@
+"""Case directories and bundles (LEDGER.md section 1) and the optional case.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.ledger.errors import LedgerError, LedgerProblem
+from codeai_tui.ledger.schema import LEDGER_FILENAME
+
+BUNDLE_DEPTH = 4
+RECEIPTS_RELPATH = Path("provider") / "receipts.jsonl"
+
+
+def find_cases(path: str | os.PathLike[str]) -> list[Path]:
+    """A case dir, a ledger file or a bundle -> the case directories, sorted.
+
+    Raises LedgerError(MISSING) when the path does not exist or holds no ledger.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise LedgerError(LedgerProblem.MISSING, f"{path}: no such file or directory")
+    if p.is_file():
+        if p.name == LEDGER_FILENAME:
+            return [p.parent]
+        raise LedgerError(
+            LedgerProblem.NOT_A_LEDGER,
+            f"{path}: not a case directory (expected a directory holding {LEDGER_FILENAME})",
+        )
+    if (p / LEDGER_FILENAME).exists():
+        return [p]
+    found: list[Path] = []
+    base_depth = len(p.parts)
+    for root, dirs, files in os.walk(p):
+        depth = len(Path(root).parts) - base_depth
+        dirs.sort()
+        if depth >= BUNDLE_DEPTH:
+            dirs[:] = []
+        if LEDGER_FILENAME in files and depth >= 1:
+            found.append(Path(root))
+    if not found:
+        raise LedgerError(
+            LedgerProblem.NOT_A_LEDGER,
+            f"{path}: no {LEDGER_FILENAME} in it or in its subdirectories (depth <= {BUNDLE_DEPTH})",
+        )
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    base_url: str = "http://127.0.0.1:8768/v1"
+    model: str = "synthetic-small"
+    api_key_env: str | None = "CODEAI_API_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseConfig:
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
+    description: str = ""
+    present: bool = False
+
+    def with_overrides(
+        self, *, model: str | None = None, base_url: str | None = None
+    ) -> CaseConfig:
+        prov = ProviderConfig(
+            base_url=base_url or self.provider.base_url,
+            model=model or self.provider.model,
+            api_key_env=self.provider.api_key_env,
+        )
+        return CaseConfig(provider=prov, description=self.description, present=self.present)
+
+
+def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
+    """Read case.json; absent -> defaults. Malformed -> LedgerError with one line."""
+    path = Path(case_dir) / "case.json"
+    if not path.exists():
+        return CaseConfig()
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: unreadable case.json ({exc})") from None
+    if not isinstance(data, dict):
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: case.json is not a JSON object")
+    prov = data.get("provider") or {}
+    if not isinstance(prov, dict):
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: 'provider' is not an object")
+    defaults = ProviderConfig()
+
+    def _str(key: str, default: str | None) -> str | None:
+        value = prov.get(key, default)
+        return value if isinstance(value, str) or value is None else default
+
+    return CaseConfig(
+        provider=ProviderConfig(
+            base_url=_str("base_url", defaults.base_url) or defaults.base_url,
+            model=_str("model", defaults.model) or defaults.model,
+            api_key_env=_str("api_key_env", defaults.api_key_env),
+        ),
+        description=str(data.get("description", "")),
+        present=True,
+    )

@@ -1,0 +1,59 @@
+"""Every way a ledger can fail to open or read, as one-line states (never tracebacks)."""
+
+from __future__ import annotations
+
+import sqlite3
+from enum import StrEnum
+
+
+class LedgerProblem(StrEnum):
+    MISSING = "missing"
+    NOT_A_LEDGER = "not_a_ledger"
+    NOT_SQLITE = "not_sqlite"
+    WRONG_FORMAT = "wrong_format"
+    BUSY = "busy"
+    READONLY_DIR = "readonly_dir"
+    CORRUPT = "corrupt"
+    GONE = "gone"
+    LOCKED_FOR_WRITE = "locked_for_write"
+
+
+class LedgerError(Exception):
+    """A ledger that cannot be read or written. `str()` is one operator-readable line."""
+
+    def __init__(self, problem: LedgerProblem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
+    """Map a sqlite3 exception to a clear state (see NOTES.md: BUSY, read-only dirs)."""
+    text = str(exc).lower()
+    if "not a database" in text or "file is encrypted" in text:
+        return LedgerError(LedgerProblem.NOT_SQLITE, f"{path}: not an SQLite database")
+    if "no such table" in text:
+        return LedgerError(
+            LedgerProblem.NOT_A_LEDGER, f"{path}: SQLite file without the ledger v1 tables"
+        )
+    if "locked" in text or "busy" in text:
+        return LedgerError(
+            LedgerProblem.BUSY,
+            f"{path}: ledger is busy (another process holds a lock); try again in a moment",
+        )
+    if "readonly" in text or "read-only" in text:
+        return LedgerError(
+            LedgerProblem.READONLY_DIR,
+            f"{path}: cannot read a WAL ledger in a read-only directory while no writer is "
+            "live (its -shm/-wal files are missing); copy the case to a writable place",
+        )
+    if "unable to open" in text:
+        return LedgerError(LedgerProblem.MISSING, f"{path}: cannot open the ledger file")
+    if "malformed" in text or "corrupt" in text or "disk i/o" in text:
+        return LedgerError(LedgerProblem.CORRUPT, f"{path}: ledger file is corrupt ({exc})")
+    if isinstance(exc, sqlite3.DatabaseError):
+        return LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot read the ledger ({exc})")
+    return LedgerError(LedgerProblem.CORRUPT, f"{path}: {type(exc).__name__}: {exc}")

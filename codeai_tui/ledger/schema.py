@@ -1,0 +1,146 @@
+"""Ledger v1: the schema, the event record and the kinds the projection knows.
+
+The schema text is the contract of LEDGER.md section 2; readers accept any file that
+carries the same tables, whoever wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+LEDGER_FORMAT = "codeai.ledger.v1"
+LEDGER_FILENAME = "ledger.sqlite3"
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+  seq            INTEGER PRIMARY KEY,
+  event_id       TEXT NOT NULL UNIQUE,
+  recorded_at    TEXT NOT NULL,
+  kind           TEXT NOT NULL,
+  task_id        TEXT NOT NULL,
+  call_id        TEXT,
+  attempt_id     TEXT,
+  compilation_id TEXT,
+  payload        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_call ON events(call_id, attempt_id, kind, seq);
+CREATE INDEX IF NOT EXISTS events_compilation ON events(compilation_id, seq);
+CREATE INDEX IF NOT EXISTS events_task ON events(task_id, seq);
+"""
+
+EVENT_COLUMNS = (
+    "seq, event_id, recorded_at, kind, task_id, call_id, attempt_id, compilation_id, payload"
+)
+
+TASK_KINDS = frozenset(
+    {"task.created", "task.objective", "task.claimed", "task.accepted", "task.completed"}
+)
+COMPILATION_KINDS = frozenset(
+    {
+        "context.compilation_requested",
+        "context.compilation_completed",
+        "context.compilation_failed",
+    }
+)
+CALL_KINDS = frozenset(
+    {
+        "call.requested",
+        "call.preparation_failed",
+        "call.manifest",
+        "call.completed",
+        "call.resumed",
+    }
+)
+ATTEMPT_KINDS = frozenset(
+    {
+        "attempt.started",
+        "attempt.observed",
+        "attempt.interpreted",
+        "attempt.retry_decided",
+        "attempt.completed",
+    }
+)
+KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One ledger row. `payload` is the parsed object, or None when the text was not
+    a JSON object (then `payload_error` says why and the projection flags an anomaly)."""
+
+    seq: int
+    event_id: str
+    recorded_at: str
+    kind: str
+    task_id: str
+    call_id: str | None = None
+    attempt_id: str | None = None
+    compilation_id: str | None = None
+    payload: dict[str, Any] | None = field(default_factory=dict)
+    payload_text: str = "{}"
+    payload_error: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """The most specific id the event is about (for one-line displays)."""
+        return self.attempt_id or self.call_id or self.compilation_id or self.task_id
+
+
+def parse_payload(text: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse a payload column; never raises. Returns (object, None) or (None, problem)."""
+    if not isinstance(text, str):
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                return None, "payload is not UTF-8 text"
+        else:
+            return None, f"payload is {type(text).__name__}, not JSON text"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return None, f"payload is not valid JSON ({type(exc).__name__})"
+    if not isinstance(value, dict):
+        return None, f"payload is a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def event_from_row(row: tuple[Any, ...]) -> Event:
+    """Build an Event from a row in EVENT_COLUMNS order, tolerating wrong column types."""
+    seq, event_id, recorded_at, kind, task_id, call_id, attempt_id, compilation_id, payload = row
+    parsed, problem = parse_payload(payload)
+    try:
+        seq_int = int(seq)
+    except (TypeError, ValueError):
+        seq_int = -1
+    return Event(
+        seq=seq_int,
+        event_id=_text_or_none(event_id) or "",
+        recorded_at=_text_or_none(recorded_at) or "",
+        kind=_text_or_none(kind) or "",
+        task_id=_text_or_none(task_id) or "",
+        call_id=_text_or_none(call_id),
+        attempt_id=_text_or_none(attempt_id),
+        compilation_id=_text_or_none(compilation_id),
+        payload=parsed,
+        payload_text=_text_or_none(payload) or "",
+        payload_error=problem,
+    )
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical request bytes: UTF-8, sorted keys, no insignificant whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )

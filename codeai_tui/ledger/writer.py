@@ -1,0 +1,177 @@
+"""The one writer module: every append to a ledger goes through here.
+
+WAL, `synchronous=FULL`, each event (or each resume's group of events) in its own
+`BEGIN IMMEDIATE` transaction, gap-free seq assigned inside the transaction. Never make a
+network call while a transaction is open (NOTES.md: one writer, one winner).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
+from codeai_tui.ledger.reader import check_format, resolve_ledger_path
+from codeai_tui.ledger.schema import (
+    EVENT_COLUMNS,
+    LEDGER_FORMAT,
+    SCHEMA_SQL,
+    Event,
+    event_from_row,
+)
+
+WRITE_BUSY_TIMEOUT_S = 10.0
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    kind: str
+    task_id: str
+    payload: dict[str, Any]
+    call_id: str | None = None
+    attempt_id: str | None = None
+    compilation_id: str | None = None
+
+
+class WriteTransaction:
+    """An open `BEGIN IMMEDIATE` transaction: re-read evidence, then append."""
+
+    def __init__(self, conn: sqlite3.Connection, clock: Callable[[], str]) -> None:
+        self._conn = conn
+        self._clock = clock
+        self.appended: list[Event] = []
+
+    def events_for_call(self, call_id: str) -> list[Event]:
+        rows = self._conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE call_id = ? ORDER BY seq", (call_id,)
+        ).fetchall()
+        return [event_from_row(r) for r in rows]
+
+    def events(self, where: str = "1=1", params: tuple[Any, ...] = ()) -> list[Event]:
+        rows = self._conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq", params
+        ).fetchall()
+        return [event_from_row(r) for r in rows]
+
+    def max_seq(self) -> int:
+        return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+    def append(self, new: NewEvent) -> Event:
+        seq = self.max_seq() + 1
+        text = json.dumps(new.payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        row = (
+            seq, uuid.uuid4().hex, self._clock(), new.kind, new.task_id,
+            new.call_id, new.attempt_id, new.compilation_id, text,
+        )
+        self._conn.execute(
+            f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", row
+        )
+        event = event_from_row(row)
+        self.appended.append(event)
+        return event
+
+
+class LedgerWriter:
+    """Appends events to one ledger. Create with `create()` or open with `open()`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, clock: Callable[[], str]) -> None:
+        self._conn = conn
+        self.path = path
+        self._clock = clock
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now) -> LedgerWriter:
+        """Create a new ledger (the case directory is made if needed)."""
+        p = resolve_ledger_path(path) if Path(path).is_dir() else Path(path)
+        if p.exists():
+            raise LedgerError(LedgerProblem.WRONG_FORMAT, f"{p}: already exists")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect_rw(p)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(SCHEMA_SQL)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO ledger_meta(key, value) VALUES ('format', ?)", (LEDGER_FORMAT,))
+        conn.execute("COMMIT")
+        return cls(conn, p, clock)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now) -> LedgerWriter:
+        p = resolve_ledger_path(path)
+        if not p.exists():
+            raise LedgerError(LedgerProblem.MISSING, f"{p}: no such ledger file")
+        conn = _connect_rw(p)
+        try:
+            check_format(conn, p)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise classify_sqlite_error(p, exc) from None
+        except LedgerError:
+            conn.close()
+            raise
+        return cls(conn, p, clock)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> LedgerWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[WriteTransaction]:
+        """`BEGIN IMMEDIATE` ... COMMIT; rolls back on any exception. Hold it briefly."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise classify_sqlite_error(self.path, exc) from None
+        txn = WriteTransaction(self._conn, self._clock)
+        try:
+            yield txn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._conn.execute("ROLLBACK")
+            raise classify_sqlite_error(self.path, exc) from None
+
+    def append(
+        self,
+        kind: str,
+        task_id: str,
+        payload: dict[str, Any],
+        *,
+        call_id: str | None = None,
+        attempt_id: str | None = None,
+        compilation_id: str | None = None,
+    ) -> Event:
+        """Append one event in its own transaction: a durable checkpoint when it returns."""
+        with self.transaction() as txn:
+            return txn.append(NewEvent(kind, task_id, payload, call_id, attempt_id, compilation_id))
+
+
+def _connect_rw(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            str(path), isolation_level=None, timeout=WRITE_BUSY_TIMEOUT_S, check_same_thread=False
+        )
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA busy_timeout={int(WRITE_BUSY_TIMEOUT_S * 1000)}")
+    except sqlite3.Error as exc:
+        raise classify_sqlite_error(path, exc) from None
+    return conn
