@@ -6,6 +6,7 @@ at once so no read transaction outlives a poll.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -62,10 +63,9 @@ class AsyncLedgerReader:
     async def close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            try:
+            # closing a broken connection must not mask the error that broke it
+            with contextlib.suppress(Exception):
                 await conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection must not mask the cause
-                pass
 
     async def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         if self._conn is None:

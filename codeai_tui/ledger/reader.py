@@ -158,6 +158,14 @@ class LedgerReader:
         )
         return [event_from_row(r) for r in rows]
 
+    def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:
+        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?"
+        params: tuple[object, ...] = (task_id,)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params += kinds
+        return [event_from_row(r) for r in self._q(sql + " ORDER BY seq", params)]
+
     def call_seqs(self, call_id: str) -> list[int]:
         """Seqs of one call's events, from the covering index alone."""
         return [int(r[0]) for r in self._q(  # type: ignore[arg-type]

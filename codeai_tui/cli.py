@@ -1,0 +1,232 @@
+"""The command line: `codeai-tui PATH` opens the console; subcommands do the rest.
+
+Every bad input ends in one line on stderr and exit 2, never a traceback and never a
+write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from codeai_tui import __version__
+from codeai_tui.ledger.errors import LedgerError
+from codeai_tui.textsafe import visible
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench")
+
+
+class CliError(Exception):
+    """A bad input: printed as one line, exit 2."""
+
+
+def _err(message: str) -> None:
+    print(f"codeai-tui: {visible(message, one_line=True)}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codeai-tui",
+        description="Operator console for CodeAI ledgers: could the effect have happened?",
+        epilog="`codeai-tui PATH` opens the console on a case directory or a bundle.",
+    )
+    parser.add_argument("--version", action="version", version=f"codeai-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("open", help="open the console on a case or bundle (the default)")
+    p.add_argument("path")
+    p.add_argument("--theme", default=None, help="theme name (see themes/)")
+    p.add_argument("--read-only", action="store_true", help="make every write path unreachable")
+    p.add_argument("--model", default=None, help="override case.json's model for resume")
+    p.add_argument("--base-url", default=None, help="override case.json's provider base_url")
+
+    p = sub.add_parser("inspect", help="print the work-state projection")
+    p.add_argument("path", help="a case directory, a ledger file, or a bundle")
+    p.add_argument("--json", action="store_true", help="machine-readable (LEDGER.md section 7)")
+    p.add_argument("--as-of", type=int, default=None, metavar="SEQ",
+                   help="project only events with seq <= SEQ")
+
+    p = sub.add_parser("resume", help="resume one call where the projection permits it")
+    p.add_argument("case")
+    p.add_argument("call_id")
+    p.add_argument("--model", default=None)
+    p.add_argument("--base-url", default=None)
+    p.add_argument("--reason", default=None, help="recorded in call.resumed")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    p = sub.add_parser("provider", help="run the synthetic provider on loopback")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8768)
+    p.add_argument("--receipts", required=True, type=Path)
+    p.add_argument("--latency", type=float, default=0.0, help="seconds to hold each request")
+    p.add_argument("--fail-first", type=int, default=0, help="answer 503 to the first N requests")
+
+    p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
+    p.add_argument("out_dir", nargs="?", default=None)
+    p.add_argument("--open", action="store_true", help="open the console on the bundle")
+    p.add_argument("--live", action="store_true", help="keep a producer appending until Ctrl-C")
+    p.add_argument("--rate", type=float, default=4.0, help="events per second with --live")
+
+    p = sub.add_parser("verify", help="independently verify a demo bundle's claims")
+    p.add_argument("path")
+
+    p = sub.add_parser("bench", help="measure projection and reader speed on a synthetic ledger")
+    p.add_argument("--events", type=int, default=100_000)
+    p.add_argument("--keep", default=None, help="write the ledger here and keep it")
+    return parser
+
+
+def _normalise(argv: list[str]) -> list[str]:
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return ["open", *argv]
+    return argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return EXIT_BAD_INPUT if exc.code not in (0, None) else EXIT_OK
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return _dispatch(args)
+    except (LedgerError, CliError) as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "inspect":
+        return cmd_inspect(args)
+    if args.command == "resume":
+        return cmd_resume(args)
+    if args.command == "provider":
+        return cmd_provider(args)
+    if args.command == "open":
+        return cmd_open(args)
+    if args.command == "demo":
+        from codeai_tui.demo import run_demo_command
+
+        return run_demo_command(args)
+    if args.command == "verify":
+        from codeai_tui.verify import run_verify_command
+
+        return run_verify_command(args.path)
+    if args.command == "bench":
+        from codeai_tui.bench import run_bench
+
+        return run_bench(args.events, args.keep)
+    raise CliError(f"unknown command {args.command}")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from codeai_tui.inspect import inspect_path, render_table, to_json
+
+    if args.as_of is not None and args.as_of < 0:
+        raise CliError("--as-of must be a seq >= 0")
+    is_bundle, inspections = inspect_path(args.path, args.as_of)
+    if args.json:
+        print(json.dumps(to_json(is_bundle, inspections), indent=1, ensure_ascii=True))
+    else:
+        print("\n\n".join(render_table(i) for i in inspections))
+    return EXIT_OK
+
+
+def _confirm(plan: object) -> bool:
+    from codeai_tui.resume import ResumePlan
+
+    assert isinstance(plan, ResumePlan)
+    rows = [
+        ("call", plan.call_id),
+        ("idempotency key", plan.idempotency_key or "-"),
+        ("stage", plan.stage.value),
+        ("model", f"recorded {plan.model_recorded}  configured {plan.model_configured}"),
+        ("request sha256", f"recorded {plan.request_sha256_recorded}  rebuilt {plan.request_sha256_rebuilt}"),
+        ("context package", f"recorded {plan.context_package_recorded}  now {plan.context_package_now}"),
+        ("rendered context", f"recorded {plan.rendered_sha256_recorded}  now {plan.rendered_sha256_now}"),
+        ("verdict", plan.verdict),
+    ]
+    for label, value in rows:
+        print(f"  {label:<17} {visible(value, one_line=True)}", file=sys.stderr)
+    if not plan.drift_check_possible:
+        print("  WARNING: no manifest was recorded, so no drift check is possible.", file=sys.stderr)
+        answer = input(f"Type the call id ({visible(plan.call_id, one_line=True)}) to resume: ")
+        return answer.strip() == plan.call_id
+    answer = input("Resume this call? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from codeai_tui.resume import ResumeRefused, plan_resume, resume_call
+
+    case = Path(args.case)
+    if not case.is_dir():
+        raise CliError(f"{args.case}: not a case directory")
+    try:
+        plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url)
+        if plan.drift:
+            raise ResumeRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise CliError("refusing to resume without confirmation: run on a terminal or pass --yes")
+            if not _confirm(plan):
+                print("not resumed", file=sys.stderr)
+                return EXIT_REFUSED
+        elif not plan.drift_check_possible:
+            print("codeai-tui: note: no manifest recorded, so no drift check was possible",
+                  file=sys.stderr)
+        result = resume_call(
+            case, args.call_id, model=args.model, base_url=args.base_url, reason=args.reason,
+            expected=plan,
+        )
+    except ResumeRefused as exc:
+        op = exc.next_operation.value if exc.next_operation else "none"
+        print(f"codeai-tui: refused (next operation: {op}): {visible(exc.reason, one_line=True)}",
+              file=sys.stderr)
+        return EXIT_REFUSED
+    print(
+        f"resumed {visible(result.old_call_id, one_line=True)} as "
+        f"{visible(result.new_call_id, one_line=True)}: {result.status}; "
+        f"receipts {result.receipts_before} -> {result.receipts_after}"
+    )
+    return EXIT_OK
+
+
+def cmd_provider(args: argparse.Namespace) -> int:
+    from codeai_tui.provider import serve
+
+    try:
+        serve(args.host, args.port, args.receipts, args.latency, args.fail_first)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    return EXIT_OK
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    from codeai_tui.ledger.case import find_cases
+
+    find_cases(args.path)  # a missing path fails here with one line, before the screen
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    from codeai_tui.app import create_app
+
+    app = create_app(
+        args.path, theme=args.theme, read_only=args.read_only, model=args.model,
+        base_url=args.base_url,
+    )
+    app.run()
+    return EXIT_OK

@@ -1,0 +1,127 @@
+"""`codeai-tui inspect`: the projection of one case or a bundle, as JSON or a table.
+
+Reads only (LedgerReader); every untrusted string printed in the table goes through
+`textsafe.visible` so a payload cannot drive the operator's terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.ledger.case import find_cases
+from codeai_tui.ledger.errors import LedgerError
+from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.textsafe import visible
+from codeai_tui.workstate import Projector, WorkState
+
+
+@dataclass(frozen=True, slots=True)
+class CaseInspection:
+    case: str
+    state: WorkState | None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.state is None:
+            return {"format": "codeai.work_state.v1", "case": self.case, "error": self.error}
+        return self.state.as_json(self.case)
+
+
+def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None) -> WorkState:
+    """Project one case directory (raises LedgerError)."""
+    projector = Projector()
+    with LedgerReader(case_dir) as reader:
+        projector.feed(reader.iter_events(0, as_of))
+    return projector.snapshot(read_receipts(case_dir))
+
+
+def inspect_path(path: str, as_of: int | None = None) -> tuple[bool, list[CaseInspection]]:
+    """(is_bundle, inspections). A single case that fails raises LedgerError; in a bundle
+    a failing case is reported in place so the others still show."""
+    cases = find_cases(path)
+    p = Path(path)
+    is_bundle = not (p.is_file() or (p / "ledger.sqlite3").exists())
+    if not is_bundle:
+        return False, [CaseInspection(path, project_case(cases[0], as_of))]
+    out: list[CaseInspection] = []
+    for case in cases:
+        label = str(case)
+        try:
+            out.append(CaseInspection(label, project_case(case, as_of)))
+        except LedgerError as exc:
+            out.append(CaseInspection(label, None, str(exc)))
+    return True, out
+
+
+def to_json(is_bundle: bool, inspections: list[CaseInspection]) -> dict[str, Any]:
+    if is_bundle:
+        return {"cases": [i.as_json() for i in inspections]}
+    return inspections[0].as_json()
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    cells = [[visible(c, one_line=True, limit=48) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [
+        fmt.format(*r) for r in cells
+    ]
+
+
+def render_table(inspection: CaseInspection) -> str:
+    lines = [f"case {visible(inspection.case, one_line=True)}"]
+    st = inspection.state
+    if st is None:
+        return "\n".join(lines + [f"  error: {visible(inspection.error, one_line=True)}"])
+    unknown = st.effect_unknown_count
+    lines.append(
+        f"  events {st.event_count} (as of seq {st.as_of_seq})  effect_unknown {unknown}"
+        f"  duplicate effects {len(st.receipts.duplicates)}"
+        f"  uncovered receipts {len(st.receipts.uncovered)}  anomalies {len(st.anomalies)}"
+    )
+    if st.tasks:
+        lines += ["", *_table(
+            ["TASK", "NEXT", "SUBJECT", "REASON"],
+            [[t.task_id, t.next_operation.value, t.subject_id or "-", t.reason] for t in st.tasks],
+        )]
+    if st.calls:
+        rows = []
+        for c in st.calls:
+            mark = "!! effect unknown: duplicate risk" if c.effect_unknown else ""
+            rows.append([
+                c.call_id, c.idempotency_key or "-", c.stage.value, c.next_operation.value,
+                str(c.attempts), c.provider_effect.value,
+                c.superseded_by and f"-> {c.superseded_by}" or (c.resumed_from and f"<- {c.resumed_from}") or "",
+                mark,
+            ])
+        lines += ["", *_table(
+            ["CALL", "KEY", "STAGE", "NEXT", "ATT", "EFFECT", "LINK", ""], rows
+        )]
+    if st.compilations:
+        lines += ["", *_table(
+            ["COMPILATION", "STAGE", "NEXT", "OFFERED", "MISSING REQUIRED"],
+            [[c.compilation_id, c.stage.value, c.next_operation.value, str(len(c.offered)),
+              ",".join(c.missing_required) or "-"] for c in st.compilations],
+        )]
+    rc = st.receipts
+    lines.append("")
+    lines.append(
+        f"  receipts {rc.count}" + ("" if rc.log_present else " (no provider log)")
+        + (f"  uncovered: {', '.join(rc.uncovered)}" if rc.uncovered else "")
+        + ("  duplicates: " + "; ".join(" = ".join(d) for d in rc.duplicates) if rc.duplicates else "")
+    )
+    for a in st.anomalies[:20]:
+        lines.append(f"  anomaly at seq {a.seq}: {a.problem}")
+    if len(st.anomalies) > 20:
+        lines.append(f"  ... {len(st.anomalies) - 20} more anomalies")
+    for kind, n in sorted(st.unknown_kinds.items()):
+        lines.append(f"  unknown kind {kind}: {n} event(s), ignored by the projection")
+    for i, (line_no, problem) in enumerate(rc.problems):
+        if i == 5:
+            break
+        lines.append(f"  receipt log line {line_no}: {problem}")
+    return "\n".join(visible(line) for line in lines)

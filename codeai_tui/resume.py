@@ -1,0 +1,302 @@
+"""resume_call: continue a call from the record alone, or refuse (LEDGER.md section 6).
+
+Only rungs 4 (requested, no manifest) and 5 (manifest recorded, no attempt) resume; every
+other state raises ResumeRefused naming the projected next operation and appends nothing.
+On rung 5 the request is rebuilt from the manifest's intent under the current
+configuration and the stored rendered context; any drift of request hash, context
+package or rendered-context hash refuses. The re-projection, `call.resumed` and the new
+call's `call.requested` + `call.manifest` commit in ONE `BEGIN IMMEDIATE` transaction, so
+two racing resumers cannot both win and a kill cannot leave a superseded call without its
+successor. The network is used only after that transaction has committed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.ledger.artifacts import ArtifactStore, sha256_hex
+from codeai_tui.ledger.case import CaseConfig, load_case_config
+from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.ledger.schema import Event
+from codeai_tui.ledger.writer import LedgerWriter, NewEvent
+from codeai_tui.requests import build_request, intent_for
+from codeai_tui.runner import CallRunner
+from codeai_tui.workstate import CallStage, CallState, NextOperation, Projector
+
+Progress = Callable[[str], None]
+
+
+class ResumeRefused(Exception):
+    """Resume is not permitted; nothing was appended. `reason` is one operator line."""
+
+    def __init__(self, next_operation: NextOperation | None, reason: str) -> None:
+        super().__init__(reason)
+        self.next_operation = next_operation
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlan:
+    """Everything an operator must see before confirming, pinned to the call's evidence."""
+
+    case_dir: Path
+    call_id: str
+    task_id: str
+    idempotency_key: str | None
+    purpose: str
+    stage: CallStage
+    drift_check_possible: bool
+    model_recorded: str | None
+    model_configured: str
+    request_sha256_recorded: str | None
+    request_sha256_rebuilt: str | None
+    context_package_recorded: str | None
+    context_package_now: str | None
+    rendered_sha256_recorded: str | None
+    rendered_sha256_now: str | None
+    drift: tuple[str, ...]
+    evidence: tuple[int, int]
+    intent: dict[str, Any]
+    rendered_context: str | None
+    base_url: str
+
+    @property
+    def verdict(self) -> str:
+        if not self.drift_check_possible:
+            return "no drift check possible"
+        return "drift" if self.drift else "match"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeResult:
+    old_call_id: str
+    new_call_id: str
+    new_stage: CallStage
+    receipts_before: int
+    receipts_after: int
+    drift_check_possible: bool
+    status: str
+
+
+def _project_call(events: Sequence[Event], call_id: str) -> CallState | None:
+    projector = Projector()
+    projector.feed(events)
+    return projector.call_state(call_id) if call_id in projector.calls else None
+
+
+def _evidence(events: Sequence[Event]) -> tuple[int, int]:
+    return (len(events), events[-1].seq if events else 0)
+
+
+def check_resumable(state: CallState | None, call_id: str) -> CallState:
+    """Raise ResumeRefused unless the projection permits resuming this call."""
+    if state is None:
+        raise ResumeRefused(None, f"no call {call_id!r} in this ledger")
+    if state.superseded_by is not None or state.stage is CallStage.SUPERSEDED:
+        raise ResumeRefused(
+            state.next_operation, f"call {call_id} is already superseded by {state.superseded_by}"
+        )
+    if state.anomalous:
+        raise ResumeRefused(
+            state.next_operation,
+            f"call {call_id}: an anomaly names this call; resume refuses to guess ({state.reason})",
+        )
+    if not state.resumable:
+        raise ResumeRefused(
+            state.next_operation,
+            f"call {call_id} is {state.stage.value}: next operation is "
+            f"{state.next_operation.value} ({state.reason})",
+        )
+    return state
+
+
+def _payload(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    for ev in events:
+        if ev.kind == kind and ev.payload is not None:
+            return ev.payload
+    return {}
+
+
+def _latest_package(task_events: Sequence[Event]) -> tuple[str | None, str | None]:
+    """The task's current context package: its last completed compilation."""
+    for ev in reversed(task_events):
+        if ev.kind == "context.compilation_completed" and ev.payload:
+            pkg, sha = ev.payload.get("package_id"), ev.payload.get("rendered_sha256")
+            return (pkg if isinstance(pkg, str) else None, sha if isinstance(sha, str) else None)
+    return None, None
+
+
+def plan_resume(
+    case_dir: str | os.PathLike[str],
+    call_id: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> ResumePlan:
+    """Read-only: project the call, rebuild its request, compare. Raises ResumeRefused
+    (not resumable) or LedgerError (cannot read). Writes nothing."""
+    case = Path(case_dir)
+    config: CaseConfig = load_case_config(case).with_overrides(model=model, base_url=base_url)
+    with LedgerReader(case) as reader:
+        events = reader.events_for_call(call_id)
+        state = check_resumable(_project_call(events, call_id), call_id)
+        task_events = reader.events_for_task(
+            state.task_id, ("task.objective", "context.compilation_completed")
+        )
+    requested = _payload(events, "call.requested")
+    manifest = _payload(events, "call.manifest")
+    purpose = str(requested.get("purpose") or "")
+    store = ArtifactStore(case)
+    pkg_now, rendered_ref = _latest_package(task_events)
+    rendered_now_text: str | None = None
+    rendered_sha_now: str | None = None
+    if rendered_ref is not None:
+        data = store.get(rendered_ref)
+        if data is not None:
+            rendered_sha_now = sha256_hex(data)
+            rendered_now_text = data.decode("utf-8", "replace")
+    drift: list[str] = []
+    if state.stage is CallStage.MANIFEST_RECORDED:
+        intent = manifest.get("intent")
+        if not isinstance(intent, dict):
+            raise ResumeRefused(None, f"call {call_id}: manifest has no intent object to rebuild from")
+        pkg_rec = manifest.get("context_package_id")
+        sha_rec = manifest.get("rendered_context_sha256")
+        if pkg_rec is None and sha_rec is None:
+            # the call was prepared without context: rebuild without it
+            pkg_now, rendered_sha_now, rendered_now_text = None, None, None
+        rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
+        req_rec = manifest.get("request_sha256")
+        if manifest.get("model") != config.provider.model:
+            drift.append(f"model: recorded {manifest.get('model')}, configured {config.provider.model}")
+        if rebuilt != req_rec:
+            drift.append(f"request hash: recorded {req_rec}, rebuilt {rebuilt}")
+        if pkg_now != pkg_rec:
+            drift.append(f"context package: recorded {pkg_rec}, now {pkg_now}")
+        if rendered_sha_now != sha_rec:
+            now = rendered_sha_now or "(rendered context artifact missing)"
+            drift.append(f"rendered context: recorded {sha_rec}, now {now}")
+        model_rec = manifest.get("model")
+        return ResumePlan(
+            case_dir=case, call_id=call_id, task_id=state.task_id,
+            idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
+            drift_check_possible=True,
+            model_recorded=model_rec if isinstance(model_rec, str) else None,
+            model_configured=config.provider.model,
+            request_sha256_recorded=req_rec if isinstance(req_rec, str) else None,
+            request_sha256_rebuilt=rebuilt,
+            context_package_recorded=pkg_rec if isinstance(pkg_rec, str) else None,
+            context_package_now=pkg_now,
+            rendered_sha256_recorded=sha_rec if isinstance(sha_rec, str) else None,
+            rendered_sha256_now=rendered_sha_now,
+            drift=tuple(drift), evidence=_evidence(events), intent=intent,
+            rendered_context=rendered_now_text, base_url=config.provider.base_url,
+        )
+    # Rung 4: nothing recorded to compare against; prepare anew from the task.
+    objective = _payload(task_events, "task.objective").get("objective")
+    intent = intent_for(purpose, objective if isinstance(objective, str) else None)
+    rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
+    model_rec = requested.get("model")
+    return ResumePlan(
+        case_dir=case, call_id=call_id, task_id=state.task_id,
+        idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
+        drift_check_possible=False,
+        model_recorded=model_rec if isinstance(model_rec, str) else None,
+        model_configured=config.provider.model,
+        request_sha256_recorded=None, request_sha256_rebuilt=rebuilt,
+        context_package_recorded=None, context_package_now=pkg_now,
+        rendered_sha256_recorded=None, rendered_sha256_now=rendered_sha_now,
+        drift=(), evidence=_evidence(events), intent=intent,
+        rendered_context=rendered_now_text, base_url=config.provider.base_url,
+    )
+
+
+def _who() -> dict[str, Any]:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid-{os.getuid()}"
+    return {"user": user, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def resume_call(
+    case_dir: str | os.PathLike[str],
+    call_id: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    reason: str | None = None,
+    expected: ResumePlan | None = None,
+    progress: Progress | None = None,
+    new_call_id: str | None = None,
+) -> ResumeResult:
+    """Resume one call or raise ResumeRefused having appended nothing."""
+    say = progress or (lambda _msg: None)
+    case = Path(case_dir)
+    say(f"projecting {call_id}")
+    plan = plan_resume(case, call_id, model=model, base_url=base_url)
+    if expected is not None and expected.evidence != plan.evidence:
+        raise ResumeRefused(
+            None,
+            f"call {call_id}: its evidence changed since it was shown "
+            f"({expected.evidence[0]} events to seq {expected.evidence[1]}, now "
+            f"{plan.evidence[0]} to seq {plan.evidence[1]}); look again",
+        )
+    if plan.drift:
+        raise ResumeRefused(None, f"call {call_id}: drift, refusing: " + "; ".join(plan.drift))
+    if expected is not None and expected.request_sha256_rebuilt != plan.request_sha256_rebuilt:
+        raise ResumeRefused(None, f"call {call_id}: the rebuilt request differs from the one shown")
+    config = load_case_config(case).with_overrides(model=model, base_url=base_url)
+    receipts_before = len(read_receipts(case).receipts)
+    key = plan.idempotency_key or f"key-{call_id}"
+    new_id = new_call_id or f"call-{uuid.uuid4().hex[:12]}"
+    say("writing call.resumed and the new call")
+    with LedgerWriter.open(case) as writer:
+        runner = CallRunner(case, writer, config)
+        package = (
+            (plan.context_package_now, plan.rendered_sha256_now)
+            if plan.context_package_now and plan.rendered_sha256_now
+            else None
+        )
+        manifest = runner.manifest_payload(key, plan.intent, package)  # stores request bytes
+        with writer.transaction() as txn:
+            # Re-project inside the write lock: a racing resumer that committed first has
+            # appended call.resumed, so this one sees `superseded` and refuses.
+            events = txn.events_for_call(call_id)
+            check_resumable(_project_call(events, call_id), call_id)
+            if _evidence(events) != plan.evidence:
+                raise ResumeRefused(None, f"call {call_id}: evidence changed while resuming")
+            txn.append(NewEvent(
+                "call.resumed", plan.task_id,
+                {"resumed_as": new_id, "idempotency_key": key,
+                 "request_sha256": plan.request_sha256_recorded, "by": _who(),
+                 "reason": reason or None},
+                call_id=call_id,
+            ))
+            txn.append(NewEvent(
+                "call.requested", plan.task_id,
+                {"idempotency_key": key, "purpose": plan.purpose,
+                 "model": config.provider.model, "resumed_from": call_id},
+                call_id=new_id,
+            ))
+            txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
+        say(f"sending {new_id} to {config.provider.base_url}")
+        status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
+    with LedgerReader(case) as reader:
+        new_state = _project_call(reader.events_for_call(new_id), new_id)
+    receipts_after = len(read_receipts(case).receipts)
+    say(f"{new_id}: {status}")
+    return ResumeResult(
+        old_call_id=call_id, new_call_id=new_id,
+        new_stage=new_state.stage if new_state else CallStage.REQUESTED,
+        receipts_before=receipts_before, receipts_after=receipts_after,
+        drift_check_possible=plan.drift_check_possible, status=status,
+    )

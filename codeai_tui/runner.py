@@ -1,0 +1,232 @@
+"""Running a call the way the CodeAI runtime does, with every boundary recorded.
+
+The order is the point: the request artifact and `call.manifest` are durable before any
+attempt; `attempt.started` is committed BEFORE the request leaves; the response bytes are
+stored and `attempt.observed` committed BEFORE interpretation. Between started and
+observed the honest answer is "unknown", which is what the projection says after a kill.
+No ledger transaction is ever open while the network is in use.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from codeai_tui.ledger.artifacts import ArtifactStore
+from codeai_tui.ledger.case import CaseConfig
+from codeai_tui.ledger.schema import Event
+from codeai_tui.ledger.writer import LedgerWriter
+from codeai_tui.requests import build_request
+
+SEND_TIMEOUT_S = 30.0
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+CommitHook = Callable[[Event], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Transport:
+    status: int | None
+    body: bytes
+    error: str | None = None
+
+
+def send_request(base_url: str, body: bytes, key: str, api_key: str | None, timeout: float) -> Transport:
+    """POST the exact bytes to `{base_url}/chat/completions`. Never logs headers."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return Transport(None, b"", f"unsupported base_url scheme: {parts.scheme or '(none)'}")
+    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = conn_cls(parts.hostname, parts.port, timeout=timeout)
+    headers = {
+        "Content-Type": "application/json",
+        "Content-Length": str(len(body)),
+        "Idempotency-Key": key,
+    }
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    path = parts.path.rstrip("/") + "/chat/completions"
+    try:
+        conn.request("POST", path, body=body, headers=headers)
+        resp = conn.getresponse()
+        return Transport(resp.status, resp.read())
+    except (OSError, http.client.HTTPException) as exc:
+        return Transport(None, b"", f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.close()
+
+
+def interpret(transport: Transport) -> str:
+    """Interpreter v1: success | retryable_error | fatal_error."""
+    if transport.status is None:
+        return "retryable_error"
+    if transport.status in RETRYABLE_STATUSES:
+        return "retryable_error"
+    if 200 <= transport.status < 300:
+        try:
+            data = json.loads(transport.body)
+        except ValueError:
+            return "fatal_error"
+        if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
+            return "success"
+        return "fatal_error"
+    return "fatal_error"
+
+
+class CallRunner:
+    """Appends one call's events through the one writer, calling `on_commit` after
+    each durable checkpoint (the harness uses it to kill a producer at a named event)."""
+
+    def __init__(
+        self,
+        case_dir: str | os.PathLike[str],
+        writer: LedgerWriter,
+        config: CaseConfig,
+        *,
+        on_commit: CommitHook | None = None,
+        timeout: float = SEND_TIMEOUT_S,
+    ) -> None:
+        self.case_dir = Path(case_dir)
+        self.writer = writer
+        self.config = config
+        self.artifacts = ArtifactStore(case_dir)
+        self.on_commit = on_commit
+        self.timeout = timeout
+
+    def append(self, kind: str, task_id: str, payload: dict[str, Any], **ids: str | None) -> Event:
+        event = self.writer.append(kind, task_id, payload, **ids)
+        if self.on_commit is not None:
+            self.on_commit(event)
+        return event
+
+    # ---- context compilation
+
+    def compile_context(
+        self,
+        task_id: str,
+        compilation_id: str,
+        offered: list[dict[str, Any]],
+        required_ids: list[str],
+        inputs: dict[str, str],
+    ) -> tuple[str, str] | None:
+        """Record a compilation; returns (package_id, rendered_sha256) or None on failure."""
+        self.append(
+            "context.compilation_requested", task_id,
+            {"offered": offered, "required_ids": required_ids}, compilation_id=compilation_id,
+        )
+        offered_ids = {o["id"] for o in offered}
+        missing = sorted(set(required_ids) - offered_ids)
+        if missing:
+            self.append(
+                "context.compilation_failed", task_id,
+                {"error": {"type": "RequiredContextMissing", "message": ", ".join(missing)},
+                 "missing_ids": []},
+                compilation_id=compilation_id,
+            )
+            return None
+        selected = [o["id"] for o in offered if o.get("required")]
+        rendered = "\n\n".join(f"[{i}]\n{inputs.get(i, '')}" for i in selected)
+        rendered_sha = self.artifacts.put(rendered.encode("utf-8"))
+        package_id = f"pkg-{compilation_id}"
+        self.append(
+            "context.compilation_completed", task_id,
+            {"package_id": package_id, "rendered_sha256": rendered_sha, "selected": selected},
+            compilation_id=compilation_id,
+        )
+        return package_id, rendered_sha
+
+    # ---- a call
+
+    def request(self, task_id: str, call_id: str, key: str, purpose: str,
+                resumed_from: str | None = None) -> Event:
+        payload: dict[str, Any] = {
+            "idempotency_key": key, "purpose": purpose, "model": self.config.provider.model,
+        }
+        if resumed_from:
+            payload["resumed_from"] = resumed_from
+        return self.append("call.requested", task_id, payload, call_id=call_id)
+
+    def manifest_payload(
+        self, key: str, intent: dict[str, Any], package: tuple[str, str] | None
+    ) -> dict[str, Any]:
+        """Store the request bytes and return the manifest payload (not yet appended)."""
+        rendered = None
+        if package is not None:
+            data = self.artifacts.get(package[1])
+            rendered = data.decode("utf-8") if data is not None else None
+        body = build_request(intent, self.config.provider.model, rendered)
+        sha = self.artifacts.put(body)
+        return {
+            "idempotency_key": key,
+            "intent": intent,
+            "request_sha256": sha,
+            "request_artifact": sha,
+            "context_package_id": package[0] if package else None,
+            "rendered_context_sha256": package[1] if package else None,
+            "model": self.config.provider.model,
+        }
+
+    def manifest(self, task_id: str, call_id: str, key: str, intent: dict[str, Any],
+                 package: tuple[str, str] | None) -> Event:
+        return self.append(
+            "call.manifest", task_id, self.manifest_payload(key, intent, package), call_id=call_id
+        )
+
+    def execute(self, task_id: str, call_id: str, key: str, request_sha256: str,
+                max_attempts: int = 2) -> str:
+        """Run attempts for a call whose manifest is recorded; returns the final call status
+        ("succeeded"/"failed") or "effect_unknown" when the outcome could not be observed."""
+        body = self.artifacts.get(request_sha256)
+        if body is None:
+            self.append(
+                "call.preparation_failed", task_id,
+                {"error": {"type": "ArtifactMissing", "message": "request bytes not stored"}},
+                call_id=call_id,
+            )
+            return "failed"
+        api_key = os.environ.get(self.config.provider.api_key_env or "") or None
+        for attempt_no in range(1, max_attempts + 1):
+            attempt_id = f"{call_id}-a{attempt_no}"
+            ids = {"call_id": call_id, "attempt_id": attempt_id}
+            self.append("attempt.started", task_id,
+                        {"attempt_no": attempt_no, "request_sha256": request_sha256}, **ids)
+            transport = send_request(self.config.provider.base_url, body, key, api_key, self.timeout)
+            if transport.status is None and transport.error and "timed out" in transport.error:
+                # Sent, no answer: the provider may have served it. Record nothing we do
+                # not know; the projection will say effect_unknown.
+                return "effect_unknown"
+            response_sha = self.artifacts.put(transport.body) if transport.body else None
+            observed: dict[str, Any] = {
+                "transport": {"status": transport.status, "bytes": len(transport.body)},
+                "response_sha256": response_sha,
+                "response_artifact": response_sha,
+            }
+            if transport.error:
+                observed["transport"]["error"] = transport.error
+            self.append("attempt.observed", task_id, observed, **ids)
+            outcome = interpret(transport)
+            self.append("attempt.interpreted", task_id,
+                        {"interpreter": "v1", "outcome": outcome}, **ids)
+            if outcome == "success":
+                self.append("attempt.completed", task_id, {"status": "succeeded"}, **ids)
+                self.append("call.completed", task_id,
+                            {"status": "succeeded", "adopted_attempt_id": attempt_id},
+                            call_id=call_id)
+                return "succeeded"
+            retry = outcome == "retryable_error" and attempt_no < max_attempts
+            reason = f"status {transport.status}" if transport.status else (transport.error or "")
+            self.append("attempt.retry_decided", task_id,
+                        {"decision": "retry" if retry else "stop", "reason": reason}, **ids)
+            if retry:
+                continue
+            self.append("attempt.completed", task_id, {"status": "failed"}, **ids)
+            self.append("call.completed", task_id,
+                        {"status": "failed", "adopted_attempt_id": attempt_id}, call_id=call_id)
+            return "failed"
+        return "failed"
