@@ -62,7 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("provider", help="run the synthetic provider on loopback")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8768)
-    p.add_argument("--receipts", required=True, type=Path)
+    rec = p.add_mutually_exclusive_group(required=True)
+    rec.add_argument("--receipts", type=Path, help="the receipt log to append to")
+    rec.add_argument("--receipts-root", type=Path,
+                     help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
     p.add_argument("--latency", type=float, default=0.0, help="seconds to hold each request")
     p.add_argument("--fail-first", type=int, default=0, help="answer 503 to the first N requests")
 
@@ -118,9 +121,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "open":
         return cmd_open(args)
     if args.command == "demo":
-        from codeai_tui.demo import run_demo_command
-
-        return run_demo_command(args)
+        return cmd_demo(args)
     if args.command == "verify":
         from codeai_tui.verify import run_verify_command
 
@@ -209,7 +210,8 @@ def cmd_provider(args: argparse.Namespace) -> int:
     from codeai_tui.provider import serve
 
     try:
-        serve(args.host, args.port, args.receipts, args.latency, args.fail_first)
+        serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
+              receipts_root=args.receipts_root)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
@@ -229,4 +231,46 @@ def cmd_open(args: argparse.Namespace) -> int:
         base_url=args.base_url,
     )
     app.run()
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build the bundle by real kills; optionally keep a live producer and open the app.
+
+    With --open, a bundle-mode provider runs on case.json's port for as long as the
+    console is open, so a resume confirmed in the console reaches a provider that logs
+    to that case's own receipt log.
+    """
+    from codeai_tui.demo import DEMO_PROVIDER_PORT, build_demo, start_live
+    from codeai_tui.provider import ProviderProcess
+
+    out = Path(args.out_dir) if args.out_dir else None
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise CliError(f"{out}: exists and is not empty; give a new directory")
+    bundle = build_demo(out)
+    print(bundle)
+    live = start_live(bundle, args.rate) if args.live else None
+    try:
+        if args.open:
+            try:
+                provider: ProviderProcess | None = ProviderProcess(
+                    receipts_root=bundle, port=DEMO_PROVIDER_PORT
+                ).start()
+            except RuntimeError as exc:
+                _err(f"note: no provider for resumes from the console ({exc})")
+                provider = None
+            try:
+                args.path, args.theme, args.read_only = str(bundle), None, False
+                args.model, args.base_url = None, None
+                return cmd_open(args)
+            finally:
+                if provider is not None:
+                    provider.stop()
+        if live is not None:
+            print("live producer running; Ctrl-C to stop", file=sys.stderr)
+            live.wait()
+    finally:
+        if live is not None and live.poll() is None:
+            live.terminate()
+            live.wait(timeout=10)
     return EXIT_OK

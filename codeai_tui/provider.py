@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -53,20 +54,57 @@ class ReceiptWriter:
         return receipt
 
 
+_CASE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 class ProviderServer(ThreadingHTTPServer):
+    """One receipt log (`receipts`), or bundle mode (`receipts_root`): a request to
+    `/c/<case>/v1/chat/completions` is logged in `<root>/<case>/provider/receipts.jsonl`,
+    so one provider serves every case of a demo bundle with each case's own log."""
+
     daemon_threads = True
 
     def __init__(
-        self, host: str, port: int, receipts: Path, latency: float = 0.0, fail_first: int = 0
+        self,
+        host: str,
+        port: int,
+        receipts: Path | None,
+        latency: float = 0.0,
+        fail_first: int = 0,
+        receipts_root: Path | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
-        self.receipts = ReceiptWriter(receipts)
+        if (receipts is None) == (receipts_root is None):
+            raise ValueError("give exactly one of --receipts and --receipts-root")
+        self.receipts = ReceiptWriter(receipts) if receipts is not None else None
+        self.receipts_root = receipts_root
+        self._case_writers: dict[str, ReceiptWriter] = {}
+        self._writers_lock = threading.Lock()
         self.latency = latency
         self.fail_first = fail_first
         self._served = 0
         self._count_lock = threading.Lock()
         super().__init__((host, port), _Handler)
+
+    def writer_for(self, path: str) -> tuple[ReceiptWriter | None, str]:
+        """(receipt writer, endpoint path without the case prefix) for a request path."""
+        if self.receipts is not None:
+            return self.receipts, path
+        parts = path.split("/", 3)  # "", "c", name, rest
+        if len(parts) < 4 or parts[1] != "c" or not _CASE_NAME_RE.fullmatch(parts[2]):
+            return None, path
+        assert self.receipts_root is not None
+        case_dir = self.receipts_root / parts[2]
+        if not case_dir.is_dir() or parts[2] in (".", ".."):
+            return None, path
+        with self._writers_lock:
+            writer = self._case_writers.get(parts[2])
+            if writer is None:
+                writer = self._case_writers[parts[2]] = ReceiptWriter(
+                    case_dir / "provider" / "receipts.jsonl"
+                )
+        return writer, "/" + parts[3]
 
     def next_index(self) -> int:
         with self._count_lock:
@@ -96,7 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:  # noqa: N802
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        writer, endpoint = self.server.writer_for(self.path)
+        if writer is None or not endpoint.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": "not found"}})
             return
         try:
@@ -110,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Idempotency-Key", "")
         # The receipt is durable before any work starts: it is the provider's own record
         # that the request reached it, whatever happens to the caller afterwards.
-        receipt = self.server.receipts.append(key, body)
+        receipt = writer.append(key, body)
         index = self.server.next_index()
         if self.server.latency > 0:
             time.sleep(self.server.latency)
@@ -149,16 +188,20 @@ class _Handler(BaseHTTPRequestHandler):
 def serve(
     host: str,
     port: int,
-    receipts: Path,
+    receipts: Path | None,
     latency: float = 0.0,
     fail_first: int = 0,
     ready: threading.Event | None = None,
     announce: bool = True,
+    receipts_root: Path | None = None,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
-    server = ProviderServer(host, port, receipts, latency, fail_first)
+    server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root)
     if announce:
         print(f"listening on http://{host}:{server.server_address[1]}/v1", flush=True)
+        if receipts_root is not None:
+            print(f"bundle mode: POST /c/<case>/v1/chat/completions logs to "
+                  f"{receipts_root}/<case>/provider/receipts.jsonl", flush=True)
     if ready is not None:
         ready.set()
     try:
@@ -175,9 +218,16 @@ class ProviderProcess:
     """
 
     def __init__(
-        self, receipts: Path, *, latency: float = 0.0, fail_first: int = 0, port: int = 0
+        self,
+        receipts: Path | None = None,
+        *,
+        latency: float = 0.0,
+        fail_first: int = 0,
+        port: int = 0,
+        receipts_root: Path | None = None,
     ) -> None:
-        self.receipts = Path(receipts)
+        self.receipts = Path(receipts) if receipts is not None else None
+        self.receipts_root = Path(receipts_root) if receipts_root is not None else None
         self.latency = latency
         self.fail_first = fail_first
         self.port = port
@@ -190,9 +240,12 @@ class ProviderProcess:
 
         cmd = [
             sys.executable, "-m", "codeai_tui", "provider", "--port", str(self.port),
-            "--receipts", str(self.receipts), "--latency", str(self.latency),
-            "--fail-first", str(self.fail_first),
+            "--latency", str(self.latency), "--fail-first", str(self.fail_first),
         ]
+        if self.receipts is not None:
+            cmd += ["--receipts", str(self.receipts)]
+        if self.receipts_root is not None:
+            cmd += ["--receipts-root", str(self.receipts_root)]
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             text=True,
@@ -203,7 +256,7 @@ class ProviderProcess:
             err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
             self.stop()
             raise RuntimeError(f"provider did not start: {line.strip() or err.strip()}")
-        self.base_url = line.split("listening on ", 1)[1].strip()
+        self.base_url = line.split("listening on ", 1)[1].strip()  # http://127.0.0.1:PORT/v1
         self.port = int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
         return self
 

@@ -1,0 +1,267 @@
+"""Read-only helpers the console runs in its workers (no Textual here).
+
+Built only on LedgerReader and the projection: the console never opens SQLite itself.
+Everything here is synchronous and meant for thread workers; nothing holds Event objects
+for the whole ledger (the projector keeps small summaries, the timeline reads pages).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeai_tui.ledger import (
+    Event,
+    LedgerError,
+    LedgerReader,
+    ReceiptLog,
+    find_cases,
+    read_receipts,
+)
+from codeai_tui.ledger.case import RECEIPTS_RELPATH
+from codeai_tui.workstate import SEVERITY, CallStage, CallState, Projector, WorkState
+
+PROJECT_PAGE = 5000
+TIMELINE_PAGE = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Worst:
+    """A case's worst state, for the Cases pane (higher severity is worse)."""
+
+    label: str
+    severity: int
+
+
+def worst_state(state: WorkState) -> Worst:
+    if state.receipts.duplicates:
+        return Worst("duplicate effect", 7)
+    if state.receipts.uncovered:
+        return Worst("uncovered effect", 6)
+    worst: CallState | None = None
+    for call in state.calls:
+        if worst is None or SEVERITY.get(call.stage, 0) > SEVERITY.get(worst.stage, 0):
+            worst = call
+    if worst is not None and worst.stage is CallStage.EFFECT_UNKNOWN:
+        return Worst("effect unknown", 5)
+    if state.anomalies:
+        return Worst("anomalies", 4)
+    if worst is None:
+        return Worst("no calls", 0)
+    return Worst(worst.stage.value, SEVERITY.get(worst.stage, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSnapshot:
+    """One projection of one case, ready for the panes (built off the UI thread)."""
+
+    case_dir: Path
+    state: WorkState
+    event_count: int
+    max_seq: int
+    last_recorded_at: str | None
+    receipts: ReceiptLog
+    call_index: dict[str, int] = field(default_factory=dict)
+    as_of: int | None = None
+
+    def call(self, call_id: str | None) -> CallState | None:
+        if call_id is None:
+            return None
+        idx = self.call_index.get(call_id)
+        return None if idx is None else self.state.calls[idx]
+
+
+def _snapshot(
+    case_dir: Path,
+    projector: Projector,
+    receipts: ReceiptLog,
+    *,
+    event_count: int,
+    max_seq: int,
+    last_recorded_at: str | None,
+    as_of: int | None = None,
+) -> CaseSnapshot:
+    state = projector.snapshot(receipts)
+    index = {c.call_id: i for i, c in enumerate(state.calls)}
+    return CaseSnapshot(
+        case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of
+    )
+
+
+def discover_cases(path: str | os.PathLike[str]) -> list[Path]:
+    """A case or a bundle -> its case directories (raises LedgerError)."""
+    return find_cases(path)
+
+
+def _receipts_stamp(case_dir: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(case_dir / RECEIPTS_RELPATH)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class CaseFollower:
+    """Projects one case in pages, then follows appends (one instance per worker)."""
+
+    def __init__(self, case_dir: Path) -> None:
+        self.case_dir = case_dir
+        self.reader = LedgerReader(case_dir)
+        self.projector = Projector()
+        self.receipts = read_receipts(case_dir)
+        self._receipts_stamp = _receipts_stamp(case_dir)
+        self.event_count, self.max_seq = self.reader.stats()
+        self.last_recorded_at = self.reader.last_recorded_at()
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
+                 page: int = PROJECT_PAGE) -> int:
+        """Feed every event after the projector's last seq; returns how many were fed."""
+        fed = 0
+        while True:
+            events = self.reader.read_after(self.projector.last_seq, page)
+            if not events:
+                return fed
+            self.projector.feed(events)
+            fed += len(events)
+            if progress is not None:
+                progress(self.projector.event_count, max(self.event_count, self.projector.event_count))
+            if stop is not None and stop():
+                return fed
+
+    def snapshot(self) -> CaseSnapshot:
+        return _snapshot(
+            self.case_dir,
+            self.projector,
+            self.receipts,
+            event_count=self.projector.event_count,
+            max_seq=self.projector.last_seq,
+            last_recorded_at=self.last_recorded_at,
+        )
+
+    def poll(self) -> CaseSnapshot | None:
+        """A fresh snapshot if another process committed or the receipt log changed."""
+        ledger_changed = self.reader.changed()
+        stamp = _receipts_stamp(self.case_dir)
+        receipts_changed = stamp != self._receipts_stamp
+        if not ledger_changed and not receipts_changed:
+            return None
+        if receipts_changed:
+            self._receipts_stamp = stamp
+            self.receipts = read_receipts(self.case_dir)
+        if ledger_changed:
+            self.event_count, self.max_seq = self.reader.stats()
+            fed = self.catch_up()
+            if fed:
+                self.last_recorded_at = self.reader.last_recorded_at()
+            elif not receipts_changed:
+                return None
+        return self.snapshot()
+
+
+def project_as_of(
+    case_dir: Path,
+    seq: int,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> CaseSnapshot | None:
+    """The same projection over the events with seq <= `seq` (time travel).
+    Returns None when `stop()` turned true midway."""
+    with LedgerReader(case_dir) as reader:
+        count, max_seq = reader.stats()
+        projector = Projector()
+        last = 0
+        recorded: str | None = None
+        while True:
+            events = reader.read_after(last, PROJECT_PAGE)
+            if not events:
+                break
+            cut = [e for e in events if e.seq <= seq]
+            projector.feed(cut)
+            if cut:
+                recorded = cut[-1].recorded_at
+            if len(cut) < len(events):
+                break
+            last = events[-1].seq
+            if progress is not None:
+                progress(projector.event_count, min(seq, max_seq))
+            if stop is not None and stop():
+                return None
+        receipts = read_receipts(case_dir)
+    return _snapshot(
+        case_dir, projector, receipts,
+        event_count=count, max_seq=max_seq, last_recorded_at=recorded, as_of=seq,
+    )
+
+
+def summarize_case(case_dir: Path) -> tuple[Worst, int]:
+    """(worst state, event count) of one case of a bundle; raises LedgerError."""
+    follower = CaseFollower(case_dir)
+    try:
+        follower.catch_up()
+        snap = follower.snapshot()
+    finally:
+        follower.close()
+    return worst_state(snap.state), snap.event_count
+
+
+class PageReader:
+    """Timeline pages by key (`seq BETWEEN`), never OFFSET; one connection, one lock."""
+
+    def __init__(self, case_dir: Path) -> None:
+        self.case_dir = case_dir
+        self._reader: LedgerReader | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> LedgerReader:
+        if self._reader is None:
+            self._reader = LedgerReader(self.case_dir)
+        return self._reader
+
+    def page(self, page_no: int, size: int = TIMELINE_PAGE) -> list[Event]:
+        first = page_no * size + 1
+        with self._lock:
+            try:
+                return self._open().read_range(first, first + size - 1)
+            except LedgerError:
+                self._close_locked()
+                raise
+
+    def call_seqs(self, call_id: str) -> list[int]:
+        with self._lock:
+            return self._open().call_seqs(call_id)
+
+    def scan(self, match: Callable[[Event], bool], limit: int,
+             stop: Callable[[], bool] | None = None) -> tuple[list[Event], bool]:
+        """Events that `match`, paged by key; (matches, truncated)."""
+        found: list[Event] = []
+        last = 0
+        while True:
+            with self._lock:
+                events = self._open().read_after(last, PROJECT_PAGE)
+            if not events:
+                return found, False
+            for ev in events:
+                if match(ev):
+                    found.append(ev)
+                    if len(found) >= limit:
+                        return found, True
+            last = events[-1].seq
+            if stop is not None and stop():
+                return found, False
+
+    def _close_locked(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_locked()

@@ -1,0 +1,275 @@
+"""A Line-API table: draws only the visible rows, so it scales to a million of them.
+
+`DataTable` rebuilds a list as tall as the table on every change (NOTES.md); this view
+asks a `RowSource` for row i only when row i is on screen. Cells are plain text that
+has already been through `textsafe.visible` (see `rows.py`): nothing here parses markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+ELLIPSIS = "\u2026"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    title: str
+    width: int
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row: a stable key (for keeping the selection), sanitised cells, a tone."""
+
+    key: str
+    cells: tuple[str, ...]
+    tone: str = ""  # "" | "error" | "warn" | "dim" | "ok"
+
+
+class RowSource(Protocol):
+    def __len__(self) -> int: ...
+
+    def row(self, index: int) -> Row | None:
+        """The row, or None while it is being loaded."""
+        ...
+
+    def index_of(self, key: str) -> int | None: ...
+
+
+class ListSource:
+    """Rows already built (small panes)."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.rows = list(rows)
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def row(self, index: int) -> Row | None:
+        return self.rows[index] if 0 <= index < len(self.rows) else None
+
+    def index_of(self, key: str) -> int | None:
+        if self._index is None:
+            self._index = {r.key: i for i, r in enumerate(self.rows)}
+        return self._index.get(key)
+
+
+def fit(text: str, width: int) -> str:
+    """Pad or cut `text` to exactly `width` cells, marking a cut with an ellipsis."""
+    if width <= 0:
+        return ""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, width - 1) + ELLIPSIS
+
+
+class TableView(ScrollView, can_focus=True):
+    """Columns, a fixed header line, a cursor row; rows drawn on demand."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="table.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="table.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="table.page_down"),
+        Binding("home", "edge(0)", "First", show=False, id="table.first"),
+        Binding("end", "edge(1)", "Last", show=False, id="table.last"),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "table--header",
+        "table--cursor",
+        "table--error",
+        "table--warn",
+        "table--dim",
+        "table--ok",
+        "table--empty",
+    }
+
+    class CursorMoved(Message):
+        """The cursor landed on a row (posted after a move or a data change)."""
+
+        def __init__(self, table: TableView, index: int, row: Row | None) -> None:
+            super().__init__()
+            self.table = table
+            self.index = index
+            self.row = row
+
+        @property
+        def control(self) -> TableView:
+            return self.table
+
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        *,
+        empty_text: str = "nothing here",
+        follow_tail: bool = False,
+        name: str | None = None,
+        id: str | None = None,  # noqa: A002 - Textual's name
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.columns = list(columns)
+        self.source: RowSource = ListSource([])
+        self.cursor = 0
+        self.empty_text = empty_text
+        self.follow_tail = follow_tail
+        self.total_width = sum(c.width for c in self.columns) + len(self.columns)
+        self._last_key: str | None = None
+
+    # ---- data
+
+    @property
+    def row_count(self) -> int:
+        return len(self.source)
+
+    def current_row(self) -> Row | None:
+        return self.source.row(self.cursor) if self.row_count else None
+
+    def set_source(self, source: RowSource, *, keep: bool = True) -> None:
+        """Swap the rows, keeping the selected key and the scroll position."""
+        old_count = self.row_count
+        at_tail = self.follow_tail and (old_count == 0 or self.cursor >= old_count - 1)
+        key = self._last_key
+        self.source = source
+        count = len(source)
+        index: int | None = None
+        if at_tail and count:
+            index = count - 1
+        elif keep and key is not None:
+            index = source.index_of(key)
+        if index is None:
+            index = min(self.cursor, max(0, count - 1))
+        self.virtual_size = Size(self.total_width, count + 1)
+        self._move(index, force_message=True, scroll=at_tail)
+        self.refresh()
+
+    def refresh_rows(self) -> None:
+        """Rows arrived for a loading source: redraw, re-announce the cursor row."""
+        self.refresh()
+        row = self.current_row()
+        if row is not None and row.key != self._last_key:
+            self._last_key = row.key
+            self.post_message(self.CursorMoved(self, self.cursor, row))
+
+    # ---- cursor
+
+    def _move(self, index: int, *, force_message: bool = False, scroll: bool = True) -> None:
+        count = self.row_count
+        index = max(0, min(index, count - 1)) if count else 0
+        changed = index != self.cursor
+        self.cursor = index
+        if scroll:
+            self._scroll_to_cursor()
+        row = self.current_row()
+        key = row.key if row is not None else None
+        if changed or force_message or key != self._last_key:
+            self._last_key = key if key is not None else self._last_key
+            self.post_message(self.CursorMoved(self, index, row))
+        self.refresh()
+
+    def move_to(self, index: int) -> None:
+        self._move(index)
+
+    def select_key(self, key: str) -> bool:
+        index = self.source.index_of(key)
+        if index is None:
+            return False
+        self._move(index)
+        return True
+
+    def _page_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        top = int(self.scroll_offset.y)
+        height = self._page_height()
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    def action_cursor(self, delta: int) -> None:
+        self._move(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move(self.cursor + direction * self._page_height())
+
+    def action_edge(self, end: int) -> None:
+        self._move(self.row_count - 1 if end else 0)
+
+    def on_click(self, event: Click) -> None:
+        y = event.y
+        if y <= 0:
+            return
+        self.focus()
+        self._move(int(self.scroll_offset.y) + y - 1, scroll=False)
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.total_width, self.row_count + 1)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.refresh()
+
+    # ---- drawing
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(name, partial=True)
+
+    def _line(self, cells: Sequence[str], style: Style) -> list[Segment]:
+        segments: list[Segment] = []
+        for col, text in zip(self.columns, cells, strict=False):
+            segments.append(Segment(fit(text, col.width) + " ", style))
+        return segments
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        scroll_x = int(self.scroll_offset.x)
+        base = self.rich_style
+        if y == 0:
+            style = base + self._style("table--header")
+            segments = self._line([c.title for c in self.columns], style)
+            return self._finish(segments, scroll_x, width, style)
+        index = int(self.scroll_offset.y) + y - 1
+        count = self.row_count
+        if count == 0:
+            if y == 1:
+                style = base + self._style("table--empty")
+                return self._finish([Segment(" " + self.empty_text, style)], 0, width, style)
+            return Strip.blank(width, base)
+        if index >= count:
+            return Strip.blank(width, base)
+        row = self.source.row(index)
+        style = base
+        if row is None:
+            style = base + self._style("table--dim")
+            segments = [Segment(fit(f"{index + 1:>7}", self.columns[0].width) + " \u2026 loading", style)]
+        else:
+            if row.tone:
+                style = base + self._style(f"table--{row.tone}")
+            segments = self._line(row.cells, style)
+        if index == self.cursor:
+            style = style + self._style("table--cursor")
+            segments = [Segment(s.text, s.style + self._style("table--cursor") if s.style else style)
+                        for s in segments]
+        return self._finish(segments, scroll_x, width, style)
+
+    @staticmethod
+    def _finish(segments: list[Segment], scroll_x: int, width: int, style: Style) -> Strip:
+        strip = Strip(segments).crop(scroll_x, scroll_x + width)
+        return strip.extend_cell_length(width, style).simplify()
