@@ -1,0 +1,239 @@
+"""Build the demo bundle: the seed's experiment "Kill it, reopen it, resume it".
+
+Every phase is a separate OS process over one case directory: a producer (killed with
+SIGKILL at a durable checkpoint), `codeai-tui inspect --json` (recorded with proof it
+appended nothing), `codeai-tui resume` (refusals and the one resume, recorded with exit
+codes and counts) and the naive restart (on a copy). Provider effects are counted by the
+synthetic provider's own fsync'd receipt log, outside the ledger.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.demo.evidence import EVENTS_DIGEST_DEFINITION, LEDGER, snapshot, write_json
+from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
+from codeai_tui.provider import ProviderProcess
+
+DEMO_PROVIDER_PORT = 8768
+BUNDLE_FORMAT = "codeai.demo_bundle.v1"
+MODEL = "synthetic-small"
+DRIFT_MODEL = "synthetic-large"
+IN_FLIGHT_LATENCY_S = 120.0  # the slow provider holds a request far longer than the kill takes
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSpec:
+    name: str
+    role: str
+    description: str
+    scenario: str = "call"
+    checkpoint: str = "call.manifest"
+    occurrence: int = 1
+    in_flight: bool = False
+    model: str = MODEL
+    copy_of: str | None = None
+
+
+CASES: tuple[CaseSpec, ...] = (
+    CaseSpec("01_killed_after_requested", "killed_after_requested",
+             "Killed right after call.requested: start the call, but no manifest exists, "
+             "so no drift check is possible.", checkpoint="call.requested"),
+    CaseSpec("02_killed_after_manifest", "killed_after_manifest",
+             "Killed right after call.manifest: nothing was sent; resumable "
+             "(resume it from the console to see it superseded).", checkpoint="call.manifest"),
+    CaseSpec("03_drift_refused", "drift_refused",
+             "The same interruption, but case.json now configures another model: resume "
+             "rebuilds a different request and refuses; nothing is sent.",
+             checkpoint="call.manifest", model=DRIFT_MODEL),
+    CaseSpec("04_killed_in_flight", "killed_in_flight",
+             "Killed while the provider held the request: one receipt, effect unknown, "
+             "resume refused (reconcile the effect).", checkpoint="attempt.started",
+             in_flight=True),
+    CaseSpec("05_naive_restart", "naive_restart",
+             "A copy of 04 handed to a naive restart that re-sent the recorded request "
+             "without consulting the projection: two identical receipts under one key, "
+             "no events appended.", checkpoint="attempt.started", in_flight=True,
+             copy_of="04_killed_in_flight"),
+    CaseSpec("06_killed_after_observed", "killed_after_observed",
+             "Killed after attempt.observed: the response bytes are stored; reinterpret, "
+             "the provider is not needed. Resume refused.", checkpoint="attempt.observed"),
+    CaseSpec("07_killed_after_compilation_requested", "killed_after_compilation_requested",
+             "Killed after context.compilation_requested: the offered inventory (A, B, D) "
+             "is recoverable; recompile is always safe.",
+             checkpoint="context.compilation_requested"),
+    CaseSpec("08_compilation_failed", "compilation_failed",
+             "A compilation failed on a missing required input: C was required and never "
+             "offered (A required, size 12 estimated; B required, size 0; D optional).",
+             scenario="compile_fail", checkpoint="context.compilation_failed"),
+    CaseSpec("09_resumed", "resumed",
+             "Case 02 after a third process resumed it: old call superseded, new call "
+             "completed, exactly one receipt whose body hash equals both manifests' "
+             "request hash; the task moved to check_and_accept.",
+             checkpoint="call.manifest", copy_of="02_killed_after_manifest"),
+    CaseSpec("10_completed_and_accepted", "completed_and_accepted",
+             "task-1 completed end to end; task-2 accepted but killed before its "
+             "task.completed: repeat the acceptance.", scenario="accept",
+             checkpoint="task.accepted", occurrence=2),
+)
+
+
+def case_base_url(name: str, port: int = DEMO_PROVIDER_PORT) -> str:
+    return f"http://127.0.0.1:{port}/c/{name}/v1"
+
+
+def _say(message: str) -> None:
+    print(f"demo: {message}", file=sys.stderr, flush=True)
+
+
+class Harness:
+    """Runs the experiment into one bundle directory with two build-time providers."""
+
+    def __init__(self, bundle: Path, fast: ProviderProcess, slow: ProviderProcess) -> None:
+        self.bundle = bundle
+        self.fast = fast
+        self.slow = slow
+
+    def url(self, name: str, provider: ProviderProcess | None = None) -> str:
+        return case_base_url(name, (provider or self.fast).port)
+
+    # ---- phases
+
+    def produce(self, spec: CaseSpec) -> None:
+        case = self.bundle / spec.name
+        case.mkdir()
+        provider = self.slow if spec.in_flight else self.fast
+        args = ["--scenario", spec.scenario, "--base-url", self.url(spec.name, provider),
+                "--model", MODEL, "--checkpoint", spec.checkpoint,
+                "--occurrence", str(spec.occurrence),
+                "--then", "continue" if spec.in_flight else "block"]
+        record = produce_and_kill(case, args, spec.in_flight)
+        write_json(case / "termination.json", record)
+        _say(f"{spec.name}: SIGKILL pid {record['pid']} after {record['event']} "
+             f"(seq {record['seq']}, {record['point']})")
+
+    def copy_case(self, spec: CaseSpec) -> None:
+        """Copy a dead producer's case; this process holds no connection to it."""
+        assert spec.copy_of is not None
+        src, dst = self.bundle / spec.copy_of, self.bundle / spec.name
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns(f"{LEDGER}-shm"))
+        _say(f"{spec.name}: copied from {spec.copy_of}")
+
+    def write_case_json(self, spec: CaseSpec) -> None:
+        write_json(self.bundle / spec.name / "case.json", {
+            "provider": {"base_url": case_base_url(spec.name), "model": spec.model,
+                         "api_key_env": "CODEAI_API_KEY"},
+            "description": spec.description,
+        })
+
+    def cli(self, *args: str) -> Phase:
+        return run_phase(self.bundle, "codeai_tui", *args)
+
+    def inspect(self, name: str, filename: str = "inspection.json") -> dict[str, Any]:
+        import json
+
+        case = self.bundle / name
+        before = snapshot(case)
+        phase = self.cli("inspect", name, "--json")
+        after = snapshot(case)
+        if phase.exit_code != 0:
+            raise DemoError(f"{name}: inspect exited {phase.exit_code}: {phase.stderr.strip()}")
+        record = {"argv": phase.argv, "exit_code": phase.exit_code, "before": before,
+                  "projection": json.loads(phase.stdout), "after": after}
+        write_json(case / filename, record)
+        return record
+
+    def resume_attempt(self, name: str, call_id: str, expect_exit: int) -> dict[str, Any]:
+        case = self.bundle / name
+        before = snapshot(case)
+        phase = self.cli("resume", name, call_id, "--yes", "--base-url", self.url(name),
+                         "--reason", "demo harness")
+        after = snapshot(case)
+        record = {"call_id": call_id, **phase.as_json(), "before": before, "after": after}
+        write_json(case / "resume_attempt.json", record)
+        if phase.exit_code != expect_exit:
+            raise DemoError(f"{name}: resume exited {phase.exit_code}, expected {expect_exit}: "
+                            f"{phase.stderr.strip()}")
+        verdict = "resumed" if phase.exit_code == 0 else "refused"
+        _say(f"{name}: resume {verdict} (exit {phase.exit_code}); events "
+             f"{before['event_count']} -> {after['event_count']}, receipts "
+             f"{before['receipt_count']} -> {after['receipt_count']}")
+        return record
+
+    def naive_restart(self, name: str) -> dict[str, Any]:
+        case = self.bundle / name
+        before = snapshot(case)
+        phase = run_phase(self.bundle, "codeai_tui.demo.naive", name, "--base-url", self.url(name))
+        after = snapshot(case)
+        record = {**phase.as_json(), "before": before, "after": after}
+        write_json(case / "naive_restart.json", record)
+        if phase.exit_code != 0:
+            raise DemoError(f"{name}: naive restart exited {phase.exit_code}: {phase.stderr.strip()}")
+        _say(f"{name}: naive restart re-sent the request; events {before['event_count']} -> "
+             f"{after['event_count']}, receipts {before['receipt_count']} -> "
+             f"{after['receipt_count']}")
+        return record
+
+    # ---- the experiment
+
+    def run(self) -> None:
+        by_role = {spec.role: spec for spec in CASES}
+        for spec in CASES:
+            if spec.copy_of is None:
+                self.produce(spec)
+        for spec in CASES:
+            if spec.copy_of is not None:
+                self.copy_case(spec)
+        for spec in CASES:
+            self.write_case_json(spec)
+        call = "call-1"
+        self.resume_attempt(by_role["drift_refused"].name, call, expect_exit=3)
+        self.resume_attempt(by_role["killed_in_flight"].name, call, expect_exit=3)
+        self.resume_attempt(by_role["killed_after_observed"].name, call, expect_exit=3)
+        self.naive_restart(by_role["naive_restart"].name)
+        resumed = by_role["resumed"].name
+        self.inspect(resumed, "inspection_before_resume.json")
+        self.resume_attempt(resumed, call, expect_exit=0)
+        for spec in CASES:
+            self.inspect(spec.name)
+        write_json(self.bundle / "bundle.json", {
+            "format": BUNDLE_FORMAT,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "events_digest": EVENTS_DIGEST_DEFINITION,
+            "cases": [{"dir": s.name, "role": s.role, "description": s.description,
+                       "copy_of": s.copy_of} for s in CASES],
+        })
+
+
+def build_demo(out: Path | None) -> Path:
+    """Build the bundle into `out` (a fresh temp dir when None); returns its path."""
+    bundle = Path(tempfile.mkdtemp(prefix="codeai-demo-")) if out is None else Path(out)
+    bundle.mkdir(parents=True, exist_ok=True)
+    bundle = bundle.resolve()
+    started = time.monotonic()
+    with ProviderProcess(receipts_root=bundle) as fast, \
+            ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
+        Harness(bundle, fast, slow).run()
+    _say(f"built {len(CASES)} cases in {time.monotonic() - started:.1f} s")
+    verify_bundle(bundle)
+    return bundle
+
+
+def verify_bundle(bundle: Path) -> int:
+    """Run the independent verifier in its own process; show its summary."""
+    done = subprocess.run([sys.executable, "-m", "codeai_tui", "verify", str(bundle)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120)
+    lines = done.stdout.strip().splitlines()
+    for line in lines:
+        if line.startswith("FAIL"):
+            _say(line)
+    _say(f"verify: {lines[-1] if lines else done.stderr.strip()}")
+    return done.returncode

@@ -1,0 +1,3 @@
+"""placeholder"""
+def start_live(bundle, rate):
+    raise NotImplementedError
