@@ -1,0 +1,137 @@
+"""Properties of the pure projection over arbitrary event sequences (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeai_tui.ledger.schema import KNOWN_KINDS, Event, parse_payload
+from codeai_tui.workstate import CallStage, NextOperation, Projector, project
+
+KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "", "task.created\x1b[31m"]
+IDS = st.sampled_from(["c1", "c2", "c3", None])
+ATTEMPTS = st.sampled_from(["a1", "a2", None])
+
+payload_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=6,
+)
+payload_texts = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["idempotency_key", "decision", "status", "resumed_as", "outcome",
+                         "acceptance_id", "offered", "required_ids", "missing_ids", "error",
+                         "request_sha256", "by", "transport"]),
+        payload_values, max_size=5,
+    ).map(json.dumps),
+    st.sampled_from(["[]", "null", "42", "{", "\"text\"", "{\"decision\": \"retry\"}"]),
+    st.text(max_size=10),
+)
+
+
+@st.composite
+def event_lists(draw: st.DrawFn) -> list[Event]:
+    n = draw(st.integers(0, 30))
+    events = []
+    seq = 0
+    for _ in range(n):
+        seq += draw(st.sampled_from([1, 1, 1, 1, 2]))  # occasional gaps
+        text = draw(payload_texts)
+        payload, problem = parse_payload(text)
+        events.append(Event(
+            seq=seq, event_id=f"e{seq}", recorded_at="t", kind=draw(st.sampled_from(KINDS)),
+            task_id=draw(st.sampled_from(["t1", "t2"])), call_id=draw(IDS),
+            attempt_id=draw(ATTEMPTS), compilation_id=draw(st.sampled_from(["k1", None])),
+            payload=payload, payload_text=text, payload_error=problem,
+        ))
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(event_lists())
+def test_projection_never_raises_and_is_complete(events: list[Event]) -> None:
+    state = project(events)
+    assert state.event_count == len(events)
+    named_calls = {  # unknown kinds are counted and ignored, even when they look like calls
+        e.call_id for e in events
+        if e.call_id and e.kind in KNOWN_KINDS and e.kind.startswith(("call.", "attempt."))
+    }
+    assert {c.call_id for c in state.calls} == named_calls
+    for c in state.calls:
+        assert c.reason
+        if c.resumable:
+            assert c.next_operation is NextOperation.START_CALL
+            assert c.stage in (CallStage.REQUESTED, CallStage.MANIFEST_RECORDED)
+        if c.stage is CallStage.EFFECT_UNKNOWN:
+            assert c.duplicate_effect_risk
+    json.dumps(state.as_json("x"))  # always serialisable
+
+
+@settings(max_examples=100, deadline=None)
+@given(event_lists(), st.integers(0, 40))
+def test_as_of_equals_projecting_a_prefix(events: list[Event], n: int) -> None:
+    as_of = project(events, as_of=n).as_json("x")
+    prefix = project([e for e in events if e.seq <= n]).as_json("x")
+    assert as_of == prefix
+
+
+@settings(max_examples=100, deadline=None)
+@given(event_lists(), st.data())
+def test_an_event_never_changes_calls_it_does_not_name(events: list[Event], data: st.DataObject) -> None:
+    before = {c.call_id: c for c in project(events).calls}
+    extra = data.draw(event_lists().filter(lambda evs: len(evs) > 0)).pop()
+    last = events[-1].seq if events else 0
+    extra = Event(last + 1, "x", "t", extra.kind, extra.task_id, extra.call_id,
+                  extra.attempt_id, extra.compilation_id, extra.payload, extra.payload_text,
+                  extra.payload_error)
+    after = {c.call_id: c for c in project([*events, extra]).calls}
+    for call_id, state in before.items():
+        if call_id != extra.call_id:
+            assert after[call_id] == state
+
+
+def test_incremental_feeding_equals_one_shot() -> None:
+    events = [
+        Event(1, "e1", "t", "task.created", "t1", payload={"title": "x"}),
+        Event(2, "e2", "t", "call.requested", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(3, "e3", "t", "call.manifest", "t1", "c1", payload={"idempotency_key": "k"}),
+    ]
+    projector = Projector()
+    projector.add(events[0])
+    mid = projector.snapshot()
+    assert mid.tasks[0].next_operation is NextOperation.START_CALL
+    projector.feed(events[1:])
+    assert projector.snapshot().as_json("x") == project(events).as_json("x")
+    assert projector.call_state("c1").stage is CallStage.MANIFEST_RECORDED
+
+
+def test_attempt_without_manifest_is_anomalous_and_not_untouched() -> None:
+    events = [
+        Event(1, "e1", "t", "call.requested", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(2, "e2", "t", "attempt.started", "t1", "c1", "a1", payload={"attempt_no": 1}),
+    ]
+    state = project(events)
+    call = state.call("c1")
+    assert call is not None
+    assert call.stage is CallStage.EFFECT_UNKNOWN
+    assert call.anomalous and not call.resumable
+    assert [a.seq for a in state.anomalies] == [2]
+
+
+def test_broken_payloads_and_gaps_are_anomalies_not_crashes() -> None:
+    events = [
+        Event(1, "e1", "t", "call.requested", "t1", "c1", payload=None, payload_text="[1]",
+              payload_error="payload is a JSON list, not an object"),
+        Event(3, "e3", "t", "attempt.observed", "t1", "c1", "a9", payload={}),
+        Event(4, "e4", "t", "call.teleported", "t1", "c1", payload={}),
+    ]
+    state = project(events)
+    problems = [a.problem for a in state.anomalies]
+    assert any("not an object" in p for p in problems)
+    assert any("seq gap" in p for p in problems)
+    assert any("never started" in p for p in problems)
+    assert state.unknown_kinds == {"call.teleported": 1}
+    call = state.call("c1")
+    assert call is not None and call.provider_effect.value == "happened" and not call.resumable
