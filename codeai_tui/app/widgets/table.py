@@ -87,6 +87,8 @@ class TableView(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="table.page_down"),
         Binding("home", "edge(0)", "First", show=False, id="table.first"),
         Binding("end", "edge(1)", "Last", show=False, id="table.last"),
+        Binding("left", "pan(-8)", "Scroll left", show=False, id="table.left"),
+        Binding("right", "pan(8)", "Scroll right", show=False, id="table.right"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -205,6 +207,9 @@ class TableView(ScrollView, can_focus=True):
 
     def action_cursor(self, delta: int) -> None:
         self._move(self.cursor + delta)
+
+    def action_pan(self, delta: int) -> None:
+        self.scroll_to(x=max(0, int(self.scroll_offset.x) + delta), animate=False)
 
     def action_page(self, direction: int) -> None:
         self._move(self.cursor + direction * self._page_height())

@@ -1,0 +1,1 @@
+"""Screens: the resume confirmation, help, the error screen."""

@@ -1,0 +1,42 @@
+"""Every binding, from the live binding table (so remapped keys show as remapped)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss_help", "Close", id="help.close"),
+    ]
+
+    def __init__(self, rows: list[tuple[str, str, str]], read_only: bool) -> None:
+        super().__init__()
+        self.rows = rows
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        parts: list[str | tuple[str, str]] = [("Keys", "bold $accent"), "\n\n"]
+        for keys, description, binding_id in self.rows:
+            parts += [(f"{keys:<16}", "bold $primary"), f"{description:<44}",
+                      (f"id: {binding_id}", "$text-muted"), "\n"]
+        parts += ["\nThe question this console answers: could the provider effect have "
+                  "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
+                  " marks a call whose request may have reached the provider.\n"
+                  "Resume is offered only where the projection says start_call.\n"]
+        if self.read_only:
+            parts.append(("Read-only mode: every write action is unavailable.", "$warning"))
+        with VerticalScroll(id="help-box"):
+            yield Static(Content.assemble(*parts))
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

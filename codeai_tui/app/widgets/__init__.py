@@ -1,0 +1,1 @@
+"""Widgets: the Line-API table."""
