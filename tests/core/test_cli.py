@@ -1,0 +1,60 @@
+"""The command line's contract with operators: one line per bad input, clear exits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ledgerfactory import write_ledger
+
+from tests.support import cli, load_vectors
+
+HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x1b[2J[@click=app.quit]\u202e"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect"],
+        ["inspect", "/definitely/not/here"],
+        ["inspect", "/etc/hostname"],
+        ["inspect", ".", "--as-of", "minus-one"],
+        ["resume", "/definitely/not/here", "call-1", "--yes"],
+        ["verify", "/definitely/not/here"],
+        ["/definitely/not/here"],
+        ["--no-such-flag"],
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_untrusted_ids_never_reach_the_terminal_raw(tmp_path: Path) -> None:
+    v = next(x for x in load_vectors() if x["name"] == "killed_in_flight")
+    events = [dict(e) for e in v["events"]]
+    for e in events:
+        if e.get("call_id"):
+            e["call_id"] = "call-" + HOSTILE
+        e["task_id"] = "task-" + HOSTILE
+    events[0]["payload"] = {"title": HOSTILE}
+    write_ledger(tmp_path / "evil", events)
+    table = cli("inspect", str(tmp_path / "evil"))
+    assert table.returncode == 0, table.stderr
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in table.stdout
+    assert "⟨ESC⟩" in table.stdout
+    doc = json.loads(cli("inspect", str(tmp_path / "evil"), "--json").stdout)
+    assert doc["calls"][0]["call_id"] == "call-" + HOSTILE  # JSON keeps data exact, escaped
+    refused = cli("resume", str(tmp_path / "evil"), "call-" + HOSTILE, "--yes")
+    assert refused.returncode == 3
+    assert "\x1b" not in refused.stderr and "⟨ESC⟩" in refused.stderr
+
+
+def test_version_and_help() -> None:
+    assert cli("--version").stdout.startswith("codeai-tui ")
+    proc = cli("--help")
+    assert proc.returncode == 0 and "inspect" in proc.stdout

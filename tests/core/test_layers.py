@@ -1,0 +1,31 @@
+"""Architecture rules that a refactor could silently break."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_data_layer_imports_no_textual() -> None:
+    code = (
+        "import sys; import codeai_tui.ledger, codeai_tui.workstate, codeai_tui.resume, "
+        "codeai_tui.inspect, codeai_tui.provider, codeai_tui.runner; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
+        "print(bad); raise SystemExit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_import_contracts_hold() -> None:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("import-linter not installed")
+    proc = subprocess.run([exe], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
