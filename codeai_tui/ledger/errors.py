@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from enum import StrEnum
+from pathlib import Path
 
 
 class LedgerProblem(StrEnum):
@@ -51,6 +52,16 @@ def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
             "live (its -shm/-wal files are missing); copy the case to a writable place",
         )
     if "unable to open" in text:
+        p = Path(str(path))
+        if p.is_file() and not Path(f"{p}-shm").exists():
+            # WAL needs its -shm index; mode=ro cannot create it in a read-only directory
+            return LedgerError(
+                LedgerProblem.READONLY_DIR,
+                f"{path}: cannot read this WAL ledger: its directory is read-only and no "
+                "writer is live (the -shm index is missing); copy the case to a writable place",
+            )
+        if p.is_file():
+            return LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot open the ledger file (permissions?)")
         return LedgerError(LedgerProblem.MISSING, f"{path}: cannot open the ledger file")
     if "malformed" in text or "corrupt" in text or "disk i/o" in text:
         return LedgerError(LedgerProblem.CORRUPT, f"{path}: ledger file is corrupt ({exc})")

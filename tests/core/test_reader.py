@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -156,17 +157,34 @@ def test_locked_ledger_is_a_clear_busy_state(tmp_path: Path) -> None:
         holder.close()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def _make_readonly(case: Path) -> bool:
+    """chmod for users; root ignores modes, so use the immutable flag where it works."""
+    if os.geteuid() != 0:
+        case.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        return True
+    return subprocess.run(["chattr", "+i", str(case)], capture_output=True).returncode == 0
+
+
+def _make_writable(case: Path) -> None:
+    if os.geteuid() != 0:
+        case.chmod(stat.S_IRWXU)
+    else:
+        subprocess.run(["chattr", "-i", str(case)], capture_output=True)
+
+
 def test_readonly_directory_without_shm_is_a_clear_state(tmp_path: Path) -> None:
     case = tmp_path / "case"
-    write_ledger(case, VECTOR["events"][:3])
-    case.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    write_ledger(case, VECTOR["events"][:3])  # closed cleanly: no -wal/-shm on disk
+    if not _make_readonly(case):
+        pytest.skip("cannot make a directory read-only here")
     try:
         with pytest.raises(LedgerError) as err:
             LedgerReader(case).stats()
         assert err.value.problem is LedgerProblem.READONLY_DIR
+        proc = cli("inspect", str(case))
+        assert proc.returncode == 2 and "read-only" in proc.stderr
     finally:
-        case.chmod(stat.S_IRWXU)
+        _make_writable(case)
 
 
 def test_writer_assigns_gap_free_seqs_and_checks_format(tmp_path: Path) -> None:
