@@ -1,0 +1,142 @@
+"""Reading a case for the verifier with its own code: plain sqlite3, read-only URI.
+
+Nothing here imports the project's ledger reader or projection: the verifier checks the
+project, so it must not share the project's mistakes. Receipts are read BEFORE the ledger
+so that, beside a live writer, every receipt read has its attempt.started committed
+already (the writer commits attempt.started before sending).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+LEDGER = "ledger.sqlite3"
+LEDGER_FORMAT = "codeai.ledger.v1"
+RECEIPTS = Path("provider") / "receipts.jsonl"
+MAX_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    seq: int
+    event_id: str
+    kind: str
+    task_id: str
+    call_id: str | None
+    attempt_id: str | None
+    compilation_id: str | None
+    payload: dict[str, Any]
+    payload_ok: bool
+
+
+@dataclass(slots=True)
+class CaseData:
+    path: Path
+    rows: list[Row] = field(default_factory=list)
+    format: str | None = None
+    digest: str = ""
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    receipt_problems: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def json_doc(self, filename: str) -> Any:
+        """A recorded JSON file of the case, or None when absent (ValueError if broken)."""
+        p = self.path / filename
+        if not p.exists():
+            return None
+        return json.loads(p.read_text(encoding="utf-8"))
+
+
+def find_case_dirs(root: Path) -> list[Path]:
+    if (root / LEDGER).is_file():
+        return [root]
+    found: list[Path] = []
+    base = len(root.parts)
+    for p in sorted(root.rglob(LEDGER)):
+        if p.is_file() and 1 <= len(p.parent.parts) - base <= MAX_DEPTH:
+            found.append(p.parent)
+    return found
+
+
+def read_receipts(case: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    try:
+        data = (case / RECEIPTS).read_bytes()
+    except FileNotFoundError:
+        return [], []
+    receipts: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for no, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            problems.append(f"line {no} is not JSON")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"line {no} is not an object")
+            continue
+        receipts.append(obj)
+    return receipts, problems
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def read_case(case: Path) -> CaseData:
+    """Read receipts, then every event. Raises sqlite3.Error / OSError on a bad ledger."""
+    data = CaseData(case)
+    data.receipts, data.receipt_problems = read_receipts(case)
+    uri = f"file:{quote(str((case / LEDGER).absolute()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
+    try:
+        conn.execute("PRAGMA query_only=1")
+        row = conn.execute("SELECT value FROM ledger_meta WHERE key='format'").fetchone()
+        data.format = _text(row[0]) if row else None
+        rows = conn.execute(
+            "SELECT seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,"
+            " compilation_id, payload FROM events ORDER BY seq"
+        ).fetchall()
+    finally:
+        conn.close()
+    digest = hashlib.sha256()
+    for r in rows:
+        line = json.dumps(list(r), separators=(",", ":"), ensure_ascii=False) + "\n"
+        digest.update(line.encode("utf-8"))
+        try:
+            payload = json.loads(r[8]) if isinstance(r[8], str | bytes) else None
+        except ValueError:
+            payload = None
+        ok = isinstance(payload, dict)
+        data.rows.append(Row(
+            seq=int(r[0]), event_id=_text(r[1]) or "", kind=_text(r[3]) or "",
+            task_id=_text(r[4]) or "", call_id=_text(r[5]), attempt_id=_text(r[6]),
+            compilation_id=_text(r[7]), payload=payload if ok else {}, payload_ok=ok,
+        ))
+    data.digest = digest.hexdigest()
+    return data
+
+
+def artifact_files(case: Path) -> list[Path]:
+    root = case / "artifacts" / "sha256"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob("*/*") if p.is_file() and not p.name.startswith("."))
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
