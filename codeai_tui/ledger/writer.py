@@ -22,6 +22,7 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite
 from codeai_tui.ledger.reader import check_format, resolve_ledger_path
 from codeai_tui.ledger.schema import (
     EVENT_COLUMNS,
+    LEDGER_FILENAME,
     LEDGER_FORMAT,
     SCHEMA_SQL,
     Event,
@@ -93,8 +94,9 @@ class LedgerWriter:
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now) -> LedgerWriter:
-        """Create a new ledger (the case directory is made if needed)."""
-        p = resolve_ledger_path(path) if Path(path).is_dir() else Path(path)
+        """Create a new ledger. `path` is a case directory (made if needed) or, when it
+        ends in `.sqlite3`, the ledger file itself."""
+        p = Path(path) if str(path).endswith(".sqlite3") else Path(path) / LEDGER_FILENAME
         if p.exists():
             raise LedgerError(LedgerProblem.WRONG_FORMAT, f"{p}: already exists")
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,71 @@
+"""The runner records only what it knows, in the order that makes a kill honest."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from codeai_tui.inspect import project_case
+from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig, read_receipts
+from codeai_tui.provider import ProviderProcess
+from codeai_tui.requests import intent_for
+from codeai_tui.runner import CallRunner
+from codeai_tui.workstate import CallStage, ProviderEffect
+
+
+def _call(case: Path, base_url: str, timeout: float = 10.0) -> str:
+    config = CaseConfig(ProviderConfig(base_url=base_url))
+    with LedgerWriter.create(case) as writer:
+        runner = CallRunner(case, writer, config, timeout=timeout)
+        writer.append("task.created", "t1", {"title": "x"})
+        runner.request("t1", "c1", "k1", "review")
+        manifest = runner.manifest("t1", "c1", "k1", intent_for("review", None), None)
+        return runner.execute("t1", "c1", "k1", manifest.payload["request_sha256"])
+
+
+def _kinds(case: Path) -> list[str]:
+    with LedgerReader(case) as reader:
+        return [e.kind for e in reader.events() if e.call_id == "c1"]
+
+
+def test_retryable_answer_then_success(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    with ProviderProcess(case / "provider" / "receipts.jsonl", fail_first=1) as prov:
+        assert _call(case, prov.base_url) == "succeeded"
+    assert _kinds(case) == [
+        "call.requested", "call.manifest",
+        "attempt.started", "attempt.observed", "attempt.interpreted", "attempt.retry_decided",
+        "attempt.started", "attempt.observed", "attempt.interpreted", "attempt.completed",
+        "call.completed",
+    ]
+    state = project_case(case).call("c1")
+    assert state is not None and state.attempts == 2 and state.status == "succeeded"
+    assert len(read_receipts(case).receipts) == 2  # two real provider effects, both covered
+    assert project_case(case).receipts.uncovered == ()
+
+
+def test_sent_and_timed_out_records_nothing_after_started(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    with ProviderProcess(case / "provider" / "receipts.jsonl", latency=5.0) as prov:
+        assert _call(case, prov.base_url, timeout=0.5) == "effect_unknown"
+    assert _kinds(case)[-1] == "attempt.started"
+    state = project_case(case).call("c1")
+    assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
+    assert len(read_receipts(case).receipts) == 1  # the provider did receive it
+
+
+def test_connection_refused_is_observed_without_status(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    case = tmp_path / "case"
+    assert _call(case, f"http://127.0.0.1:{port}/v1") == "failed"
+    with LedgerReader(case) as reader:
+        observed = [e for e in reader.events() if e.kind == "attempt.observed"]
+    assert observed and observed[0].payload["transport"]["status"] is None
+    assert "error" in observed[0].payload["transport"]
+    state = project_case(case).call("c1")
+    assert state is not None and state.stage is CallStage.COMPLETED
+    assert state.provider_effect is ProviderEffect.HAPPENED  # the ladder's word for "observed"
+    json.dumps(project_case(case).as_json("x"))
