@@ -2,9 +2,28 @@
 
 `build_demo(out)` runs the seed's experiment into a bundle of case directories;
 `start_live(bundle, rate)` starts a producer that keeps a `live` case changing.
+The submodules are imported lazily: `python -m codeai_tui.demo.producer` (and .live,
+.naive) must not find themselves half-imported by this package first.
 """
 
-from codeai_tui.demo.harness import DEMO_PROVIDER_PORT, build_demo
-from codeai_tui.demo.live import start_live
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+DEMO_PROVIDER_PORT = 8768
+
+
+def build_demo(out: Path | None) -> Path:
+    from codeai_tui.demo.harness import build_demo as _build
+
+    return _build(out)
+
+
+def start_live(bundle: Path, rate: float) -> subprocess.Popen[str]:
+    from codeai_tui.demo.live import start_live as _start
+
+    return _start(bundle, rate)
+
 
 __all__ = ["DEMO_PROVIDER_PORT", "build_demo", "start_live"]

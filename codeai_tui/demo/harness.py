@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codeai_tui.demo import DEMO_PROVIDER_PORT
 from codeai_tui.demo.evidence import EVENTS_DIGEST_DEFINITION, LEDGER, snapshot, write_json
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
 from codeai_tui.provider import ProviderProcess
 
-DEMO_PROVIDER_PORT = 8768
 BUNDLE_FORMAT = "codeai.demo_bundle.v1"
 MODEL = "synthetic-small"
 DRIFT_MODEL = "synthetic-large"
