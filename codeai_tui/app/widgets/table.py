@@ -132,6 +132,7 @@ class TableView(ScrollView, can_focus=True):
         self.follow_tail = follow_tail
         self.total_width = sum(c.width for c in self.columns) + len(self.columns)
         self._last_key: str | None = None
+        self._known_count = 0
 
     # ---- data
 
@@ -144,11 +145,12 @@ class TableView(ScrollView, can_focus=True):
 
     def set_source(self, source: RowSource, *, keep: bool = True) -> None:
         """Swap the rows, keeping the selected key and the scroll position."""
-        old_count = self.row_count
+        old_count = self._known_count  # the source may be the same object, grown
         at_tail = self.follow_tail and (old_count == 0 or self.cursor >= old_count - 1)
         key = self._last_key
         self.source = source
         count = len(source)
+        self._known_count = count
         index: int | None = None
         if at_tail and count:
             index = count - 1

@@ -1,0 +1,398 @@
+"""Pilot tests: every binding, the read-only gate, live follow, time travel, bad input."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from apphelpers import SIZE, frozen_clock, ledger_digest, make_case, ready, wait_for
+from ledgerfactory import append_rows, write_ledger
+from textual.widgets import Static
+
+from codeai_tui.app import create_app
+from codeai_tui.app.rows import EFFECT_UNKNOWN_TEXT
+from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.screens.help import HelpScreen
+
+
+def status_text(app) -> str:  # noqa: ANN001
+    return str(app.query_one("#status", Static).render())
+
+
+def detail_text(app) -> str:  # noqa: ANN001
+    return str(app.query_one("#detail", Static).render())
+
+
+def notes(app) -> list[str]:  # noqa: ANN001
+    return [n.message for n in app._notifications]
+
+
+async def test_main_view_marks_effect_unknown(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("naive_restart_copy")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        calls = app.table("calls")
+        row = calls.source.row(0)
+        assert row is not None
+        assert EFFECT_UNKNOWN_TEXT in row.cells and row.tone == "error"
+        status = status_text(app)
+        assert "1 effect unknown" in status and "1 duplicate effects" in status
+        assert "following" in status and "8 events" in status
+        receipts = app.table("receipts")
+        assert all("duplicate" in receipts.source.row(i).cells[-1] for i in range(2))
+        assert "effect unknown: duplicate risk" in detail_text(app)
+
+
+async def test_r_on_effect_unknown_writes_nothing(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("killed_in_flight")
+    before = ledger_digest(case)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        assert app.selected_call_id == "call-16"
+        assert app.check_action("resume", ()) is None  # shown greyed in the footer
+        await pilot.press("r")
+        await wait_for(pilot, lambda: any("reconcile_effect" in n for n in notes(app)),
+                       what="refusal note")
+        assert len(app.screen_stack) == 1
+    assert ledger_digest(case) == before
+
+
+async def test_read_only_hides_and_blocks_resume(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("killed_after_manifest")
+    before = ledger_digest(case)
+    app = create_app(case, read_only=True, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        assert app.selected_call().resumable
+        assert app.check_action("resume", ()) is False
+        assert app.check_action("explain_resume", ()) is False
+        keys = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert "resume" not in keys and "explain_resume" not in keys
+        await pilot.press("r")
+        await pilot.pause()
+        assert len(app.screen_stack) == 1 and not notes(app)
+        assert "read-only" in status_text(app)
+    assert ledger_digest(case) == before
+
+
+async def test_resume_enabled_in_footer_for_resumable_call(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("killed_after_manifest")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.check_action("resume", ()) is True
+        active = app.screen.active_bindings
+        assert active["r"].binding.action == "resume" and active["r"].enabled
+
+
+async def test_number_keys_focus_panes_and_tab_cycles(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for key, pane in zip("123456", ("cases", "tasks", "calls", "compilations",
+                                         "timeline", "receipts"), strict=True):
+            await pilot.press(key)
+            assert app.focused is app.table(pane)
+        await pilot.press("1")
+        await pilot.press("tab")
+        assert app.focused is app.table("tasks")
+
+
+async def test_e_jumps_to_effect_unknown(tmp_path: Path) -> None:
+    events = [
+        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}},
+        {"seq": 2, "kind": "call.requested", "task_id": "t", "call_id": "ok-call",
+         "payload": {"idempotency_key": "k1"}},
+        {"seq": 3, "kind": "call.completed", "task_id": "t", "call_id": "ok-call",
+         "payload": {"status": "failed"}},
+        {"seq": 4, "kind": "call.requested", "task_id": "t", "call_id": "bad-call",
+         "payload": {"idempotency_key": "k2"}},
+        {"seq": 5, "kind": "call.manifest", "task_id": "t", "call_id": "bad-call",
+         "payload": {"idempotency_key": "k2", "request_sha256": "ab"}},
+        {"seq": 6, "kind": "attempt.started", "task_id": "t", "call_id": "bad-call",
+         "attempt_id": "a1", "payload": {"attempt_no": 1, "request_sha256": "ab"}},
+    ]
+    write_ledger(tmp_path / "c", events)
+    app = create_app(tmp_path / "c", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.selected_call_id == "ok-call"
+        await pilot.press("e")
+        assert app.table("calls").cursor == 1
+        assert app.selected_call_id == "bad-call"
+        assert "effect unknown: duplicate risk" in detail_text(app)
+
+
+async def test_f_toggles_follow(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f")
+        assert "paused" in status_text(app)
+        await pilot.press("f")
+        assert "following" in status_text(app)
+
+
+async def test_step_and_call_events(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        timeline = app.table("timeline")
+        last = timeline.row_count - 1
+        assert timeline.cursor == last  # follows the tail
+        await pilot.press("left_square_bracket")
+        assert timeline.cursor == last - 1 and app.focused is timeline
+        await pilot.press("right_square_bracket")
+        assert timeline.cursor == last
+        await pilot.press("home")
+        await wait_for(pilot, lambda: "seq 1" in detail_text(app), what="seq 1 detail")
+        app.selected_call_id = "call-1"
+        await pilot.press("n")
+        await wait_for(pilot, lambda: timeline.cursor > 0, what="next call event")
+        first_call_seq = timeline.cursor + 1
+        assert timeline.source.event_at(timeline.cursor).call_id == "call-1"
+        await pilot.press("n")
+        await wait_for(pilot, lambda: timeline.cursor + 1 > first_call_seq, what="n again")
+        await pilot.press("N")
+        await wait_for(pilot, lambda: timeline.cursor + 1 == first_call_seq, what="N")
+
+
+async def test_time_travel_shows_older_state(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        live_stage = app.live.call("call-16").stage.value
+        assert live_stage == "superseded"
+        timeline = app.table("timeline")
+        timeline.focus()
+        timeline.move_to(6)  # seq 7: call-16's manifest, before the resume
+        await pilot.press("t")
+        await wait_for(pilot, lambda: app.shown is not None and app.shown.as_of == 7,
+                       what="as-of projection")
+        await pilot.pause()
+        banner = str(app.query_one("#banner", Static).render())
+        assert "AS OF seq 7 of" in banner
+        assert app.shown.call("call-16").stage.value == "manifest_recorded"
+        assert app.shown.call("call-17") is None
+        assert app.table("calls").row_count == 1
+        # stepping inside time travel moves the as-of point
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: app.shown.as_of == 8, what="step to 8")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.as_of is None and app.shown is app.live
+        assert not app.query_one("#banner").display
+        await pilot.press("t")
+        await wait_for(pilot, lambda: app.as_of is not None, what="t again")
+        await pilot.press("t")
+        assert app.as_of is None
+
+
+async def test_filter_focused_pane(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("3", "slash")
+        assert app.focused.id == "filter"
+        await pilot.press(*"completed", "enter")
+        calls = app.table("calls")
+        assert calls.row_count == 1 and calls.source.row(0).key == "call-17"
+        await pilot.press("escape")
+        assert calls.row_count == 2
+        # timeline filter scans the ledger in a worker
+        await pilot.press("5", "slash", *"attempt", "enter")
+        await wait_for(pilot, lambda: app.table("timeline").row_count < 15, what="tl filter")
+        timeline = app.table("timeline")
+        assert all("attempt" in timeline.source.row(i).cells[2]
+                   for i in range(timeline.row_count))
+
+
+async def test_help_quit_and_palette(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        text = str(app.screen.query_one(Static).render())
+        for binding_id in ("time_travel", "next_effect_unknown", "resume", "focus.timeline"):
+            assert f"id: {binding_id}" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("colon")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette",
+                       what="palette")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Time travel to the selected event / back to live" in titles
+        assert "Theme: high-contrast" in titles
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 or app.return_code is None
+
+
+async def test_every_binding_has_an_id() -> None:
+    from codeai_tui.app.app import CodeAIApp
+    from codeai_tui.app.widgets.table import TableView
+
+    for binding in [*CodeAIApp.BINDINGS, *TableView.BINDINGS]:
+        assert binding.id, binding  # type: ignore[union-attr]
+
+
+async def test_themes_registered_and_selectable(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, theme="high-contrast", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.theme == "high-contrast"
+        assert {"incident-dark", "light", "high-contrast"} <= set(app.available_themes)
+        await app.run_action("set_theme('light')")
+        assert app.theme == "light"
+
+
+async def test_live_append_from_another_process_appears(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("killed_after_observed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        timeline = app.table("timeline")
+        count = timeline.row_count
+        assert timeline.cursor == count - 1
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            append_rows(writer, [
+                {"seq": count + 1, "kind": "call.requested", "task_id": "task-1",
+                 "call_id": "late-call", "payload": {"idempotency_key": "late"}},
+                {"seq": count + 2, "kind": "call.manifest", "task_id": "task-1",
+                 "call_id": "late-call",
+                 "payload": {"idempotency_key": "late", "request_sha256": "cd"}},
+                {"seq": count + 3, "kind": "attempt.started", "task_id": "task-1",
+                 "call_id": "late-call", "attempt_id": "late-a1",
+                 "payload": {"attempt_no": 1, "request_sha256": "cd"}},
+            ])
+        finally:
+            writer.close()
+        await wait_for(pilot, lambda: timeline.row_count == count + 3, timeout=5,
+                       what="appended events")
+        await wait_for(pilot, lambda: timeline.cursor == count + 2
+                       and timeline.source.row(count + 2) is not None, what="tail row")
+        assert app.live.call("late-call").effect_unknown
+        await wait_for(pilot, lambda: any("late-call" in n and "effect_unknown" in n
+                                          for n in notes(app)), what="notification")
+
+
+async def test_ledger_disappearing_shows_banner(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for suffix in ("", "-wal", "-shm"):
+            (case / f"ledger.sqlite3{suffix}").unlink(missing_ok=True)
+        await wait_for(pilot, lambda: app.status == "file gone", what="gone banner")
+        banner = str(app.query_one("#banner", Static).render())
+        assert "LEDGER FILE GONE" in banner
+        assert app.table("calls").row_count == 1  # the last state read stays visible
+
+
+async def test_error_screens_for_bad_paths(tmp_path: Path) -> None:
+    bad_sqlite = tmp_path / "notsqlite"
+    bad_sqlite.mkdir()
+    (bad_sqlite / "ledger.sqlite3").write_bytes(b"this is not sqlite at all" * 100)
+    wrong = tmp_path / "wrong"
+    write_ledger(wrong, [], fmt="something.else.v9")
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    cases = {
+        tmp_path / "nope": "no such file",
+        empty_dir: "no ledger.sqlite3",
+        bad_sqlite: "not an SQLite database",
+        wrong: "ledger format",
+    }
+    for path, words in cases.items():
+        app = create_app(path, clock=frozen_clock)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda app=app: isinstance(app.screen, ErrorScreen),
+                           what=f"error screen for {path.name}")
+            sentence = str(app.screen.query_one("#error-sentence", Static).render())
+            assert words in sentence, sentence
+            assert "Traceback" not in sentence
+            await pilot.press("q")
+
+
+HOSTILE = [
+    "[@click=app.quit]click me[/]",
+    "[/oops]",
+    "\x1b]52;c;aGFjaw==\x07 clipboard",
+    "\x1b[2J\x1b]0;pwned\x07",
+    "\u202eevil\u202c reversed",
+    "\x9b31m C1",
+]
+
+
+async def test_hostile_text_renders_literally_and_triggers_nothing(tmp_path: Path) -> None:
+    events = [{"seq": 1, "kind": "task.created", "task_id": HOSTILE[0],
+               "payload": {"title": HOSTILE[1] + HOSTILE[2]}}]
+    for i, text in enumerate(HOSTILE, start=2):
+        events.append({"seq": i, "kind": f"call.requested{text}" if i % 2 else "call.requested",
+                       "task_id": "t", "call_id": f"call{text}",
+                       "payload": {"idempotency_key": text, "note": text,
+                                   "link": "https://evil.example/\x1b]8;;x\x07"}})
+    receipts = [{"receipt_id": HOSTILE[0], "received_at": HOSTILE[3],
+                 "idempotency_key": HOSTILE[4], "body_sha256": "00", "bytes": 1}]
+    case = tmp_path / "hostile"
+    write_ledger(case, events, receipts=receipts)
+    before = ledger_digest(case)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for pane in ("tasks", "calls", "timeline", "receipts"):
+            await pilot.press({"tasks": "2", "calls": "3", "timeline": "5",
+                               "receipts": "6"}[pane])
+            table = app.table(pane)
+            for i in range(table.row_count):
+                table.move_to(i)
+                await pilot.pause()
+                row = table.source.row(i)
+                text = " ".join(row.cells) if row else ""
+                assert "\x1b" not in text and "\u202e" not in text and "\x9b" not in text
+                shown = detail_text(app)
+                assert "\x1b" not in shown and "\u202e" not in shown and "\x9b" not in shown
+        await pilot.press("1")
+        calls = app.table("calls")
+        cells = " ".join(" ".join(calls.source.row(i).cells) for i in range(calls.row_count))
+        assert "[@click=app.quit]" in cells
+        assert "\u27e8ESC\u27e9" in cells or "\u27e8ESC\u27e9" in detail_text(app)
+        # clicking everywhere on the screen runs no action hidden in a payload
+        for y in range(0, SIZE[1], 3):
+            for x in range(0, SIZE[0], 10):
+                await pilot.click(offset=(x, y))
+        await pilot.pause()
+        assert app.is_running
+        assert len(app.screen_stack) == 1
+    assert ledger_digest(case) == before
+
+
+async def test_bundle_lists_cases_with_worst_state(tmp_path: Path) -> None:
+    make_case(tmp_path / "bundle" / "a-fine", "completed_task")
+    make_case(tmp_path / "bundle" / "b-bad", "killed_in_flight")
+    app = create_app(tmp_path / "bundle", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        cases = app.table("cases")
+        await wait_for(pilot, lambda: len(app.summaries) == 2, what="summaries")
+        rows = [cases.source.row(i) for i in range(cases.row_count)]
+        assert rows[1].tone == "error" and "effect unknown" in rows[1].cells[1]
+        await pilot.press("1", "down", "enter")
+        await wait_for(pilot, lambda: app.case is not None and app.case.name == "b-bad"
+                       and app.live is not None, what="switch case")
+        await ready(pilot)
+        assert app.live.call("call-16").effect_unknown
