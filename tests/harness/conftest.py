@@ -1,0 +1,28 @@
+"""The demo bundle is built ONCE per session by the real command (`codeai-tui demo`)
+in its own process; tests that change anything work on a copy."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import cli
+
+
+@pytest.fixture(scope="session")
+def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "bundle"
+    done = cli("demo", str(out), timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == str(out.resolve())
+    return out
+
+
+@pytest.fixture
+def bundle_copy(demo_bundle: Path, tmp_path: Path) -> Path:
+    """A private copy (this process holds no SQLite connection to the original)."""
+    dst = tmp_path / "bundle"
+    shutil.copytree(demo_bundle, dst)
+    return dst

@@ -1,0 +1,177 @@
+"""Seeded corruptions that only meaning can catch, and bad input that must not crash.
+
+Each test corrupts a private copy of the session's bundle with plain sqlite3 or file
+edits (never through the project's writer), runs `codeai-tui verify` as a separate
+process and expects exit 1 with the specific FAIL line.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.support import cli
+
+
+def verify(path: Path | str) -> tuple[int, list[str], str]:
+    done = cli("verify", str(path))
+    assert "Traceback" not in done.stderr
+    return done.returncode, done.stdout.splitlines(), done.stderr
+
+
+def fails(lines: list[str], *fragments: str) -> list[str]:
+    hits = [line for line in lines if line.startswith("FAIL") and all(f in line for f in fragments)]
+    assert hits, "no FAIL line with " + repr(fragments) + ":\n" + "\n".join(
+        line for line in lines if line.startswith("FAIL"))
+    return hits
+
+
+def rw(case: Path) -> sqlite3.Connection:
+    return sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+
+
+def edit_json(path: Path, change: Any) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def test_deleted_attempt_started_leaves_its_receipt_uncovered(bundle_copy: Path) -> None:
+    conn = rw(bundle_copy / "04_killed_in_flight")
+    conn.execute("DELETE FROM events WHERE kind = 'attempt.started'")
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 04_killed_in_flight: uncovered effect: 1 receipt(s)", "key key-1")
+    fails(lines, "04_killed_in_flight: termination.json disagrees with the ledger: seq 8 holds nothing")
+    fails(lines, "04_killed_in_flight: call call-1 stage: inspection says 'effect_unknown', "
+                 "re-derived 'manifest_recorded'")
+
+
+def test_stage_flipped_in_a_recorded_inspection(bundle_copy: Path) -> None:
+    def flip(doc: dict[str, Any]) -> None:
+        doc["projection"]["calls"][0]["stage"] = "completed"
+
+    edit_json(bundle_copy / "02_killed_after_manifest" / "inspection.json", flip)
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 02_killed_after_manifest: call call-1 stage: inspection says 'completed', "
+                 "re-derived 'manifest_recorded'")
+
+
+def test_event_appended_after_the_inspection(bundle_copy: Path) -> None:
+    conn = rw(bundle_copy / "07_killed_after_compilation_requested")
+    conn.execute(
+        "INSERT INTO events VALUES (5, ?, '2026-01-01T00:00:00Z', "
+        "'context.compilation_completed', 'task-1', NULL, NULL, 'comp-1', "
+        "'{\"package_id\":\"pkg-x\",\"rendered_sha256\":null,\"selected\":[]}')",
+        (uuid.uuid4().hex,),
+    )
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 07_killed_after_compilation_requested: changed since the inspection",
+          "event_count 5 vs 4")
+    fails(lines, "07_killed_after_compilation_requested: termination.json disagrees",
+          "events were committed after the kill (last seq 5)")
+
+
+def test_receipt_with_a_key_no_attempt_named(bundle_copy: Path) -> None:
+    log = bundle_copy / "06_killed_after_observed" / "provider" / "receipts.jsonl"
+    forged = {"receipt_id": "rcpt-forged", "received_at": "2026-01-01T00:00:00Z",
+              "idempotency_key": "key-nobody", "body_sha256": "0" * 64, "bytes": 10}
+    with open(log, "a") as fh:
+        fh.write(json.dumps(forged) + "\n")
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 06_killed_after_observed: uncovered effect", "rcpt-forged (key key-nobody")
+    fails(lines, "06_killed_after_observed: the provider's own log holds 2 receipt(s) (preregistered: 1)")
+
+
+def test_artifact_byte_changed(bundle_copy: Path) -> None:
+    artifact = sorted((bundle_copy / "09_resumed" / "artifacts" / "sha256").glob("*/*"))[0]
+    data = bytearray(artifact.read_bytes())
+    data[0] ^= 0x01
+    artifact.write_bytes(bytes(data))
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 09_resumed: artifact bytes do not match their names", artifact.name[:16])
+
+
+def test_inspection_that_appended_is_caught(bundle_copy: Path) -> None:
+    def grew(doc: dict[str, Any]) -> None:
+        doc["before"]["event_count"] -= 1
+
+    edit_json(bundle_copy / "01_killed_after_requested" / "inspection.json", grew)
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 01_killed_after_requested: inspection.json: before and after differ")
+
+
+def test_unexpected_duplicate_receipt(bundle_copy: Path) -> None:
+    log = bundle_copy / "04_killed_in_flight" / "provider" / "receipts.jsonl"
+    line = log.read_text().splitlines()[0]
+    receipt = json.loads(line)
+    receipt["receipt_id"] = "rcpt-again"
+    with open(log, "a") as fh:
+        fh.write(json.dumps(receipt) + "\n")
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 04_killed_in_flight: unexpected duplicate effect: shows 2 identical receipts")
+
+
+def test_drift_case_whose_configuration_no_longer_drifts(bundle_copy: Path) -> None:
+    def same_model(doc: dict[str, Any]) -> None:
+        doc["provider"]["model"] = "synthetic-small"
+
+    edit_json(bundle_copy / "03_drift_refused" / "case.json", same_model)
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 03_drift_refused: refused for drift: case.json configures 'synthetic-small'")
+
+
+def test_untrusted_text_is_shown_inert(bundle_copy: Path) -> None:
+    log = bundle_copy / "06_killed_after_observed" / "provider" / "receipts.jsonl"
+    hostile = {"receipt_id": "rcpt-\x1b]52;c;SGVsbG8=\x07", "idempotency_key": "k\u202eyek\n2",
+               "body_sha256": "1" * 64, "bytes": 1}
+    with open(log, "a") as fh:
+        fh.write(json.dumps(hostile) + "\n")
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    text = "\n".join(lines)
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    fails(lines, "uncovered effect", "rcpt-\u27e8ESC\u27e9]52", "k\u27e8U+202E\u27e9yek\u27e8LF\u27e92")
+
+
+def test_missing_path_is_one_line_exit_2(tmp_path: Path) -> None:
+    code, lines, err = verify(tmp_path / "nope")
+    assert code == 2 and lines == []
+    assert len(err.strip().splitlines()) == 1 and "no such file" in err
+
+
+def test_directory_without_ledgers_is_not_a_bundle(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    code, lines, err = verify(tmp_path)
+    assert code == 2 and lines == []
+    assert len(err.strip().splitlines()) == 1 and "not a bundle" in err
+
+
+def test_garbage_ledger_and_broken_inspection_fail_without_traceback(bundle_copy: Path) -> None:
+    for name in ("ledger.sqlite3", "ledger.sqlite3-wal", "ledger.sqlite3-shm"):
+        (bundle_copy / "01_killed_after_requested" / name).unlink(missing_ok=True)
+    (bundle_copy / "01_killed_after_requested" / "ledger.sqlite3").write_bytes(b"not sqlite" * 100)
+    (bundle_copy / "02_killed_after_manifest" / "inspection.json").write_text("{broken")
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 01_killed_after_requested: cannot read the case")
+    fails(lines, "FAIL 02_killed_after_manifest: could not be checked")
+    assert lines[-1].endswith("failed")
+
+
+def test_a_single_case_directory_is_checked_on_its_own(demo_bundle: Path) -> None:
+    code, lines, _ = verify(demo_bundle / "09_resumed")
+    assert code == 0
+    assert any("09_resumed: every receipt (1) is covered" in line for line in lines)
