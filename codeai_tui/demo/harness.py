@@ -19,14 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.demo import DEMO_PROVIDER_PORT
-from codeai_tui.demo.evidence import EVENTS_DIGEST_DEFINITION, LEDGER, snapshot, write_json
+from codeai_tui.demo.evidence import (
+    EVENTS_DIGEST_DEFINITION,
+    LEDGER,
+    file_sha256,
+    snapshot,
+    write_json,
+)
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
 from codeai_tui.provider import ProviderProcess
 
 BUNDLE_FORMAT = "codeai.demo_bundle.v1"
 MODEL = "synthetic-small"
 DRIFT_MODEL = "synthetic-large"
-IN_FLIGHT_LATENCY_S = 120.0  # the slow provider holds a request far longer than the kill takes
+IN_FLIGHT_LATENCY_S = 120.0
+INVENTORY = "hashes.json"  # the slow provider holds a request far longer than the kill takes
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +174,22 @@ class Harness:
              f"{before['receipt_count']} -> {after['receipt_count']}")
         return record
 
+    def resume_plan(self, name: str, call_id: str) -> dict[str, Any]:
+        """What a resume would do (read-only), shown by its own process."""
+        import json
+
+        case = self.bundle / name
+        before = snapshot(case)
+        phase = run_phase(self.bundle, "codeai_tui.demo.plan", name, call_id)
+        after = snapshot(case)
+        plan = json.loads(phase.stdout) if phase.stdout.strip() else None
+        record = {**phase.as_json(), "plan": plan, "before": before, "after": after}
+        write_json(case / "resume_plan.json", record)
+        if phase.exit_code != 0 or plan is None:
+            raise DemoError(f"{name}: resume plan exited {phase.exit_code}: {phase.stderr.strip()}")
+        _say(f"{name}: resume plan: {plan['stage']}, {plan['verdict']}")
+        return record
+
     def naive_restart(self, name: str) -> dict[str, Any]:
         case = self.bundle / name
         before = snapshot(case)
@@ -194,6 +217,8 @@ class Harness:
         for spec in CASES:
             self.write_case_json(spec)
         call = "call-1"
+        self.resume_plan(by_role["killed_after_requested"].name, call)
+        self.resume_plan(by_role["killed_after_manifest"].name, call)
         self.resume_attempt(by_role["drift_refused"].name, call, expect_exit=3)
         self.resume_attempt(by_role["killed_in_flight"].name, call, expect_exit=3)
         self.resume_attempt(by_role["killed_after_observed"].name, call, expect_exit=3)
@@ -210,6 +235,38 @@ class Harness:
             "cases": [{"dir": s.name, "role": s.role, "description": s.description,
                        "copy_of": s.copy_of} for s in CASES],
         })
+        (self.bundle / "README.txt").write_text(readme(), encoding="utf-8")
+        write_json(self.bundle / INVENTORY, byte_inventory(self.bundle))
+
+
+def readme() -> str:
+    lines = [
+        "CodeAI demo bundle: the experiment \"Kill it, reopen it, resume it\".",
+        "",
+        "Each directory is one case. Producers were killed with SIGKILL at durable",
+        "checkpoints (termination.json); a separate `codeai-tui inspect --json` process",
+        "recorded the projection with before/after counts and hashes (inspection.json);",
+        "resumes, refusals and the naive restart ran as separate processes too",
+        "(resume_attempt.json, resume_plan.json, naive_restart.json). Provider effects",
+        "are counted by the synthetic provider's own log (provider/receipts.jsonl).",
+        "",
+        "  codeai-tui verify THIS_DIR     re-derive every state independently",
+        "  codeai-tui THIS_DIR            open the console (resumes need the provider:",
+        "                                 `codeai-tui demo --open` starts one on 8768)",
+        "",
+    ]
+    lines += [f"{s.name}\n    {s.description}" for s in CASES]
+    return "\n".join(lines) + "\n"
+
+
+def byte_inventory(bundle: Path) -> dict[str, Any]:
+    """sha256 of every file the experiment wrote (not -shm: readers may rewrite it)."""
+    files = {
+        p.relative_to(bundle).as_posix(): file_sha256(p)
+        for p in sorted(bundle.rglob("*"))
+        if p.is_file() and not p.name.endswith("-shm") and p.name != INVENTORY
+    }
+    return {"algorithm": "sha256", "files": files}
 
 
 def build_demo(out: Path | None) -> Path:

@@ -7,7 +7,9 @@ type-checked before use and a malformed file is a FAIL, never a traceback.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from codeai_tui.textsafe import visible
@@ -230,3 +232,30 @@ def attempt_claims(case: CaseData, derived: Derived) -> list[Claim]:
     return [Claim(not wrong, case.name,
                   f"all {count} attempts started with the request hash their manifest recorded"
                   if not wrong else "attempts disagree with their manifests: " + "; ".join(wrong[:5]))]
+
+
+def inventory_claims(root: Path, filename: str = "hashes.json") -> list[Claim]:
+    """The build's byte inventory, when present: every listed file still has its bytes.
+    (Tampering that also rewrites the inventory is caught by the claims of meaning.)"""
+    path = root / filename
+    if not path.exists():
+        return []
+    try:
+        files = json.loads(path.read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        files = None
+    if not isinstance(files, dict):
+        return [Claim(False, "bundle", f"{filename} is not a byte inventory")]
+    base = root.resolve()
+    bad: list[str] = []
+    for rel, sha in sorted(files.items()):
+        p = (root / str(rel)).resolve()
+        if not p.is_relative_to(base):
+            bad.append(f"{rel} points outside the bundle")
+        elif not p.is_file():
+            bad.append(f"{rel} is missing")
+        elif sha256_file(p) != sha:
+            bad.append(f"{rel} changed")
+    return [Claim(not bad, "bundle",
+                  f"byte inventory: all {len(files)} files match {filename}" if not bad
+                  else f"byte inventory: {len(bad)} of {len(files)} files differ: {'; '.join(bad[:5])}")]

@@ -19,6 +19,7 @@ from codeai_tui.verify.claims import (
     as_dict,
     attempt_claims,
     inspection_claims,
+    inventory_claims,
     ledger_claims,
     receipt_claims,
     termination_claims,
@@ -98,6 +99,7 @@ def verify_path(path: str) -> list[Claim]:
         cases[label] = data
     if manifest is not None:
         claims += bundle_claims(manifest, cases)
+        claims += inventory_claims(root)
     for label, data in cases.items():
         try:
             claims += case_claims(data, entries.get(label, {}), cases)

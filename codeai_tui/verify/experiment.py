@@ -27,14 +27,17 @@ class Expect:
     receipts: int
     resume_exit: int | None = None
     duplicates: bool = False
+    plan: str | None = None  # the verdict a read-only resume plan recorded
 
 
 _COMP_OK = (("completed", "none"),)
 EXPECTED: dict[str, Expect] = {
     "killed_after_requested": Expect(("call.requested", "after_commit"),
-                                     (("requested", "start_call", "none"),), _COMP_OK, ("start_call",), 0),
+                                     (("requested", "start_call", "none"),), _COMP_OK, ("start_call",), 0,
+                                     plan="no drift check possible"),
     "killed_after_manifest": Expect(("call.manifest", "after_commit"),
-                                    (("manifest_recorded", "start_call", "none"),), _COMP_OK, ("start_call",), 0),
+                                    (("manifest_recorded", "start_call", "none"),), _COMP_OK, ("start_call",), 0,
+                                    plan="match"),
     "drift_refused": Expect(("call.manifest", "after_commit"),
                             (("manifest_recorded", "start_call", "none"),), _COMP_OK, ("start_call",), 0,
                             resume_exit=3),
@@ -71,6 +74,8 @@ def role_claims(case: CaseData, role: str, derived: Derived) -> list[Claim]:
                         f"the provider's own log holds {n} receipt(s) (preregistered: {exp.receipts})"))
     if exp.resume_exit is not None:
         claims += _resume_claims(case, role, exp.resume_exit, derived)
+    if exp.plan is not None:
+        claims.append(_plan_claim(case, exp.plan, derived))
     if role == "naive_restart":
         claims += _naive_claims(case, derived)
     if role in ("compilation_failed", "killed_after_compilation_requested"):
@@ -130,6 +135,25 @@ def _resume_claims(case: CaseData, role: str, want_exit: int, d: Derived) -> lis
                         f"{before.get('receipt_count')} -> {after.get('receipt_count')}"))
     claims.append(_resumed_link_claim(case, d))
     return claims
+
+
+def _plan_claim(case: CaseData, verdict: str, d: Derived) -> Claim:
+    rec = as_dict(case.json_doc("resume_plan.json"))
+    plan = as_dict(rec.get("plan"))
+    manifests = {str((c.payload("call.manifest") or {}).get("request_sha256"))
+                 for c in d.call_evidence.values() if "call.manifest" in c.seen}
+    ok = (rec.get("exit_code") == 0 and plan.get("verdict") == verdict and not plan.get("drift")
+          and _unchanged(as_dict(rec.get("before")), as_dict(rec.get("after"))))
+    if verdict == "match":
+        ok = ok and plan.get("drift_check_possible") is True and \
+            {plan.get("request_sha256_rebuilt"), plan.get("request_sha256_recorded")} == manifests
+        text = (f"a separate process planned the resume: rebuilt request hash "
+                f"{short(plan.get('request_sha256_rebuilt'))} equals the manifest's; appended nothing")
+    else:
+        ok = ok and plan.get("drift_check_possible") is False and not manifests
+        text = ("a separate process planned the resume: no manifest, so no drift check is "
+                "possible; appended nothing")
+    return Claim(ok, case.name, text if ok else f"resume plan does not show {verdict!r}: {plan}")
 
 
 def _resumed_link_claim(case: CaseData, d: Derived) -> Claim:

@@ -21,8 +21,16 @@ def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def bundle_copy(demo_bundle: Path, tmp_path: Path) -> Path:
+def bundle_with_inventory(demo_bundle: Path, tmp_path: Path) -> Path:
     """A private copy (this process holds no SQLite connection to the original)."""
     dst = tmp_path / "bundle"
     shutil.copytree(demo_bundle, dst)
     return dst
+
+
+@pytest.fixture
+def bundle_copy(bundle_with_inventory: Path) -> Path:
+    """A private copy with the byte inventory removed, so only meaning can catch a
+    corruption (as in the seed's experiment: byte checks bypassed)."""
+    (bundle_with_inventory / "hashes.json").unlink()
+    return bundle_with_inventory

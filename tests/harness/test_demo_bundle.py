@@ -144,6 +144,18 @@ def test_resume_produced_exactly_one_receipt_with_the_manifest_hash(demo_bundle:
     assert before["tasks"][0]["next_operation"] == "start_call"
 
 
+def test_resume_plans_were_shown_by_separate_processes(demo_bundle: Path) -> None:
+    requested = load(demo_bundle / "01_killed_after_requested" / "resume_plan.json")
+    assert requested["exit_code"] == 0 and requested["before"] == requested["after"]
+    assert requested["plan"]["drift_check_possible"] is False
+    assert requested["plan"]["verdict"] == "no drift check possible"
+    manifest = load(demo_bundle / "02_killed_after_manifest" / "resume_plan.json")
+    assert manifest["exit_code"] == 0 and manifest["before"] == manifest["after"]
+    assert manifest["plan"]["verdict"] == "match" and manifest["plan"]["drift"] == []
+    recorded = manifests_of(demo_bundle / "02_killed_after_manifest")[0]["request_sha256"]
+    assert manifest["plan"]["request_sha256_rebuilt"] == recorded
+
+
 def test_naive_restart_duplicated_the_effect_and_appended_nothing(demo_bundle: Path) -> None:
     case = demo_bundle / "05_naive_restart"
     rec = load(case / "naive_restart.json")

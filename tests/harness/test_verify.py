@@ -175,3 +175,20 @@ def test_a_single_case_directory_is_checked_on_its_own(demo_bundle: Path) -> Non
     code, lines, _ = verify(demo_bundle / "09_resumed")
     assert code == 0
     assert any("09_resumed: every receipt (1) is covered" in line for line in lines)
+
+
+def test_byte_inventory_catches_a_change_meaning_would_not(bundle_with_inventory: Path) -> None:
+    readme = bundle_with_inventory / "01_killed_after_requested" / "case.json"
+    doc = json.loads(readme.read_text())
+    doc["description"] = "edited"
+    readme.write_text(json.dumps(doc))
+    code, lines, _ = verify(bundle_with_inventory)
+    assert code == 1
+    fails(lines, "FAIL bundle: byte inventory: 1 of", "01_killed_after_requested/case.json changed")
+    assert sum(line.startswith("FAIL") for line in lines) == 1
+
+
+def test_byte_inventory_present_and_passing(demo_bundle: Path) -> None:
+    code, lines, _ = verify(demo_bundle)
+    assert code == 0
+    assert any(line.startswith("PASS bundle: byte inventory: all") for line in lines)
