@@ -41,7 +41,6 @@ from codeai_tui.app.rows import (
     CASE_COLUMNS,
     COMPILATION_COLUMNS,
     DUPLICATE_TEXT,
-    EFFECT_UNKNOWN_TEXT,
     RECEIPT_COLUMNS,
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -637,9 +636,9 @@ class CodeAIApp(App[None]):
             current = snap.call(call.call_id) if snap else None
             call = current or call
             title = f"call {call.call_id}"
-            verdict = f"{call.stage.value} \u2192 next: {call.next_operation.value}"
+            verdict = f"stage {call.stage.value}, next operation {call.next_operation.value}"
             if call.effect_unknown:
-                lines.append((f"{WARN} verdict", f"{EFFECT_UNKNOWN_TEXT}: {verdict}"))
+                lines.append((f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"))
             else:
                 lines.append(("verdict", verdict))
             lines.append(("provider effect", call.provider_effect.value))

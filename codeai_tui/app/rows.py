@@ -113,11 +113,11 @@ CALL_COLUMNS = [
     Column("call", 12),
     Column("key", 12),
     Column("stage", 17),
+    Column("duplicate risk", 31),
     Column("next operation", 16),
     Column("att", 3),
     Column("effect", 8),
-    Column("duplicate risk", 31),
-    Column("superseded/resumed", 24),
+    Column("superseded by / resumed from", 28),
 ]
 
 
@@ -131,10 +131,10 @@ def call_row(call: CallState) -> Row:
     else:
         risk, tone = "", ""
     if call.superseded_by:
-        link = f"\u2192 {cell(call.superseded_by)}"  # → new call
+        link = f"\u2192 superseded by {cell(call.superseded_by)}"
         tone = tone or "dim"
     elif call.resumed_from:
-        link = f"\u2190 {cell(call.resumed_from)}"  # ← old call
+        link = f"\u2190 resumed from {cell(call.resumed_from)}"
     else:
         link = ""
     return Row(
@@ -143,10 +143,10 @@ def call_row(call: CallState) -> Row:
             cell(call.call_id),
             cell(call.idempotency_key or ""),
             call.stage.value,
+            risk,
             call.next_operation.value,
             str(call.attempts),
             call.provider_effect.value,
-            risk,
             link,
         ),
         tone,
@@ -235,11 +235,11 @@ def compilation_row(comp: CompilationState) -> Row:
 
 RECEIPT_COLUMNS = [
     Column("receipt", 7),
-    Column("time", 8),
+    Column("mark", 11),
+    Column("covered by", 9),
     Column("key", 8),
+    Column("time", 8),
     Column("body", 8),
-    Column("covered by", 10),
-    Column("mark", 12),
 ]
 
 
@@ -262,8 +262,8 @@ def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
         mark, tone = "\u2714 covered", ""
     return Row(
         f"{r.line_no}:{r.receipt_id}",
-        (cell(r.receipt_id), clock_part(r.received_at), cell(r.idempotency_key),
-         short_hash(r.body_sha256, 7), cover, mark),
+        (cell(r.receipt_id), mark, cover, cell(r.idempotency_key), clock_part(r.received_at),
+         short_hash(r.body_sha256, 7)),
         tone,
     )
 
