@@ -270,14 +270,22 @@ def byte_inventory(bundle: Path) -> dict[str, Any]:
 
 
 def build_demo(out: Path | None) -> Path:
-    """Build the bundle into `out` (a fresh temp dir when None); returns its path."""
-    bundle = Path(tempfile.mkdtemp(prefix="codeai-demo-")) if out is None else Path(out)
-    bundle.mkdir(parents=True, exist_ok=True)
-    bundle = bundle.resolve()
-    started = time.monotonic()
-    with ProviderProcess(receipts_root=bundle) as fast, \
-            ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
-        Harness(bundle, fast, slow).run()
+    """Build the bundle into `out` (a fresh temp dir when None); returns its path.
+
+    A failed experiment ends the command with one line and exit 1 (SystemExit), never a
+    traceback; the partial bundle is left in place to look at.
+    """
+    try:
+        bundle = Path(tempfile.mkdtemp(prefix="codeai-demo-")) if out is None else Path(out)
+        bundle.mkdir(parents=True, exist_ok=True)
+        bundle = bundle.resolve()
+        started = time.monotonic()
+        with ProviderProcess(receipts_root=bundle) as fast, \
+                ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
+            Harness(bundle, fast, slow).run()
+    except (DemoError, RuntimeError, OSError, ValueError) as exc:
+        print(f"codeai-tui demo: failed: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     _say(f"built {len(CASES)} cases in {time.monotonic() - started:.1f} s")
     verify_bundle(bundle)
     return bundle

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,14 +58,19 @@ class CaseData:
 
 
 def find_case_dirs(root: Path) -> list[Path]:
+    """The case directories at or below root (depth <= 4; the walk is pruned there)."""
     if (root / LEDGER).is_file():
         return [root]
     found: list[Path] = []
     base = len(root.parts)
-    for p in sorted(root.rglob(LEDGER)):
-        if p.is_file() and 1 <= len(p.parent.parts) - base <= MAX_DEPTH:
-            found.append(p.parent)
-    return found
+    for here, dirs, files in os.walk(root, onerror=lambda _exc: None):
+        depth = len(Path(here).parts) - base
+        dirs.sort()
+        if depth >= MAX_DEPTH:
+            dirs[:] = []
+        if depth >= 1 and LEDGER in files:
+            found.append(Path(here))
+    return sorted(found)
 
 
 def read_receipts(case: Path) -> tuple[list[dict[str, Any]], list[str]]:
