@@ -1,0 +1,155 @@
+"""Snapshot tests of the main views (pytest-textual-snapshot).
+
+Deterministic: fixed size, animations off, a frozen clock, fixed event ids, a relative
+path in the header (the test chdirs into its tmp dir), a stubbed resume plan so the
+modal shows fixed hashes. Update with `pytest tests/app --snapshot-update` after
+looking at the diff.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, wait_for
+from ledgerfactory import write_ledger
+
+from codeai_tui.app import app as app_module
+from codeai_tui.app import create_app
+from codeai_tui.workstate import CallStage
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def fixed_case(root: Path, name: str, dirname: str = "case") -> Path:
+    data = json.loads((CONFORMANCE / f"{name}.json").read_text(encoding="utf-8"))
+    events = [dict(e, event_id=f"ev-{e['seq']:04d}") for e in data["events"]]
+    write_ledger(root / dirname, events, receipts=data.get("receipts"))
+    return Path(dirname)
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
+    from codeai_tui.resume import ResumePlan
+
+    sha = "5e20fd15075e86f7a99f64c2de8cecf3f07e03558e5c0e6b2c0e2b1b4b8e0a11"
+    rendered = "c2beaf8eb91f771af05a6082cf2c94a47fb92312033161311c861b5ce56a291e"
+    return ResumePlan(
+        case_dir=Path("case"), call_id="call-16", task_id="task-1",
+        idempotency_key="key-16", purpose="review",
+        stage=CallStage.MANIFEST_RECORDED if manifest else CallStage.REQUESTED,
+        drift_check_possible=manifest, model_recorded="synthetic-small",
+        model_configured="synthetic-large" if drift else "synthetic-small",
+        request_sha256_recorded=sha if manifest else None,
+        request_sha256_rebuilt=("0" * 64 if drift else sha) if manifest else None,
+        context_package_recorded="pkg-comp-1" if manifest else None,
+        context_package_now="pkg-comp-1",
+        rendered_sha256_recorded=rendered if manifest else None,
+        rendered_sha256_now=rendered, drift=drift, evidence=(2, 7), intent={},
+        rendered_context=None, base_url="http://127.0.0.1:8768/v1",
+    )
+
+
+def stub_resume(monkeypatch: pytest.MonkeyPatch, the_plan: Any) -> None:
+    from codeai_tui.resume import ResumeRefused
+
+    api = SimpleNamespace(plan_resume=lambda *a, **k: the_plan, ResumeRefused=ResumeRefused,
+                          resume_call=None)
+    monkeypatch.setattr(app_module, "resume_api", lambda: api)
+
+
+async def settle(pilot: Any) -> None:
+    await ready(pilot)
+    await pilot.press("3")
+    await pilot.pause()
+
+
+def test_main_view_effect_unknown(in_tmp: Path, snap_compare: Any) -> None:
+    case = fixed_case(in_tmp, "naive_restart_copy")
+    app = create_app(case, clock=frozen_clock)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+def test_main_view_light_theme(in_tmp: Path, snap_compare: Any) -> None:
+    case = fixed_case(in_tmp, "resumed_then_completed")
+    app = create_app(case, theme="light", clock=frozen_clock)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+def test_main_view_high_contrast_read_only(in_tmp: Path, snap_compare: Any) -> None:
+    case = fixed_case(in_tmp, "killed_after_manifest")
+    app = create_app(case, theme="high-contrast", read_only=True, clock=frozen_clock)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+def test_time_travel_view(in_tmp: Path, snap_compare: Any) -> None:
+    case = fixed_case(in_tmp, "resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+
+    async def travel(pilot: Any) -> None:
+        await ready(pilot)
+        await pilot.press("5")
+        pilot.app.table("timeline").move_to(6)
+        await pilot.press("t")
+        await wait_for(pilot, lambda: pilot.app.shown.as_of == 7 and pilot.app.progress is None,
+                       what="as of 7")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=travel)
+
+
+@pytest.mark.parametrize("kind", ["match", "drift", "no-manifest"])
+def test_resume_modal(in_tmp: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch,
+                      kind: str) -> None:
+    case = fixed_case(in_tmp, "killed_after_manifest" if kind != "no-manifest"
+                      else "killed_after_requested")
+    the_plan = {
+        "match": plan(),
+        "drift": plan(("model: recorded synthetic-small, configured synthetic-large",
+                       "request_sha256: recorded 5e20fd15075e\u2026, rebuilt 000000000000\u2026")),
+        "no-manifest": plan(manifest=False),
+    }[kind]
+    stub_resume(monkeypatch, the_plan)
+    app = create_app(case, clock=frozen_clock)
+
+    async def open_modal(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ResumeModal",
+                       what="modal")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=open_modal)
+
+
+def test_help_screen(in_tmp: Path, snap_compare: Any) -> None:
+    case = fixed_case(in_tmp, "completed_task")
+    app = create_app(case, clock=frozen_clock)
+
+    async def helped(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "HelpScreen",
+                       what="help")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=helped)
+
+
+def test_error_screen(in_tmp: Path, snap_compare: Any) -> None:
+    (in_tmp / "broken").mkdir()
+    (in_tmp / "broken" / "ledger.sqlite3").write_bytes(b"not a database " * 200)
+    app = create_app("broken", clock=frozen_clock)
+
+    async def failed(pilot: Any) -> None:
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ErrorScreen",
+                       what="error screen")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=failed)

@@ -1,0 +1,76 @@
+"""A real terminal: tmux runs the console, keys go in, `capture-pane -p` comes out."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from apphelpers import make_case
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def capture(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                          text=True, check=False).stdout
+
+
+def wait_screen(session: str, needle: str, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = capture(session)
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} not on screen after {timeout}s:\n{text}")
+
+
+@pytest.fixture
+def tmux_app(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    case = make_case(tmp_path / "case", "killed_in_flight")
+    session = f"codeai-smoke-{uuid.uuid4().hex[:8]}"
+    code = "from codeai_tui.app import create_app; import sys; create_app(sys.argv[1]).run()"
+    command = " ".join(shlex.quote(p) for p in (sys.executable, "-c", code, str(case)))
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48",
+                    command], check=True, env=env)
+    try:
+        yield session, case
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
+
+
+def test_console_in_a_real_terminal(tmux_app: tuple[str, Path]) -> None:
+    session, _case = tmux_app
+    screen = wait_screen(session, "effect unknown: duplicate risk")
+    assert "following" in screen and "8 events" in screen
+    subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
+    wait_screen(session, "resume refused")
+    subprocess.run(["tmux", "send-keys", "-t", session, "5", "["], check=True)
+    wait_screen(session, "event seq 7")
+    subprocess.run(["tmux", "send-keys", "-t", session, "t"], check=True)
+    wait_screen(session, "AS OF seq 7 of 8")
+    subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
+    deadline = time.monotonic() + 10
+    while "AS OF" in capture(session) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "AS OF" not in capture(session)
+    subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        alive = subprocess.run(["tmux", "has-session", "-t", session], capture_output=True,
+                               check=False).returncode == 0
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert not alive, "q did not quit the console"
