@@ -9,6 +9,7 @@ synthetic provider's own fsync'd receipt log, outside the ledger.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -144,8 +145,6 @@ class Harness:
         return run_phase(self.bundle, "codeai_tui", *args)
 
     def inspect(self, name: str, filename: str = "inspection.json") -> dict[str, Any]:
-        import json
-
         case = self.bundle / name
         before = snapshot(case)
         phase = self.cli("inspect", name, "--json")
@@ -176,8 +175,6 @@ class Harness:
 
     def resume_plan(self, name: str, call_id: str) -> dict[str, Any]:
         """What a resume would do (read-only), shown by its own process."""
-        import json
-
         case = self.bundle / name
         before = snapshot(case)
         phase = run_phase(self.bundle, "codeai_tui.demo.plan", name, call_id)

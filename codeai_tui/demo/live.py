@@ -72,7 +72,7 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def spawn(argv: list[str], **kwargs: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(argv, text=True, preexec_fn=_die_with_parent(),  # noqa: PLW1509
+    return subprocess.Popen(argv, text=True, preexec_fn=_die_with_parent(),
                             **kwargs)  # type: ignore[call-overload]
 
 
@@ -190,7 +190,7 @@ def start_live(bundle: Path, rate: float) -> subprocess.Popen[str]:
         return subprocess.Popen(
             python_module("codeai_tui.demo.live", str(bundle), "--rate", str(rate)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, text=True,
-            start_new_session=True, preexec_fn=_die_with_parent(),  # noqa: PLW1509
+            start_new_session=True, preexec_fn=_die_with_parent(),
         )
     finally:
         log.close()
