@@ -194,9 +194,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
             expected=plan,
         )
     except ResumeRefused as exc:
-        op = exc.next_operation.value if exc.next_operation else "none"
-        print(f"codeai-tui: refused (next operation: {op}): {visible(exc.reason, one_line=True)}",
-              file=sys.stderr)
+        # drift, a changed call or an unknown id have no projected operation to name
+        why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
+        print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
         return EXIT_REFUSED
     print(
         f"resumed {visible(result.old_call_id, one_line=True)} as "
@@ -245,8 +245,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from codeai_tui.provider import ProviderProcess
 
     out = Path(args.out_dir) if args.out_dir else None
-    if out is not None and out.exists() and any(out.iterdir()):
-        raise CliError(f"{out}: exists and is not empty; give a new directory")
+    if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CliError(f"{out}: exists and is not an empty directory; give a new directory")
     bundle = build_demo(out)
     print(bundle)
     live = start_live(bundle, args.rate) if args.live else None

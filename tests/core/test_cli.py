@@ -24,6 +24,7 @@ HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x1b[2J[@click=app.quit]\u202e"
         ["verify", "/definitely/not/here"],
         ["/definitely/not/here"],
         ["--no-such-flag"],
+        ["demo", "/etc/hostname"],
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
