@@ -64,7 +64,10 @@ def to_json(is_bundle: bool, inspections: list[CaseInspection]) -> dict[str, Any
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    cells = [[visible(c, one_line=True, limit=48) for c in row] for row in rows]
+    """Left-aligned columns; ids are cut at 48 characters, a REASON at 160."""
+    limits = [160 if h == "REASON" else 48 for h in headers]
+    cells = [[visible(c, one_line=True, limit=lim) for c, lim in zip(row, limits, strict=True)]
+             for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [
