@@ -413,6 +413,7 @@ class CodeAIApp(App[None]):
             self.timeline_source.set_total(snap.max_seq)
             if "timeline" not in self.filters:
                 self.table("timeline").set_source(self.timeline_source)
+            self._paint_new_marker()
             self._paint_status()
             self._paint_cases()
 
@@ -532,6 +533,18 @@ class CodeAIApp(App[None]):
             needle = self.filters.get(pane)
             table.border_subtitle = Content.assemble(("/ ", "bold"), cell(needle, 40)) \
                 if needle else None
+        self._paint_new_marker()
+
+    def _paint_new_marker(self) -> None:
+        """toolong's "+N new": the timeline keeps the operator's place, says what arrived."""
+        timeline = self.table("timeline")
+        if "timeline" in self.filters:
+            return
+        if timeline.new_below:
+            timeline.border_subtitle = Content.assemble(
+                (f"+{timeline.new_below:,} new below", "bold $warning"), " \u00b7 end follows")
+        else:
+            timeline.border_subtitle = None
 
     def _tick(self) -> None:
         self._paint_status()
@@ -712,6 +725,8 @@ class CodeAIApp(App[None]):
         # selected call before anything has focus.
         if table.has_focus or (table.id == "calls" and self.selected_call_id is None):
             self._detail_from(table, message.index)
+        if table.id == "timeline":
+            self._paint_new_marker()
         self.refresh_bindings()
 
     def _detail_from(self, table: TableView, index: int) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from codeai_tui.ledger import (
@@ -194,11 +195,30 @@ def project_as_of(
                 progress(projector.event_count, min(seq, max_seq))
             if stop is not None and stop():
                 return None
-        receipts = read_receipts(case_dir)
+        receipts = receipts_until(read_receipts(case_dir), recorded)
     return _snapshot(
         case_dir, projector, receipts,
         event_count=count, max_seq=max_seq, last_recorded_at=recorded, as_of=seq,
     )
+
+
+def _utc(text: str) -> datetime | None:
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def receipts_until(log: ReceiptLog, recorded_at: str | None) -> ReceiptLog:
+    """The receipts the provider had written by `recorded_at` (time travel: a receipt
+    from the future would otherwise look uncovered). Unparsable times are kept."""
+    limit = _utc(recorded_at) if recorded_at else None
+    if limit is None:
+        return log
+    kept = tuple(r for r in log.receipts
+                 if (when := _utc(r.received_at)) is None or when <= limit)
+    return replace(log, receipts=kept)
 
 
 def summarize_case(case_dir: Path) -> tuple[Worst, int]:

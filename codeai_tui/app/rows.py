@@ -113,7 +113,7 @@ CALL_COLUMNS = [
     Column("call", 12),
     Column("key", 12),
     Column("stage", 17),
-    Column("duplicate risk", 31),
+    Column("duplicate risk", 32),
     Column("next operation", 16),
     Column("att", 3),
     Column("effect", 8),

@@ -397,3 +397,50 @@ async def test_bundle_lists_cases_with_worst_state(tmp_path: Path) -> None:
                        and app.live is not None, what="switch case")
         await ready(pilot)
         assert app.live.call("call-16").effect_unknown
+
+
+async def test_live_append_keeps_selection_and_marks_new_rows(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("5", "home", "down")
+        timeline = app.table("timeline")
+        assert timeline.cursor == 1
+        count = timeline.row_count
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            append_rows(writer, [{"seq": count + 1, "kind": "task.claimed", "task_id": "task-1",
+                                  "payload": {"worker": "w2", "pid": 1}}])
+        finally:
+            writer.close()
+        await wait_for(pilot, lambda: timeline.row_count == count + 1, what="append")
+        assert timeline.cursor == 1 and "seq 2" in detail_text(app)
+        assert timeline.new_below == 1
+        assert "+1 new below" in str(timeline.border_subtitle)
+        await pilot.press("end")
+        assert timeline.new_below == 0 and timeline.border_subtitle is None
+
+
+async def test_detail_redacts_secrets_and_shortens_hashes(tmp_path: Path) -> None:
+    sha = "ab" * 32
+    events = [
+        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}},
+        {"seq": 2, "kind": "call.requested", "task_id": "t", "call_id": "c1",
+         "payload": {"idempotency_key": "k", "api_key": "sk-live-0123456789abcdef",
+                     "headers": {"authorization": "Bearer abcdefghijklmnop"},
+                     "request_sha256": sha, "bytes": 123456}},
+    ]
+    write_ledger(tmp_path / "c", events)
+    app = create_app(tmp_path / "c", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("5", "end")
+        await wait_for(pilot, lambda: "seq 2" in detail_text(app), what="detail of seq 2")
+        text = detail_text(app)
+        assert "sk-live" not in text and "abcdefghijklmnop" not in text
+        assert "\u2039redacted\u203a" in text
+        assert sha not in text and sha[:12] + "\u2026" in text
+        assert "120.6 KiB" in text
+        await pilot.press("h")
+        assert sha in detail_text(app)

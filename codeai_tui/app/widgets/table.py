@@ -133,6 +133,7 @@ class TableView(ScrollView, can_focus=True):
         self.total_width = sum(c.width for c in self.columns) + len(self.columns)
         self._last_key: str | None = None
         self._known_count = 0
+        self.new_below = 0  # rows appended below while the operator looks elsewhere
 
     # ---- data
 
@@ -148,8 +149,13 @@ class TableView(ScrollView, can_focus=True):
         old_count = self._known_count  # the source may be the same object, grown
         at_tail = self.follow_tail and (old_count == 0 or self.cursor >= old_count - 1)
         key = self._last_key
+        same = source is self.source
         self.source = source
         count = len(source)
+        if self.follow_tail and not at_tail and same and count > old_count:
+            self.new_below += count - old_count
+        elif not same:
+            self.new_below = 0
         self._known_count = count
         index: int | None = None
         if at_tail and count:
@@ -179,6 +185,8 @@ class TableView(ScrollView, can_focus=True):
         self.cursor = index
         if scroll:
             self._scroll_to_cursor()
+        if self.row_count and index == self.row_count - 1:
+            self.new_below = 0
         row = self.current_row()
         key = row.key if row is not None else None
         if changed or force_message or key != self._last_key:
