@@ -30,9 +30,9 @@ from codeai_tui.app.data import (
     CaseFollower,
     CaseSnapshot,
     PageReader,
+    TimeMachine,
     Worst,
     discover_cases,
-    project_as_of,
     summarize_case,
 )
 from codeai_tui.app.detail import ago, detail_text
@@ -47,10 +47,12 @@ from codeai_tui.app.rows import (
     UNCOVERED_TEXT,
     WARN,
     CallSource,
+    LazySource,
     call_matches,
     case_rows,
     cell,
     compilation_row,
+    filtered,
     receipt_rows,
     task_row,
 )
@@ -185,6 +187,7 @@ class CodeAIApp(App[None]):
         self._page_reader: PageReader | None = None
         self.timeline_source = TimelineSource(self._request_page)
         self._modal: ResumeModal | None = None
+        self._time_machine: TimeMachine | None = None
         self._seen_unknown: set[str] | None = None
         self._seen_duplicates: set[tuple[str, ...]] | None = None
 
@@ -401,7 +404,7 @@ class CodeAIApp(App[None]):
         self.event_count = snap.event_count
         self.max_seq = snap.max_seq
         self.last_recorded_at = snap.last_recorded_at
-        self.summaries[self.case] = (self._worst(snap), snap.event_count)
+        self.summaries[self.case] = (snap.worst, snap.event_count)
         self._alert_changes(snap, first)
         if self._modal is not None:
             self._check_modal_evidence(snap)
@@ -417,14 +420,8 @@ class CodeAIApp(App[None]):
             self._paint_status()
             self._paint_cases()
 
-    @staticmethod
-    def _worst(snap: CaseSnapshot) -> Worst:
-        from codeai_tui.app.data import worst_state
-
-        return worst_state(snap.state)
-
     def _alert_changes(self, snap: CaseSnapshot, first: bool) -> None:
-        unknown = {c.call_id for c in snap.state.calls if c.effect_unknown}
+        unknown = set(snap.unknown_ids)
         dups = set(snap.state.receipts.duplicates)
         if not first and self._seen_unknown is not None:
             for call_id in sorted(unknown - self._seen_unknown):
@@ -480,6 +477,12 @@ class CodeAIApp(App[None]):
             rows = [r for r in rows if needle in " ".join(r.cells).lower()]
         self.table(pane).set_source(ListSource(rows))
 
+    def _set_lazy(self, pane: str, items: Any, build: Callable[[Any], Row],
+                  key: Callable[[Any], str]) -> None:
+        needle = self.filters.get(pane)
+        indices = filtered(items, build, needle) if needle else None
+        self.table(pane).set_source(LazySource(items, build, key, indices))
+
     def _paint_panes(self) -> None:
         snap = self.shown
         with self.batch_update():
@@ -487,9 +490,9 @@ class CodeAIApp(App[None]):
                 for pane in ("tasks", "calls", "compilations", "receipts"):
                     self.table(pane).set_source(ListSource([]))
             else:
-                self._set_rows("tasks", [task_row(t) for t in snap.state.tasks])
-                self._set_rows("compilations", [compilation_row(c)
-                                                for c in snap.state.compilations])
+                self._set_lazy("tasks", snap.state.tasks, task_row, lambda t: t.task_id)
+                self._set_lazy("compilations", snap.state.compilations, compilation_row,
+                               lambda c: c.compilation_id)
                 self._set_rows("receipts", receipt_rows(snap))
                 self._paint_calls()
             self.timeline_source.decorator = Decorator(snap, self.as_of)
@@ -518,7 +521,7 @@ class CodeAIApp(App[None]):
             parts: list[str | tuple[str, str]] = [PANE_TITLES[pane],
                                                   f" ({table.row_count:,})"]
             if pane == "calls" and snap is not None:
-                unknown = snap.state.effect_unknown_count
+                unknown = len(snap.unknown_ids)
                 if unknown:
                     parts.append((f" {WARN} {unknown} effect unknown", "bold $error"))
             if pane == "receipts" and snap is not None:
@@ -573,7 +576,7 @@ class CodeAIApp(App[None]):
         if state is None:
             parts.append(("projection pending\u2026", "$text-muted"))
         else:
-            unknown = state.effect_unknown_count
+            unknown = len((snap or live).unknown_ids)  # type: ignore[union-attr]
             dups = len(state.receipts.duplicates)
             uncovered = len(state.receipts.uncovered)
             anomalies = len(state.anomalies)
@@ -1000,8 +1003,11 @@ class CodeAIApp(App[None]):
                 last = now
                 self.post_message(m.ProjectionProgress(case, done, total, "re-projecting"))
 
+        machine = self._time_machine
+        if machine is None or machine.case_dir != case:
+            machine = self._time_machine = TimeMachine(case)
         try:
-            snap = project_as_of(case, seq, progress, lambda: worker.is_cancelled)
+            snap = machine.to(seq, progress, lambda: worker.is_cancelled)
         except LedgerError as exc:
             self.post_message(m.LedgerTrouble(case, exc, ever_opened=True))
             return
@@ -1022,6 +1028,7 @@ class CodeAIApp(App[None]):
         self.as_of = None
         self.progress = None
         self.shown = self.live
+        self._time_machine = None
         self.workers.cancel_group(self, "as_of")
         self._paint_panes()
         self.refresh_bindings()

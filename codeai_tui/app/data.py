@@ -23,7 +23,15 @@ from codeai_tui.ledger import (
     read_receipts,
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
-from codeai_tui.workstate import SEVERITY, CallStage, CallState, Projector, WorkState
+from codeai_tui.workstate import (
+    SEVERITY,
+    CallStage,
+    CallState,
+    Projector,
+    ReceiptCheck,
+    WorkState,
+    check_receipts,
+)
 
 PROJECT_PAGE = 5000
 TIMELINE_PAGE = 256
@@ -69,12 +77,16 @@ class CaseSnapshot:
     receipts: ReceiptLog
     call_index: dict[str, int] = field(default_factory=dict)
     as_of: int | None = None
+    unknown_ids: frozenset[str] = frozenset()
+    worst: Worst = Worst("no calls", 0)
 
     def call(self, call_id: str | None) -> CallState | None:
         if call_id is None:
             return None
         idx = self.call_index.get(call_id)
-        return None if idx is None else self.state.calls[idx]
+        if idx is None or idx >= len(self.state.calls):
+            return None
+        return self.state.calls[idx]
 
 
 def _snapshot(
@@ -88,10 +100,64 @@ def _snapshot(
     as_of: int | None = None,
 ) -> CaseSnapshot:
     state = projector.snapshot(receipts)
-    index = {c.call_id: i for i, c in enumerate(state.calls)}
+    if isinstance(projector, FollowProjector):
+        index = projector.call_index  # grows only; `call()` bounds-checks
+    else:
+        index = {c.call_id: i for i, c in enumerate(state.calls)}
+    unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
-        case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of
+        case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
+        unknown, worst_state(state),
     )
+
+
+_COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
+
+
+class FollowProjector(Projector):
+    """The projector, plus one cache the live console needs at scale.
+
+    `Projector.snapshot` re-runs `check_receipts` over every call each time (0.25 s at
+    140,000 calls), which alone would break the 500 ms commit-to-screen budget. Coverage
+    depends only on the receipt log and on requested/manifest/attempt.started evidence,
+    so the last check is reused while neither changed. Same verdicts, same types.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.coverage_version = 0
+        self.call_index: dict[str, int] = {}  # position in snapshot().calls, kept as fed
+        self._check: tuple[tuple[int, int], ReceiptCheck] | None = None
+
+    def add(self, ev: Event) -> None:
+        if ev.kind in _COVERAGE_KINDS:
+            self.coverage_version += 1
+        new_call = ev.call_id is not None and ev.call_id not in self.calls
+        super().add(ev)
+        if new_call and ev.call_id in self.calls:
+            self.call_index[ev.call_id] = len(self.calls) - 1
+
+    def snapshot(self, receipt_log: ReceiptLog | None = None) -> WorkState:
+        key = (id(receipt_log), self.coverage_version)
+        if self._check is None or self._check[0] != key:
+            check = check_receipts(
+                receipt_log.receipts if receipt_log else (),
+                self.calls.values(),
+                problems=receipt_log.problems if receipt_log else (),
+                log_present=bool(receipt_log and receipt_log.exists),
+            )
+            self._check = (key, check)
+        self._refresh_tasks()
+        return WorkState(
+            as_of_seq=self.last_seq,
+            event_count=self.event_count,
+            anomalies=tuple(self.anomalies),
+            unknown_kinds=dict(self.unknown_kinds),
+            tasks=tuple(self._task_cache[t] for t in self.tasks),
+            calls=tuple(self.call_state(c) for c in self.calls),
+            compilations=tuple(self.compilation_state(c) for c in self.compilations),
+            receipts=self._check[1],
+        )
 
 
 def discover_cases(path: str | os.PathLike[str]) -> list[Path]:
@@ -113,7 +179,7 @@ class CaseFollower:
     def __init__(self, case_dir: Path) -> None:
         self.case_dir = case_dir
         self.reader = LedgerReader(case_dir)
-        self.projector = Projector()
+        self.projector = FollowProjector()
         self.receipts = read_receipts(case_dir)
         self._receipts_stamp = _receipts_stamp(case_dir)
         self.event_count, self.max_seq = self.reader.stats()
@@ -158,8 +224,9 @@ class CaseFollower:
             self._receipts_stamp = stamp
             self.receipts = read_receipts(self.case_dir)
         if ledger_changed:
-            self.event_count, self.max_seq = self.reader.stats()
-            fed = self.catch_up()
+            fed = self.catch_up()  # no count(*): it is O(events) on every commit
+            self.event_count = self.projector.event_count
+            self.max_seq = self.projector.last_seq
             if fed:
                 self.last_recorded_at = self.reader.last_recorded_at()
             elif not receipts_changed:
@@ -175,31 +242,51 @@ def project_as_of(
 ) -> CaseSnapshot | None:
     """The same projection over the events with seq <= `seq` (time travel).
     Returns None when `stop()` turned true midway."""
-    with LedgerReader(case_dir) as reader:
-        count, max_seq = reader.stats()
-        projector = Projector()
-        last = 0
-        recorded: str | None = None
-        while True:
-            events = reader.read_after(last, PROJECT_PAGE)
-            if not events:
-                break
-            cut = [e for e in events if e.seq <= seq]
-            projector.feed(cut)
-            if cut:
-                recorded = cut[-1].recorded_at
-            if len(cut) < len(events):
-                break
-            last = events[-1].seq
-            if progress is not None:
-                progress(projector.event_count, min(seq, max_seq))
-            if stop is not None and stop():
-                return None
-        receipts = receipts_until(read_receipts(case_dir), recorded)
-    return _snapshot(
-        case_dir, projector, receipts,
-        event_count=count, max_seq=max_seq, last_recorded_at=recorded, as_of=seq,
-    )
+    return TimeMachine(case_dir).to(seq, progress, stop)
+
+
+class TimeMachine:
+    """Projections as of a seq. Stepping forward feeds only the events in between (the
+    projector is incremental); stepping back rebuilds from seq 1. One per time-travel
+    session, released when the operator returns to live."""
+
+    def __init__(self, case_dir: Path) -> None:
+        self.case_dir = case_dir
+        self._projector: Projector | None = None
+        self._recorded: str | None = None
+        self._lock = threading.Lock()
+
+    def to(self, seq: int, progress: Progress | None = None,
+           stop: Callable[[], bool] | None = None) -> CaseSnapshot | None:
+        with self._lock, LedgerReader(self.case_dir) as reader:
+            count, max_seq = reader.stats()
+            projector = self._projector
+            if projector is None or projector.last_seq > seq:
+                projector = FollowProjector()
+                self._recorded = None
+            self._projector = None  # a cancelled run leaves nothing half-fed behind
+            last = projector.last_seq
+            while True:
+                events = reader.read_after(last, PROJECT_PAGE)
+                if not events:
+                    break
+                cut = [e for e in events if e.seq <= seq]
+                projector.feed(cut)
+                if cut:
+                    self._recorded = cut[-1].recorded_at
+                if len(cut) < len(events):
+                    break
+                last = events[-1].seq
+                if progress is not None:
+                    progress(projector.event_count, min(seq, max_seq))
+                if stop is not None and stop():
+                    return None
+            receipts = receipts_until(read_receipts(self.case_dir), self._recorded)
+            self._projector = projector
+            return _snapshot(
+                self.case_dir, projector, receipts,
+                event_count=count, max_seq=max_seq, last_recorded_at=self._recorded, as_of=seq,
+            )
 
 
 def _utc(text: str) -> datetime | None:
@@ -229,7 +316,7 @@ def summarize_case(case_dir: Path) -> tuple[Worst, int]:
         snap = follower.snapshot()
     finally:
         follower.close()
-    return worst_state(snap.state), snap.event_count
+    return snap.worst, snap.event_count
 
 
 class PageReader:

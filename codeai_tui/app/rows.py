@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from codeai_tui.app.data import CaseSnapshot, Worst
 from codeai_tui.app.widgets.table import Column, Row
@@ -21,6 +21,8 @@ from codeai_tui.workstate import (
     NextOperation,
     TaskState,
 )
+
+T = TypeVar("T")
 
 WARN = "\u26a0"  # ⚠
 DUP = "\u29c9"  # ⧉
@@ -153,51 +155,66 @@ def call_row(call: CallState) -> Row:
     )
 
 
-class CallSource:
-    """The projector's call list, rows built only when drawn (140,000 calls is fine)."""
+class LazySource(Generic[T]):
+    """Projection items whose rows are built only when drawn (140,000 calls is fine)."""
 
-    def __init__(self, snapshot: CaseSnapshot | None, indices: list[int] | None = None) -> None:
-        self.calls: tuple[CallState, ...] = snapshot.state.calls if snapshot else ()
+    def __init__(self, items: Sequence[T], build: Callable[[T], Row],
+                 key: Callable[[T], str], indices: list[int] | None = None,
+                 index: dict[str, int] | None = None) -> None:
+        self.items = items
+        self.build = build
+        self.key = key
         self.indices = indices
         self._cache: dict[int, Row] = {}
-        self._index: dict[str, int] | None = None
-        self._base_index = snapshot.call_index if snapshot else {}
+        self._index = index if indices is None else None
 
     def __len__(self) -> int:
-        return len(self.indices) if self.indices is not None else len(self.calls)
+        return len(self.indices) if self.indices is not None else len(self.items)
 
-    def call_at(self, index: int) -> CallState | None:
+    def item_at(self, index: int) -> T | None:
         if not 0 <= index < len(self):
             return None
-        return self.calls[self.indices[index] if self.indices is not None else index]
+        return self.items[self.indices[index] if self.indices is not None else index]
 
     def row(self, index: int) -> Row | None:
         cached = self._cache.get(index)
         if cached is None:
-            call = self.call_at(index)
-            if call is None:
+            item = self.item_at(index)
+            if item is None:
                 return None
             if len(self._cache) > 4096:
                 self._cache.clear()
-            cached = self._cache[index] = call_row(call)
+            cached = self._cache[index] = self.build(item)
         return cached
 
     def index_of(self, key: str) -> int | None:
-        if self.indices is None:
-            return self._base_index.get(key)
         if self._index is None:
-            self._index = {self.calls[i].call_id: n for n, i in enumerate(self.indices)}
+            self._index = {self.key(self.item_at(i)): i for i in range(len(self))}  # type: ignore[arg-type]
         return self._index.get(key)
 
-    def find(self, start: int, pred: Callable[[CallState], bool], step: int = 1) -> int | None:
-        """Next index after `start` (wrapping) whose call matches."""
+    def find(self, start: int, pred: Callable[[T], bool], step: int = 1) -> int | None:
+        """Next index after `start` (wrapping) whose item matches."""
         n = len(self)
         for k in range(1, n + 1):
             i = (start + step * k) % n
-            call = self.call_at(i)
-            if call is not None and pred(call):
+            item = self.item_at(i)
+            if item is not None and pred(item):
                 return i
         return None
+
+
+class CallSource(LazySource[CallState]):
+    def __init__(self, snapshot: CaseSnapshot | None, indices: list[int] | None = None) -> None:
+        super().__init__(snapshot.state.calls if snapshot else (), call_row,
+                         lambda c: c.call_id, indices,
+                         snapshot.call_index if snapshot else {})
+
+    def call_at(self, index: int) -> CallState | None:
+        return self.item_at(index)
+
+
+def filtered(items: Sequence[T], build: Callable[[T], Row], needle: str) -> list[int]:
+    return [i for i, item in enumerate(items) if needle in " ".join(build(item).cells).lower()]
 
 
 def call_matches(call: CallState, needle: str) -> bool:
