@@ -17,8 +17,8 @@ import pytest
 from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, wait_for
 from ledgerfactory import write_ledger
 
-from codeai_tui.app import app as app_module
 from codeai_tui.app import create_app
+from codeai_tui.app import resume_flow as app_module
 from codeai_tui.workstate import CallStage
 
 pytestmark = pytest.mark.timeout(60)
