@@ -220,7 +220,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         self._paint_panes()
 
     def _paint_cases(self) -> None:
-        rows = case_rows(self.cases, self.summaries, self.root)
+        rows = case_rows(self.cases, self.summaries, self.root, self.case)
         self._set_rows("cases", rows)
 
     def _set_rows(self, pane: str, rows: list[Row]) -> None:
@@ -391,21 +391,25 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         return True
 
     def action_help(self) -> None:
-        rows: list[tuple[str, str, str]] = []
-        seen: set[str] = set()
-        for binding in self.BINDINGS:
-            assert isinstance(binding, Binding)
-            if binding.id in seen or binding.id is None:
+        """Every binding as currently mapped (a keymap from `set_keymap` shows here)."""
+        keys: dict[str, list[str]] = {}
+        described: dict[str, str] = {}
+        for namespace, bindings in self.screen._binding_chain:
+            if namespace is not self and not isinstance(namespace, TableView):
                 continue
-            if binding.action in ("resume", "explain_resume") and self.read_only:
-                continue
-            if binding.id == "resume.explain":
-                continue
-            seen.add(binding.id)
-            rows.append((binding.key_display or binding.key, binding.description, binding.id))
+            for _key, binding in bindings:
+                bid = binding.id
+                if bid is None or bid == "resume.explain":
+                    continue
+                if self.read_only and binding.action in ("resume", "explain_resume"):
+                    continue
+                shown = self.get_key_display(binding)
+                if shown not in keys.setdefault(bid, []):
+                    keys[bid].append(shown)
+                described.setdefault(bid, binding.description)
+        rows = [(" ".join(k), described[bid], bid) for bid, k in keys.items()]
         rows += [("ctrl+p", "Command palette", "command_palette (textual)"),
-                 ("tab", "Next pane", "focus_next (textual)"),
-                 ("\u2191\u2193 pgup pgdn home end", "Move in a pane", "table.*")]
+                 ("tab", "Next pane", "focus_next (textual)")]
         self.push_screen(HelpScreen(rows, self.read_only))
 
     def action_focus_pane(self, pane: str) -> None:

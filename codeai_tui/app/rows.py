@@ -56,11 +56,12 @@ def clock_part(recorded_at: str) -> str:
 
 # ---------------------------------------------------------------- cases
 
-CASE_COLUMNS = [Column("case", 14), Column("worst state", 18), Column("events", 7)]
+CASE_COLUMNS = [Column("case", 22), Column("worst state", 18), Column("events", 7)]
 
 
 def case_rows(
-    cases: Sequence[Path], summaries: dict[Path, tuple[Worst, int] | str], root: Path
+    cases: Sequence[Path], summaries: dict[Path, tuple[Worst, int] | str], root: Path,
+    active: Path | None = None,
 ) -> list[Row]:
     rows: list[Row] = []
     for case in cases:
@@ -68,6 +69,7 @@ def case_rows(
             name = str(case.relative_to(root)) if case != root else case.name
         except ValueError:
             name = str(case)
+        name = ("\u25b8 " if case == active else "  ") + name  # ▸ the case on screen
         summary = summaries.get(case)
         if summary is None:
             cells = (cell(name), "\u2026 projecting", "")

@@ -444,3 +444,16 @@ async def test_detail_redacts_secrets_and_shortens_hashes(tmp_path: Path) -> Non
         assert "120.6 KiB" in text
         await pilot.press("h")
         assert sha in detail_text(app)
+
+
+async def test_bindings_can_be_remapped_by_id(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.set_keymap({"time_travel": "T", "next_effect_unknown": "E"})
+        await pilot.press("5", "home", "T")
+        await wait_for(pilot, lambda: app.shown is not None and app.shown.as_of == 1,
+                       what="time travel via remapped key")
+        await pilot.press("T")
+        assert app.as_of is None
