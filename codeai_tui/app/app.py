@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Input, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.app import messages as m
 from codeai_tui.app.clock import Clock, system_clock
@@ -411,6 +411,21 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         rows += [("ctrl+p", "Command palette", "command_palette (textual)"),
                  ("tab", "Next pane", "focus_next (textual)")]
         self.push_screen(HelpScreen(rows, self.read_only))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker died of a bug (not a ledger problem, those are messages): say so
+        plainly instead of leaving a pane silently stale."""
+        if event.state is not WorkerState.ERROR:
+            return
+        worker = event.worker
+        error = worker.error
+        what = f"{worker.group or worker.name}: {type(error).__name__}: {error}"
+        if worker.group == "follow":
+            self.status = "stopped"
+            self.trouble = f"live follow stopped by an internal error ({what})"
+            self._paint_status()
+        self.notify(visible(f"internal error in {what}", one_line=True, limit=300),
+                    title="internal error", severity="error", markup=False, timeout=15)
 
     def action_focus_pane(self, pane: str) -> None:
         if pane in PANES:

@@ -26,6 +26,7 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _SIZE_LINE = re.compile(r'^\s*"(size|bytes|[a-z_]*_bytes)": (\d+),?$')
 _TIME_LINE = re.compile(r'^\s*"([a-z_]*_at)": "([^"]+)",?$')
 _LEXER = JsonLexer()
+MAX_DETAIL_CHARS = 60_000
 
 
 def shorten_hashes(value: Any) -> Any:
@@ -83,6 +84,9 @@ def highlight_json(obj: Any, *, palette: dict[str, str], now: datetime,
     if not full_hashes:
         safe_obj = shorten_hashes(safe_obj)
     raw = json.dumps(safe_obj, indent=2, ensure_ascii=False, default=str)
+    if len(raw) > MAX_DETAIL_CHARS:  # a 10 MB payload must not freeze the pane
+        cut = len(raw) - MAX_DETAIL_CHARS
+        raw = raw[:MAX_DETAIL_CHARS] + f"\n\u2026 {cut:,} more characters not shown"
     notes: dict[int, str] = {}
     for n, line in enumerate(raw.split("\n")):
         m = _SIZE_LINE.match(line)

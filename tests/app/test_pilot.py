@@ -457,3 +457,38 @@ async def test_bindings_can_be_remapped_by_id(case_factory) -> None:  # noqa: AN
                        what="time travel via remapped key")
         await pilot.press("T")
         assert app.as_of is None
+
+
+async def test_duplicate_receipt_appearing_notifies(case_factory) -> None:  # noqa: ANN001
+    import json
+
+    case = case_factory("killed_in_flight")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        assert not app.live.state.receipts.duplicates
+        log = case / "provider" / "receipts.jsonl"
+        first = json.loads(log.read_text().splitlines()[0])
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(dict(first, receipt_id="r-again")) + "\n")
+        await wait_for(pilot, lambda: any("duplicate effect" in n for n in notes(app)),
+                       what="duplicate notification")
+        assert app.table("receipts").row_count == 2
+        assert "1 duplicate effects" in status_text(app)
+
+
+async def test_a_crashing_follower_is_reported_not_hidden(case_factory, monkeypatch) -> None:  # noqa: ANN001
+    from codeai_tui.app import data
+
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+
+        def boom(self):  # noqa: ANN001, ANN202
+            raise RuntimeError("projector bug")
+
+        monkeypatch.setattr(data.CaseFollower, "poll", boom)
+        await wait_for(pilot, lambda: app.status == "stopped", what="stopped status")
+        assert "projector bug" in str(app.query_one("#banner", Static).render())
+        assert app.is_running
