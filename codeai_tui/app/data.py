@@ -8,6 +8,7 @@ for the whole ledger (the projector keeps small summaries, the timeline reads pa
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -114,6 +115,26 @@ def _snapshot(
 _COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
 
 
+_SHARE_MAX = 160
+
+
+def _share_strings(ev: Event) -> None:
+    """Make equal short strings one object before the projector keeps them.
+
+    The projector retains per call the key, model, purpose, request hash (three times:
+    manifest, artifact name, attempt) and the task id, each a fresh object from
+    json.loads; interning them cuts resident memory at 140,000 calls by about a third.
+    The event itself is a throwaway page row, so updating its payload in place is safe.
+    """
+    payload = ev.payload
+    if payload:
+        for key, value in payload.items():
+            if type(value) is str and len(value) <= _SHARE_MAX:
+                payload[key] = sys.intern(value)
+    if ev.task_id:
+        object.__setattr__(ev, "task_id", sys.intern(ev.task_id))
+
+
 class FollowProjector(Projector):
     """The projector, plus one cache the live console needs at scale.
 
@@ -130,6 +151,7 @@ class FollowProjector(Projector):
         self._check: tuple[tuple[int, int], ReceiptCheck] | None = None
 
     def add(self, ev: Event) -> None:
+        _share_strings(ev)
         if ev.kind in _COVERAGE_KINDS:
             self.coverage_version += 1
         new_call = ev.call_id is not None and ev.call_id not in self.calls
