@@ -251,4 +251,4 @@ def test_demo_refuses_a_non_empty_out_dir(tmp_path: Path) -> None:
     (tmp_path / "something").write_text("x")
     done = cli("demo", str(tmp_path))
     assert done.returncode == 2
-    assert "not empty" in done.stderr and "Traceback" not in done.stderr
+    assert "not an empty directory" in done.stderr and "Traceback" not in done.stderr
