@@ -9,6 +9,7 @@ fits in memory.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -100,7 +101,6 @@ class AttemptEvidence:
     retry_decided_seq: int | None = None
     completed_seq: int | None = None
     transport_status: Any = None
-    response_sha256: str | None = None
     outcome: str | None = None
     decision: str | None = None
     status: str | None = None
@@ -139,7 +139,6 @@ class CallEvidence:
     manifest_key: str | None = None
     manifest_model: str | None = None
     request_sha256: str | None = None
-    request_artifact: str | None = None
     context_package_id: str | None = None
     rendered_context_sha256: str | None = None
     preparation_failed_seq: int | None = None
@@ -367,6 +366,17 @@ def _s(payload: dict[str, Any] | None, key: str) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
+def _intern(text: str) -> str:
+    """One shared object for strings that repeat across many calls (task ids, models,
+    statuses): at 10^6 events the projection's memory is mostly such strings."""
+    return sys.intern(text) if type(text) is str and len(text) <= 96 else text
+
+
+def _word(payload: dict[str, Any] | None, key: str) -> str | None:
+    value = _s(payload, key)
+    return _intern(value) if value is not None else None
+
+
 def _str_list(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
@@ -498,8 +508,8 @@ class Projector:
             return
         call = self.calls.get(cid)
         if call is None:
-            call = self.calls[cid] = CallEvidence(cid, ev.task_id, ev.seq)
-            self._task_calls.setdefault(ev.task_id, []).append(cid)
+            call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq)
+            self._task_calls.setdefault(call.task_id, []).append(cid)
             if ev.kind != "call.requested":
                 self._anomaly(ev, f"{ev.kind} for call {cid} before any call.requested")
         call.last_seq = ev.seq
@@ -514,19 +524,20 @@ class Projector:
                 self._anomaly(ev, f"second call.requested for call {cid}")
             call.requested_seq = call.requested_seq or ev.seq
             call.idempotency_key = call.idempotency_key or _s(p, "idempotency_key")
-            call.purpose = _s(p, "purpose")
-            call.model = _s(p, "model")
+            call.purpose = _word(p, "purpose")
+            call.model = _word(p, "model")
             call.resumed_from = _s(p, "resumed_from")
         elif kind == "call.manifest":
             if call.manifest_seq is not None:
                 self._anomaly(ev, f"second call.manifest for call {cid}")
             call.manifest_seq = ev.seq
-            call.manifest_key = _s(p, "idempotency_key")
-            call.manifest_model = _s(p, "model")
+            key = _s(p, "idempotency_key")
+            call.manifest_key = call.idempotency_key if key == call.idempotency_key else key
+            call.manifest_model = _word(p, "model")
             call.request_sha256 = _s(p, "request_sha256")
-            call.request_artifact = _s(p, "request_artifact")
-            call.context_package_id = _s(p, "context_package_id")
-            call.rendered_context_sha256 = _s(p, "rendered_context_sha256")
+            # shared by every call of a compilation: one object each, not one per call
+            call.context_package_id = _word(p, "context_package_id")
+            call.rendered_context_sha256 = _word(p, "rendered_context_sha256")
             if call.attempts:
                 self._anomaly(ev, f"call.manifest for call {cid} after an attempt started")
         elif kind == "call.preparation_failed":
@@ -540,7 +551,7 @@ class Projector:
             if call.completed_seq is not None:
                 self._anomaly(ev, f"second call.completed for call {cid}")
             call.completed_seq = ev.seq
-            call.status = _s(p, "status")
+            call.status = _word(p, "status")
             call.adopted_attempt_id = _s(p, "adopted_attempt_id")
         elif kind == "call.resumed":
             if call.resumed_seq is not None:
@@ -570,25 +581,25 @@ class Projector:
             att.started_seq = ev.seq
             no = p.get("attempt_no")
             att.attempt_no = no if isinstance(no, int) and not isinstance(no, bool) else None
-            att.request_sha256 = _s(p, "request_sha256")
+            sha = _s(p, "request_sha256")
+            att.request_sha256 = call.request_sha256 if sha == call.request_sha256 else sha
             if call.manifest_seq is None:
                 self._anomaly(ev, f"attempt.started for call {call.call_id} with no call.manifest")
         elif kind == "attempt.observed":
             att.observed_seq = att.observed_seq or ev.seq
             transport = p.get("transport")
             att.transport_status = transport.get("status") if isinstance(transport, dict) else None
-            att.response_sha256 = _s(p, "response_sha256")
         elif kind == "attempt.interpreted":
             att.interpreted_seq = att.interpreted_seq or ev.seq
-            att.outcome = _s(p, "outcome")
+            att.outcome = _word(p, "outcome")
         elif kind == "attempt.retry_decided":
             att.retry_decided_seq = att.retry_decided_seq or ev.seq
-            att.decision = _s(p, "decision")
+            att.decision = _word(p, "decision")
             if att.decision not in ("retry", "stop"):
                 self._anomaly(ev, f"attempt.retry_decided with decision {att.decision!r}")
         elif kind == "attempt.completed":
             att.completed_seq = att.completed_seq or ev.seq
-            att.status = _s(p, "status")
+            att.status = _word(p, "status")
 
     # ---- verdicts
 
