@@ -54,7 +54,8 @@ from codeai_tui.app.rows import (
     cell,
     compilation_row,
     filtered,
-    receipt_rows,
+    receipt_builder,
+    receipt_key,
     task_row,
 )
 from codeai_tui.app.screens.help import HelpScreen
@@ -245,7 +246,8 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
                 self._set_lazy("tasks", snap.state.tasks, task_row, lambda t: t.task_id)
                 self._set_lazy("compilations", snap.state.compilations, compilation_row,
                                lambda c: c.compilation_id)
-                self._set_rows("receipts", receipt_rows(snap))
+                self._set_lazy("receipts", snap.receipts.receipts, receipt_builder(snap),
+                               receipt_key)
                 self._paint_calls()
             self.timeline_source.decorator = Decorator(snap, self.as_of)
             if snap is not None:

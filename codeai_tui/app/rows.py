@@ -262,13 +262,19 @@ RECEIPT_COLUMNS = [
 ]
 
 
-def receipt_rows(snapshot: CaseSnapshot) -> list[Row]:
+def receipt_builder(snapshot: CaseSnapshot) -> Callable[[Receipt], Row]:
+    """Rows for the receipt log, built when drawn (a provider log can be long too)."""
     check = snapshot.state.receipts
     dup_ids = {rid for group in check.duplicates for rid in group}
-    rows: list[Row] = []
-    for r in snapshot.receipts.receipts:
-        rows.append(receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids))
-    return rows
+
+    def build(r: Receipt) -> Row:
+        return receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids)
+
+    return build
+
+
+def receipt_key(r: Receipt) -> str:
+    return f"{r.line_no}:{r.receipt_id}"
 
 
 def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
@@ -280,7 +286,7 @@ def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
     else:
         mark, tone = "\u2714 covered", ""
     return Row(
-        f"{r.line_no}:{r.receipt_id}",
+        receipt_key(r),
         (cell(r.receipt_id), mark, cover, cell(r.idempotency_key), clock_part(r.received_at),
          short_hash(r.body_sha256, 7)),
         tone,
