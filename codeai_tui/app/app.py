@@ -156,6 +156,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         self.filter_target: str | None = None
         self.resuming = False
         self.last_result: str | None = None
+        self.activity: str | None = None  # a running resume's latest step
         self._detail: tuple[str, Any] | None = None
         self._wake = threading.Event()
         self._page_reader: PageReader | None = None
@@ -343,6 +344,8 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
             label, done, total = self.progress
             pct = (100 * done // total) if total else 100
             parts.append((f"\u231b {label} {done:,}/{total:,} events ({pct}%)", "bold $warning"))
+        elif self.activity:
+            parts.append(("\u231b " + cell(self.activity, 120), "bold $warning"))
         elif self.last_result:
             parts.append((cell(self.last_result, 120), "$success"))
         if self.read_only:

@@ -82,7 +82,7 @@ class ResumeFlow(_Base):
             if confirmed and not self.read_only and self.case is not None:
                 self.resuming = True
                 self.last_result = None
-                self.progress = ("resuming", 0, 1)
+                self.activity = f"resuming {plan.call_id}\u2026"
                 self._paint_status()
                 self.refresh_bindings()
                 self._run_resume(self.case, plan, modal.reason)
@@ -133,12 +133,11 @@ class ResumeFlow(_Base):
     def on_resume_note(self, message: m.ResumeNote) -> None:
         text = visible(message.text, one_line=True, limit=400)
         if message.kind == "progress":
-            self.progress = None
-            self.last_result = f"resume: {text}"
+            self.activity = f"resume: {text}"
             self._paint_status()
             return
         self.resuming = False
-        self.progress = None
+        self.activity = None
         self.last_result = None
         self.notify(text, title="resume " + message.kind,
                     severity="warning" if message.kind == "refused" else "error",
@@ -149,7 +148,7 @@ class ResumeFlow(_Base):
     def on_resume_done(self, message: m.ResumeDone) -> None:
         r = message.result
         self.resuming = False
-        self.progress = None
+        self.activity = None
         text = visible(
             f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); provider "
             f"receipts {r.receipts_before} \u2192 {r.receipts_after}", one_line=True, limit=300)
