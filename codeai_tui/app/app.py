@@ -329,7 +329,8 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         parts.append("\n")
         state = (snap or live).state if (snap or live) else None
         if state is None:
-            parts.append(("projection pending\u2026", "$text-muted"))
+            if self.progress is None:
+                parts.append(("projection pending\u2026", "$text-muted"))
         else:
             unknown = len((snap or live).unknown_ids)  # type: ignore[union-attr]
             dups = len(state.receipts.duplicates)

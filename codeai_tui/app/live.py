@@ -174,6 +174,7 @@ class LiveFollow(_Base):
         # First paint: the timeline can draw from pages before the projection is done.
         self.timeline_source.set_total(message.max_seq)
         self.table("timeline").set_source(self.timeline_source)
+        self._paint_titles()
         self._paint_status()
 
     def on_projection_progress(self, message: m.ProjectionProgress) -> None:

@@ -296,9 +296,9 @@ def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
 # ---------------------------------------------------------------- timeline
 
 TIMELINE_COLUMNS = [
-    Column("seq", 6),
+    Column("seq", 7),
     Column("time", 8),
-    Column("kind", 23),
+    Column("kind", 22),
     Column("subject", 12),
 ]
 
@@ -313,9 +313,9 @@ def event_row(ev: Event, *, after_as_of: bool, danger: bool, anomaly: bool) -> R
         tone = "error"
     if after_as_of:
         tone = "dim"
-    return Row(str(ev.seq), (f"{ev.seq:>6}", clock_part(ev.recorded_at), kind, cell(ev.subject)),
+    return Row(str(ev.seq), (f"{ev.seq:>7}", clock_part(ev.recorded_at), kind, cell(ev.subject)),
                tone)
 
 
 def gap_row(seq: int) -> Row:
-    return Row(str(seq), (f"{seq:>6}", "", f"{WARN} seq {seq} missing (gap)", ""), "warn")
+    return Row(str(seq), (f"{seq:>7}", "", f"{WARN} seq {seq} missing (gap)", ""), "warn")

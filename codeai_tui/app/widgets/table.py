@@ -166,6 +166,9 @@ class TableView(ScrollView, can_focus=True):
             index = min(self.cursor, max(0, count - 1))
         self.virtual_size = Size(self.total_width, count + 1)
         self._move(index, force_message=True, scroll=at_tail)
+        if at_tail:
+            # the new virtual size reaches the scrollbars on the next refresh
+            self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
 
     def refresh_rows(self) -> None:
