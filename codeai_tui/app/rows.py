@@ -56,7 +56,7 @@ def clock_part(recorded_at: str) -> str:
 
 # ---------------------------------------------------------------- cases
 
-CASE_COLUMNS = [Column("case", 22), Column("worst state", 18), Column("events", 7)]
+CASE_COLUMNS = [Column("case", 15), Column("worst state", 18), Column("events", 6)]
 
 
 def case_rows(
