@@ -111,7 +111,9 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         Binding("enter", "open_case", "Open case", show=False, id="open_case"),
         Binding("r", "resume", "Resume", id="resume"),
         Binding("r", "explain_resume", "Resume", show=False, id="resume.explain"),
-        Binding("colon", "command_palette", "Commands", show=False, id="command_palette"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, id="command_palette",
+                priority=True),
+        Binding("colon", "command_palette", "Commands", show=False, id="command_palette.colon"),
     ]
 
     def __init__(
@@ -414,8 +416,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
                     keys[bid].append(shown)
                 described.setdefault(bid, binding.description)
         rows = [(" ".join(k), described[bid], bid) for bid, k in keys.items()]
-        rows += [("ctrl+p", "Command palette", "command_palette (textual)"),
-                 ("tab", "Next pane", "focus_next (textual)")]
+        rows.append(("tab", "Next pane", "focus_next (textual)"))
         self.push_screen(HelpScreen(rows, self.read_only))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -42,6 +42,9 @@ async def test_main_view_marks_effect_unknown(case_factory) -> None:  # noqa: AN
         receipts = app.table("receipts")
         assert all("duplicate" in receipts.source.row(i).cells[1] for i in range(2))
         assert "effect unknown: duplicate risk" in detail_text(app)
+        timeline = app.table("timeline")
+        started = timeline.source.row(7)
+        assert started.cells[2] == "attempt.started" and started.tone == "error"
 
 
 async def test_r_on_effect_unknown_writes_nothing(case_factory) -> None:  # noqa: ANN001
@@ -181,6 +184,8 @@ async def test_time_travel_shows_older_state(case_factory) -> None:  # noqa: ANN
         assert app.shown.call("call-16").stage.value == "manifest_recorded"
         assert app.shown.call("call-17") is None
         assert app.table("calls").row_count == 1
+        assert app.table("timeline").source.row(7).tone == "dim"  # after the as-of point
+        assert app.table("timeline").source.row(5).tone != "dim"
         # stepping inside time travel moves the as-of point
         await pilot.press("right_square_bracket")
         await wait_for(pilot, lambda: app.shown.as_of == 8, what="step to 8")
@@ -233,6 +238,11 @@ async def test_help_quit_and_palette(case_factory) -> None:  # noqa: ANN001
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Time travel to the selected event / back to live" in titles
         assert "Theme: high-contrast" in titles
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette",
+                       what="palette via ctrl+p")
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("q")
@@ -492,3 +502,27 @@ async def test_a_crashing_follower_is_reported_not_hidden(case_factory, monkeypa
         await wait_for(pilot, lambda: app.status == "stopped", what="stopped status")
         assert "projector bug" in str(app.query_one("#banner", Static).render())
         assert app.is_running
+
+
+async def test_empty_ledger_and_seq_gaps(tmp_path: Path) -> None:
+    write_ledger(tmp_path / "empty", [])
+    app = create_app(tmp_path / "empty", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.table("timeline").row_count == 0
+        assert "0 events" in status_text(app)
+    events = [
+        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}},
+        {"seq": 2, "kind": "mystery.kind", "task_id": "t", "payload": "not an object"},
+        {"seq": 5, "kind": "task.claimed", "task_id": "t", "payload": {"worker": "w"}},
+    ]
+    write_ledger(tmp_path / "gaps", events)
+    app = create_app(tmp_path / "gaps", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        timeline = app.table("timeline")
+        assert timeline.row_count == 5
+        rows = [timeline.source.row(i) for i in range(5)]
+        assert "seq 3 missing" in rows[2].cells[2] and rows[2].tone == "warn"
+        assert rows[1].tone == "warn"  # a payload that is not an object is an anomaly
+        assert "2 anomalies" in status_text(app)
