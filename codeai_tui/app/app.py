@@ -366,6 +366,16 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
             ))
             banner.set_classes("trouble")
             banner.display = True
+        elif self.as_of is not None and (self.shown is None or self.shown.as_of != self.as_of):
+            shown = self.shown.as_of if self.shown is not None else None
+            banner.update(Content.assemble(
+                (f"\u23f2 GOING TO seq {self.as_of:,} of {self.max_seq:,}", "bold"),
+                "  \u2014 re-projecting; the panes below still show ",
+                ("LIVE" if shown is None else f"seq {shown:,}", "bold"),
+                " until it is done.  t or esc: back to live",
+            ))
+            banner.set_classes("as-of")
+            banner.display = True
         elif self.as_of is not None:
             banner.update(Content.assemble(
                 (f"\u23f2 AS OF seq {self.as_of:,} of {self.max_seq:,}", "bold"),
