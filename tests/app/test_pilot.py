@@ -526,3 +526,24 @@ async def test_empty_ledger_and_seq_gaps(tmp_path: Path) -> None:
         assert "seq 3 missing" in rows[2].cells[2] and rows[2].tone == "warn"
         assert rows[1].tone == "warn"  # a payload that is not an object is an anomaly
         assert "2 anomalies" in status_text(app)
+
+
+async def test_palette_runs_actions_and_switches_theme(case_factory) -> None:  # noqa: ANN001
+    case = case_factory("naive_restart_copy")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("colon")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette",
+                       what="palette")
+        await pilot.press(*"Theme: high-contrast")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.theme == "high-contrast", what="theme switch")
+        await pilot.press("colon")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette",
+                       what="palette again")
+        await pilot.press(*"Focus Timeline")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.focused is app.table("timeline"), what="focus")
