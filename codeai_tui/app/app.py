@@ -157,6 +157,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         self.filters: dict[str, str] = {}
         self.filter_target: str | None = None
         self.resuming = False
+        self.planning = False  # a plan_resume worker is running
         self.last_result: str | None = None
         self.activity: str | None = None  # a running resume's latest step
         self._detail: tuple[str, Any] | None = None

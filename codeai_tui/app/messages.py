@@ -102,9 +102,10 @@ class CallSeqs(Message):
 
 
 class PlanReady(Message):
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, case: Path) -> None:
         super().__init__()
         self.plan = plan
+        self.case = case
 
 
 class ResumeNote(Message):

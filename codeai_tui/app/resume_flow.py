@@ -50,6 +50,9 @@ class ResumeFlow(_Base):
         call = self.selected_call()
         if self.read_only or call is None or not call.resumable or self.case is None:
             return
+        if self.planning:
+            return  # one plan at a time: a second `r` must not stack two modals
+        self.planning = True
         self._plan(self.case, call.call_id)
 
     @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
@@ -68,10 +71,18 @@ class ResumeFlow(_Base):
         except LedgerError as exc:
             self.post_message(m.ResumeNote(str(exc), kind="failed"))
             return
-        self.post_message(m.PlanReady(plan))
+        except Exception as exc:  # noqa: BLE001 - an unreadable artifact etc.: say so, stay up
+            self.post_message(m.ResumeNote(f"{call_id}: cannot plan a resume: "
+                                           f"{type(exc).__name__}: {exc}", kind="failed"))
+            return
+        self.post_message(m.PlanReady(plan, case))
 
     def on_plan_ready(self, message: m.PlanReady) -> None:
+        self.planning = False
         plan = message.plan
+        case = message.case
+        if case != self.case or self.as_of is not None or self.read_only:
+            return  # the operator moved on (another case, time travel) before it was ready
         modal = ResumeModal(plan)
         self._modal = modal
         if self.live is not None:
@@ -79,13 +90,13 @@ class ResumeFlow(_Base):
 
         def decided(confirmed: bool | None) -> None:
             self._modal = None
-            if confirmed and not self.read_only and self.case is not None:
+            if confirmed and not self.read_only and self.case == case and not modal.refused:
                 self.resuming = True
                 self.last_result = None
                 self.activity = f"resuming {plan.call_id}\u2026"
                 self._paint_status()
                 self.refresh_bindings()
-                self._run_resume(self.case, plan, modal.reason)
+                self._run_resume(case, plan, modal.reason)
 
         self.push_screen(modal, decided)
 
@@ -132,6 +143,8 @@ class ResumeFlow(_Base):
 
     def on_resume_note(self, message: m.ResumeNote) -> None:
         text = visible(message.text, one_line=True, limit=400)
+        if message.kind != "progress":
+            self.planning = False
         if message.kind == "progress":
             self.activity = f"resume: {text}"
             self._paint_status()

@@ -169,3 +169,43 @@ async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: An
                        what="refusal")
         assert ledger_digest(case) == before
         assert len(read_receipts(case).receipts) == 0
+
+
+async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    import threading
+    from types import SimpleNamespace
+
+    from codeai_tui.app import resume_flow
+    from codeai_tui.resume import ResumeRefused, plan_resume
+
+    case = make_real_case(tmp_path / "c7", "http://127.0.0.1:9/v1")
+    gate = threading.Event()
+    calls: list[str] = []
+
+    def slow_plan(*args: Any, **kwargs: Any) -> Any:
+        calls.append("plan")
+        gate.wait(5)
+        return plan_resume(*args, **kwargs)
+
+    api = SimpleNamespace(plan_resume=slow_plan, ResumeRefused=ResumeRefused, resume_call=None)
+    monkeypatch.setattr(resume_flow, "resume_api", lambda: api)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("3", "r", "r", "r")
+        gate.set()
+        await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="modal")
+        await pilot.pause()
+        assert calls == ["plan"]
+        assert sum(isinstance(s, ResumeModal) for s in app.screen_stack) == 1
+        await pilot.press("escape")
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("artifact unreadable")
+
+        api.plan_resume = broken
+        await pilot.press("r")
+        await wait_for(pilot, lambda: any("artifact unreadable" in n.message
+                                          for n in app._notifications), what="failure note")
+        assert app.is_running and not app.planning
