@@ -115,7 +115,7 @@ def task_row(task: TaskState) -> Row:
 
 CALL_COLUMNS = [
     Column("call", 12),
-    Column("key", 12),
+    Column("key", 9),
     Column("stage", 17),
     Column("duplicate risk", 32),
     Column("next operation", 16),
