@@ -9,6 +9,7 @@ and `check_action` (read-only mode hides and blocks them).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -476,12 +477,16 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
                 self.progress = ("filtering", 0, self.max_seq)
                 self._scan_timeline(self.case, self._page_reader, needle)
             else:
+                self.workers.cancel_group(self, "filter")
+                if self.progress and self.progress[0] == "filtering":
+                    self.progress = None
                 self.table("timeline").set_source(self.timeline_source)
         elif pane == "cases":
             self._paint_cases()
         else:
             self._paint_panes()
         self._paint_titles()
+        self._paint_status()
         self.table(pane).focus()
 
     @work(thread=True, exit_on_error=False, group="filter", exclusive=True)
@@ -493,8 +498,18 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
                             ev.compilation_id or "", str(ev.seq))).lower()
             return needle in hay
 
+        last_note = 0.0
+
+        def progress(done: int, _total: int) -> None:
+            nonlocal last_note
+            now = time.monotonic()
+            if now - last_note >= 0.1:
+                last_note = now
+                self.post_message(m.ProjectionProgress(case, done, self.max_seq, "filtering"))
+
         try:
-            events, truncated = reader.scan(match, FILTER_SCAN_LIMIT, lambda: worker.is_cancelled)
+            events, truncated = reader.scan(match, FILTER_SCAN_LIMIT, lambda: worker.is_cancelled,
+                                            progress)
         except LedgerError as exc:
             self.post_message(m.LedgerTrouble(case, exc, ever_opened=True))
             return
@@ -502,6 +517,9 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
 
     def on_timeline_filtered(self, message: m.TimelineFiltered) -> None:
         if message.case != self.case or self.filters.get("timeline") != message.needle:
+            if self.progress and self.progress[0] == "filtering" and "timeline" not in self.filters:
+                self.progress = None
+                self._paint_status()
             return
         self.progress = None
         source = FilteredTimeline(message.events, self.timeline_source.decorator)

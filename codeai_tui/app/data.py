@@ -373,11 +373,14 @@ class PageReader:
             return self._open().call_seqs(call_id)
 
     def scan(self, match: Callable[[Event], bool], limit: int,
-             stop: Callable[[], bool] | None = None) -> tuple[list[Event], bool]:
+             stop: Callable[[], bool] | None = None,
+             progress: Progress | None = None) -> tuple[list[Event], bool]:
         """Events that `match`, paged by key; (matches, truncated)."""
         found: list[Event] = []
         last = 0
         while True:
+            if progress is not None:
+                progress(last, 0)
             with self._lock:
                 events = self._open().read_after(last, PROJECT_PAGE)
             if not events:
