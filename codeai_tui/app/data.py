@@ -281,12 +281,16 @@ class TimeMachine:
         self.case_dir = case_dir
         self._projector: Projector | None = None
         self._recorded: str | None = None
+        self._stats: tuple[int, int] | None = None
+        self._receipts: ReceiptLog | None = None
         self._lock = threading.Lock()
 
     def to(self, seq: int, progress: Progress | None = None,
            stop: Callable[[], bool] | None = None) -> CaseSnapshot | None:
         with self._lock, LedgerReader(self.case_dir) as reader:
-            count, max_seq = reader.stats()
+            if self._stats is None:
+                self._stats = reader.stats()  # count(*) is O(events): once per session
+            count, max_seq = self._stats
             projector = self._projector
             if projector is None or projector.last_seq > seq:
                 projector = FollowProjector()
@@ -309,6 +313,9 @@ class TimeMachine:
                 if stop is not None and stop():
                     return None
             receipts = receipts_until(read_receipts(self.case_dir), self._recorded)
+            if self._receipts is not None and self._receipts.receipts == receipts.receipts:
+                receipts = self._receipts  # same log object: the coverage check is reused
+            self._receipts = receipts
             self._projector = projector
             return _snapshot(
                 self.case_dir, projector, receipts,
