@@ -47,7 +47,8 @@ class Navigation(_Base):
         self.following = not self.following
         if self.status in ("following", "paused"):
             self.status = "following" if self.following else "paused"
-        self._wake.set() if self.following else None
+        if self.following:
+            self._wake.set()  # poll now rather than at the next tick
         self._paint_status()
 
     def _timeline_seq(self) -> int | None:
