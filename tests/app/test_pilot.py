@@ -381,6 +381,13 @@ async def test_hostile_text_renders_literally_and_triggers_nothing(tmp_path: Pat
         cells = " ".join(" ".join(calls.source.row(i).cells) for i in range(calls.row_count))
         assert "[@click=app.quit]" in cells
         assert "\u27e8ESC\u27e9" in cells or "\u27e8ESC\u27e9" in detail_text(app)
+        # no drawn segment carries an action or a link
+        for pane in ("tasks", "calls", "timeline", "receipts"):
+            table = app.table(pane)
+            for y in range(table.size.height):
+                for seg in table.render_line(y):
+                    style = seg.style
+                    assert style is None or (not style.meta and not style.link), (pane, seg)
         # clicking everywhere on the screen runs no action hidden in a payload
         await pilot.press("3", "home")
         for y in range(3, SIZE[1] - 2, 3):
