@@ -164,19 +164,32 @@ def plan_resume(
             rendered_sha_now = sha256_hex(data)
             rendered_now_text = data.decode("utf-8", "replace")
     drift: list[str] = []
-    if state.stage is CallStage.MANIFEST_RECORDED:
+    drift_check_possible = state.stage is CallStage.MANIFEST_RECORDED
+    if drift_check_possible:
         intent = manifest.get("intent")
         if not isinstance(intent, dict):
             raise ResumeRefused(None, f"call {call_id}: manifest has no intent object to rebuild from")
-        pkg_rec = manifest.get("context_package_id")
-        sha_rec = manifest.get("rendered_context_sha256")
-        if pkg_rec is None and sha_rec is None:
+        recorded = manifest
+        if manifest.get("context_package_id") is None and manifest.get("rendered_context_sha256") is None:
             # the call was prepared without context: rebuild without it
             pkg_now, rendered_sha_now, rendered_now_text = None, None, None
-        rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
-        req_rec = manifest.get("request_sha256")
-        if manifest.get("model") != config.provider.model:
-            drift.append(f"model: recorded {manifest.get('model')}, configured {config.provider.model}")
+    else:
+        # Rung 4: nothing recorded to compare against; prepare anew from the task.
+        objective = _payload(task_events, "task.objective").get("objective")
+        intent = intent_for(purpose, objective if isinstance(objective, str) else None)
+        recorded = {"model": requested.get("model")}
+    rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
+
+    def text(key: str) -> str | None:
+        value = recorded.get(key)
+        return value if isinstance(value, str) else None
+
+    req_rec, pkg_rec, sha_rec = (
+        text("request_sha256"), text("context_package_id"), text("rendered_context_sha256")
+    )
+    if drift_check_possible:
+        if text("model") != config.provider.model:
+            drift.append(f"model: recorded {text('model')}, configured {config.provider.model}")
         if rebuilt != req_rec:
             drift.append(f"request hash: recorded {req_rec}, rebuilt {rebuilt}")
         if pkg_now != pkg_rec:
@@ -184,37 +197,15 @@ def plan_resume(
         if rendered_sha_now != sha_rec:
             now = rendered_sha_now or "(rendered context artifact missing)"
             drift.append(f"rendered context: recorded {sha_rec}, now {now}")
-        model_rec = manifest.get("model")
-        return ResumePlan(
-            case_dir=case, call_id=call_id, task_id=state.task_id,
-            idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
-            drift_check_possible=True,
-            model_recorded=model_rec if isinstance(model_rec, str) else None,
-            model_configured=config.provider.model,
-            request_sha256_recorded=req_rec if isinstance(req_rec, str) else None,
-            request_sha256_rebuilt=rebuilt,
-            context_package_recorded=pkg_rec if isinstance(pkg_rec, str) else None,
-            context_package_now=pkg_now,
-            rendered_sha256_recorded=sha_rec if isinstance(sha_rec, str) else None,
-            rendered_sha256_now=rendered_sha_now,
-            drift=tuple(drift), evidence=_evidence(events), intent=intent,
-            rendered_context=rendered_now_text, base_url=config.provider.base_url,
-        )
-    # Rung 4: nothing recorded to compare against; prepare anew from the task.
-    objective = _payload(task_events, "task.objective").get("objective")
-    intent = intent_for(purpose, objective if isinstance(objective, str) else None)
-    rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
-    model_rec = requested.get("model")
     return ResumePlan(
         case_dir=case, call_id=call_id, task_id=state.task_id,
         idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
-        drift_check_possible=False,
-        model_recorded=model_rec if isinstance(model_rec, str) else None,
-        model_configured=config.provider.model,
-        request_sha256_recorded=None, request_sha256_rebuilt=rebuilt,
-        context_package_recorded=None, context_package_now=pkg_now,
-        rendered_sha256_recorded=None, rendered_sha256_now=rendered_sha_now,
-        drift=(), evidence=_evidence(events), intent=intent,
+        drift_check_possible=drift_check_possible,
+        model_recorded=text("model"), model_configured=config.provider.model,
+        request_sha256_recorded=req_rec, request_sha256_rebuilt=rebuilt,
+        context_package_recorded=pkg_rec, context_package_now=pkg_now,
+        rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
+        drift=tuple(drift), evidence=_evidence(events), intent=intent,
         rendered_context=rendered_now_text, base_url=config.provider.base_url,
     )
 
