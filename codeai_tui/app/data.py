@@ -28,9 +28,7 @@ from codeai_tui.workstate import (
     CallStage,
     CallState,
     Projector,
-    ReceiptCheck,
     WorkState,
-    check_receipts,
 )
 
 PROJECT_PAGE = 5000
@@ -111,9 +109,6 @@ def _snapshot(
     )
 
 
-_COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
-
-
 _SHARE_MAX = 160
 
 
@@ -136,19 +131,12 @@ def _share_strings(ev: Event, seen: dict[str, str]) -> None:
 
 
 class FollowProjector(Projector):
-    """The projector, plus one cache the live console needs at scale.
-
-    `Projector.snapshot` re-runs `check_receipts` over every call each time (0.25 s at
-    140,000 calls), which alone would break the 500 ms commit-to-screen budget. Coverage
-    depends only on the receipt log and on requested/manifest/attempt.started evidence,
-    so the last check is reused while neither changed. Same verdicts, same types.
-    """
+    """The projector, plus what the live console keeps at scale: each call's position in
+    `snapshot().calls` (stable, calls are only appended) and strings shared per page."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.coverage_version = 0
         self.call_index: dict[str, int] = {}  # position in snapshot().calls, kept as fed
-        self._check: tuple[tuple[int, int], ReceiptCheck] | None = None
 
     def feed(self, events: Iterable[Event]) -> None:
         seen: dict[str, str] = {}
@@ -157,34 +145,10 @@ class FollowProjector(Projector):
             self.add(ev)
 
     def add(self, ev: Event) -> None:
-        if ev.kind in _COVERAGE_KINDS:
-            self.coverage_version += 1
         new_call = ev.call_id is not None and ev.call_id not in self.calls
         super().add(ev)
         if new_call and ev.call_id in self.calls:
             self.call_index[ev.call_id] = len(self.calls) - 1
-
-    def snapshot(self, receipt_log: ReceiptLog | None = None) -> WorkState:
-        key = (id(receipt_log), self.coverage_version)
-        if self._check is None or self._check[0] != key:
-            check = check_receipts(
-                receipt_log.receipts if receipt_log else (),
-                self.calls.values(),
-                problems=receipt_log.problems if receipt_log else (),
-                log_present=bool(receipt_log and receipt_log.exists),
-            )
-            self._check = (key, check)
-        self._refresh_tasks()
-        return WorkState(
-            as_of_seq=self.last_seq,
-            event_count=self.event_count,
-            anomalies=tuple(self.anomalies),
-            unknown_kinds=dict(self.unknown_kinds),
-            tasks=tuple(self._task_cache[t] for t in self.tasks),
-            calls=tuple(self.call_state(c) for c in self.calls),
-            compilations=tuple(self.compilation_state(c) for c in self.compilations),
-            receipts=self._check[1],
-        )
 
 
 def discover_cases(path: str | os.PathLike[str]) -> list[Path]:

@@ -135,3 +135,26 @@ def test_broken_payloads_and_gaps_are_anomalies_not_crashes() -> None:
     assert state.unknown_kinds == {"call.teleported": 1}
     call = state.call("c1")
     assert call is not None and call.provider_effect.value == "happened" and not call.resumable
+
+
+def test_receipt_check_is_reused_until_coverage_evidence_or_log_changes() -> None:
+    from codeai_tui.ledger.receipts import parse_receipt_lines
+
+    log = parse_receipt_lines(
+        b'{"receipt_id": "r1", "idempotency_key": "k", "body_sha256": "h1", "bytes": 1}\n'
+    )
+    projector = Projector()
+    projector.feed([
+        Event(1, "e1", "t", "call.requested", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(2, "e2", "t", "call.manifest", "t1", "c1", payload={"idempotency_key": "k"}),
+    ])
+    first = projector.snapshot(log).receipts
+    assert first.uncovered == ("r1",)
+    projector.add(Event(3, "e3", "t", "task.objective", "t1", payload={}))
+    assert projector.snapshot(log).receipts is first  # nothing coverage depends on changed
+    projector.add(Event(4, "e4", "t", "attempt.started", "t1", "c1", "a1",
+                        payload={"request_sha256": "h1"}))
+    covered = projector.snapshot(log).receipts
+    assert covered.uncovered == () and covered.covered_by == {"r1": "a1"}
+    other = parse_receipt_lines(b"")
+    assert projector.snapshot(other).receipts.count == 0  # a new log object is re-checked
