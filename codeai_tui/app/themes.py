@@ -8,12 +8,15 @@ the directory is missing or a file is malformed (a theme file never stops an inc
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import fields
 from pathlib import Path
 
 from textual.theme import Theme
 
-THEMES_DIR = Path(__file__).resolve().parents[2] / "themes"
+_REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"  # editable install / checkout
+_INSTALLED_THEMES = Path(sys.prefix) / "share" / "codeai-tui" / "themes"  # wheel install
+THEMES_DIR = _REPO_THEMES if _REPO_THEMES.is_dir() else _INSTALLED_THEMES
 DEFAULT_THEME = "incident-dark"
 
 _FALLBACK = Theme(
