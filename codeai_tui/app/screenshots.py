@@ -4,7 +4,7 @@
 
 main.svg (the worst case, its effect_unknown call selected), time-travel.svg (the same
 case as of an earlier event), resume-match.svg and resume-drift.svg (the first case
-with a resumable call; drift is shown by asking for another model). "Now" is frozen at
+with a resumable call that has a manifest; drift is shown by asking for another model). "Now" is frozen at
 five minutes after the case's last event so the humanized times are stable. Nothing is
 written to any ledger: the modals are opened and cancelled.
 """
@@ -63,7 +63,8 @@ def _survey(path: Path) -> tuple[Path, Path | None, datetime | None]:
         score = snap.state.effect_unknown_count * 10 + len(snap.state.receipts.duplicates)
         if worst is None or score > worst[0]:
             worst = (score, case)
-        if resumable is None and any(c.resumable for c in snap.state.calls):
+        # the match/drift shots need a manifest: rung 4 has nothing to compare
+        if resumable is None and any(c.resumable and c.has_manifest for c in snap.state.calls):
             resumable = case
         when = parse_time(snap.last_recorded_at or "")
         if when is not None and (last is None or when > last):
@@ -111,7 +112,8 @@ def _open_resume() -> Any:
         await p.press("3")
         calls = app.table("calls")
         source = calls.source
-        index = next(i for i in range(len(source)) if source.call_at(i).resumable)
+        index = next(i for i in range(len(source))
+                     if source.call_at(i).resumable and source.call_at(i).has_manifest)
         calls.move_to(index)
         await p.press("r")
         await _until(p, lambda: isinstance(app.screen, ResumeModal))

@@ -50,8 +50,13 @@ class ResumeModal(ModalScreen[bool]):
         return not self.plan.drift_check_possible
 
     def _pair(self, label: str, recorded: Any, now: Any, *, compare: bool = True) -> Static:
-        differs = compare and recorded != now
-        mark = ("  \u2260 differs", "$error bold") if differs else ("  = same", "$success")
+        if not compare or not self.plan.drift_check_possible:
+            # rung 4: nothing was recorded, so nothing was compared; never say "differs"
+            mark = ("  \u00b7 not compared", "$text-muted")
+        elif recorded != now:
+            mark = ("  \u2260 differs", "$error bold")
+        else:
+            mark = ("  = same", "$success")
         return Static(
             Content.assemble(
                 (f"{label:<26}", "bold"),
