@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from codeai_tui.ledger import (
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.workstate import (
     SEVERITY,
+    CallEvidence,
     CallStage,
     CallState,
     Projector,
@@ -73,7 +74,7 @@ class CaseSnapshot:
     max_seq: int
     last_recorded_at: str | None
     receipts: ReceiptLog
-    call_index: dict[str, int] = field(default_factory=dict)
+    call_index: CallPositions | dict[str, int] = field(default_factory=dict)
     as_of: int | None = None
     unknown_ids: frozenset[str] = frozenset()
     worst: Worst = Worst("no calls", 0)
@@ -82,7 +83,7 @@ class CaseSnapshot:
         if call_id is None:
             return None
         idx = self.call_index.get(call_id)
-        if idx is None or idx >= len(self.state.calls):
+        if idx is None:
             return None
         return self.state.calls[idx]
 
@@ -98,10 +99,7 @@ def _snapshot(
     as_of: int | None = None,
 ) -> CaseSnapshot:
     state = projector.snapshot(receipts)
-    if isinstance(projector, FollowProjector):
-        index = projector.call_index  # grows only; `call()` bounds-checks
-    else:
-        index = {c.call_id: i for i, c in enumerate(state.calls)}
+    index = CallPositions(projector.calls, len(state.calls))
     unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
@@ -130,25 +128,32 @@ def _share_strings(ev: Event, seen: dict[str, str]) -> None:
         object.__setattr__(ev, "task_id", seen.setdefault(ev.task_id, ev.task_id))
 
 
-class FollowProjector(Projector):
-    """The projector, plus what the live console keeps at scale: each call's position in
-    `snapshot().calls` (stable, calls are only appended) and strings shared per page."""
+class CallPositions:
+    """call_id -> index in one snapshot's `calls`, read from the projector's evidence
+    instead of a dict per snapshot (140,000 entries at scale). Calls fed after the
+    snapshot was taken lie past its end and are not found."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.call_index: dict[str, int] = {}  # position in snapshot().calls, kept as fed
+    __slots__ = ("_calls", "_limit")
+
+    def __init__(self, calls: Mapping[str, CallEvidence], limit: int) -> None:
+        self._calls = calls
+        self._limit = limit
+
+    def get(self, call_id: str, default: int | None = None) -> int | None:
+        evidence = self._calls.get(call_id)
+        if evidence is None or not 0 <= evidence.position < self._limit:
+            return default
+        return evidence.position
+
+
+class FollowProjector(Projector):
+    """The projector, feeding pages with their strings shared (see `_share_strings`)."""
 
     def feed(self, events: Iterable[Event]) -> None:
         seen: dict[str, str] = {}
         for ev in events:
             _share_strings(ev, seen)
             self.add(ev)
-
-    def add(self, ev: Event) -> None:
-        new_call = ev.call_id is not None and ev.call_id not in self.calls
-        super().add(ev)
-        if new_call and ev.call_id in self.calls:
-            self.call_index[ev.call_id] = len(self.calls) - 1
 
 
 def discover_cases(path: str | os.PathLike[str]) -> list[Path]:

@@ -15,7 +15,9 @@ from codeai_tui.app.rows import event_row, gap_row
 from codeai_tui.app.widgets.table import Row
 from codeai_tui.ledger import Event
 
-MAX_PAGES = 48
+# 8 pages x 256 events: ~50 screens of scrollback; each event with its payload is ~1 KB,
+# and a page read by key costs ~1 ms, so a larger cache buys little and costs memory
+MAX_PAGES = 8
 
 
 class Decorator:

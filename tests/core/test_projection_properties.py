@@ -158,3 +158,18 @@ def test_receipt_check_is_reused_until_coverage_evidence_or_log_changes() -> Non
     assert covered.uncovered == () and covered.covered_by == {"r1": "a1"}
     other = parse_receipt_lines(b"")
     assert projector.snapshot(other).receipts.count == 0  # a new log object is re-checked
+
+
+def test_a_kept_verdict_never_words_newer_evidence() -> None:
+    projector = Projector()
+    projector.feed([
+        Event(1, "e1", "t", "call.requested", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(2, "e2", "t", "call.manifest", "t1", "c1", payload={"idempotency_key": "k"}),
+    ])
+    old = projector.snapshot().call("c1")
+    assert old is not None and old.reason.startswith("call.manifest at seq 2")
+    projector.add(Event(3, "e3", "t", "attempt.started", "t1", "c1", "a1", payload={}))
+    assert old.stage is CallStage.MANIFEST_RECORDED
+    assert "first 2 events" in old.reason  # not the effect_unknown wording of seq 3
+    new = projector.snapshot().call("c1")
+    assert new is not None and new.reason.startswith("attempt a1 started at seq 3")
