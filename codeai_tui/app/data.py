@@ -292,7 +292,8 @@ class TimeMachine:
             )
 
 
-def _utc(text: str) -> datetime | None:
+def parse_time(text: str) -> datetime | None:
+    """An RFC 3339 time from a ledger or receipt (naive means UTC); None if unreadable."""
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -303,11 +304,11 @@ def _utc(text: str) -> datetime | None:
 def receipts_until(log: ReceiptLog, recorded_at: str | None) -> ReceiptLog:
     """The receipts the provider had written by `recorded_at` (time travel: a receipt
     from the future would otherwise look uncovered). Unparsable times are kept."""
-    limit = _utc(recorded_at) if recorded_at else None
+    limit = parse_time(recorded_at) if recorded_at else None
     if limit is None:
         return log
     kept = tuple(r for r in log.receipts
-                 if (when := _utc(r.received_at)) is None or when <= limit)
+                 if (when := parse_time(r.received_at)) is None or when <= limit)
     return replace(log, receipts=kept)
 
 

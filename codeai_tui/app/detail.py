@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import humanize
@@ -20,6 +20,7 @@ from pygments.token import Keyword, Name, Number, Punctuation, String, Token
 from rich.style import Style
 from rich.text import Text
 
+from codeai_tui.app.data import parse_time
 from codeai_tui.textsafe import redact, visible
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -38,14 +39,6 @@ def shorten_hashes(value: Any) -> Any:
     if isinstance(value, str) and _HEX64.match(value):
         return value[:12] + "\u2026"
     return value
-
-
-def parse_time(text: str) -> datetime | None:
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def ago(text: str | None, now: datetime) -> str:

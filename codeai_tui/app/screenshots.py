@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.app import create_app
-from codeai_tui.app.data import CaseFollower, discover_cases
-from codeai_tui.app.detail import parse_time
+from codeai_tui.app.data import CaseFollower, discover_cases, parse_time
 from codeai_tui.ledger import LedgerError
 
 SIZE = (160, 48)
