@@ -3,7 +3,8 @@
 The order is the point: the request artifact and `call.manifest` are durable before any
 attempt; `attempt.started` is committed BEFORE the request leaves; the response bytes are
 stored and `attempt.observed` committed BEFORE interpretation. Between started and
-observed the honest answer is "unknown", which is what the projection says after a kill.
+observed the honest answer is "unknown", which is what the projection says after a kill,
+and what the runner leaves behind when it connected but got no answer.
 No ledger transaction is ever open while the network is in use.
 """
 
@@ -35,13 +36,17 @@ class Transport:
     status: int | None
     body: bytes
     error: str | None = None
+    # False only when the connection itself failed, so no byte can have reached the
+    # provider; any failure after connecting may have come after the provider got it.
+    maybe_sent: bool = True
 
 
 def send_request(base_url: str, body: bytes, key: str, api_key: str | None, timeout: float) -> Transport:
     """POST the exact bytes to `{base_url}/chat/completions`. Never logs headers."""
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return Transport(None, b"", f"unsupported base_url scheme: {parts.scheme or '(none)'}")
+        return Transport(None, b"", f"unsupported base_url scheme: {parts.scheme or '(none)'}",
+                         maybe_sent=False)
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(parts.hostname, parts.port, timeout=timeout)
     headers = {
@@ -52,6 +57,11 @@ def send_request(base_url: str, body: bytes, key: str, api_key: str | None, time
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     path = parts.path.rstrip("/") + "/chat/completions"
+    try:
+        conn.connect()
+    except OSError as exc:
+        conn.close()
+        return Transport(None, b"", f"{type(exc).__name__}: {exc}", maybe_sent=False)
     try:
         conn.request("POST", path, body=body, headers=headers)
         resp = conn.getresponse()
@@ -197,9 +207,10 @@ class CallRunner:
             self.append("attempt.started", task_id,
                         {"attempt_no": attempt_no, "request_sha256": request_sha256}, **ids)
             transport = send_request(self.config.provider.base_url, body, key, api_key, self.timeout)
-            if transport.status is None and transport.error and "timed out" in transport.error:
-                # Sent, no answer: the provider may have served it. Record nothing we do
-                # not know; the projection will say effect_unknown.
+            if transport.status is None and transport.maybe_sent:
+                # Connected, then no answer (timeout, reset, disconnect): the provider may
+                # have served it. Record nothing we do not know; the projection says
+                # effect_unknown and resume refuses to repeat it.
                 return "effect_unknown"
             response_sha = self.artifacts.put(transport.body) if transport.body else None
             observed: dict[str, Any] = {

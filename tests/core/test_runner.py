@@ -69,3 +69,30 @@ def test_connection_refused_is_observed_without_status(tmp_path: Path) -> None:
     assert state is not None and state.stage is CallStage.COMPLETED
     assert state.provider_effect is ProviderEffect.HAPPENED  # the ladder's word for "observed"
     json.dumps(project_case(case).as_json("x"))
+
+
+def test_provider_dying_mid_request_leaves_effect_unknown(tmp_path: Path) -> None:
+    """A reset after the request left is not an observation: it may have been served."""
+    import threading
+
+    case = tmp_path / "case"
+    receipts = case / "provider" / "receipts.jsonl"
+    prov = ProviderProcess(receipts, latency=30.0).start()
+    result: list[str] = []
+    worker = threading.Thread(target=lambda: result.append(_call(case, prov.base_url, timeout=20)))
+    worker.start()
+    try:
+        waited = threading.Event()
+        for _ in range(500):  # poll with a timeout for the provider's own receipt
+            if receipts.exists() and receipts.read_bytes().endswith(b"\n"):
+                break
+            waited.wait(0.02)
+        prov.stop()  # SIGKILL while it holds the request
+        worker.join(timeout=30)
+    finally:
+        prov.stop()
+    assert result == ["effect_unknown"]
+    assert _kinds(case)[-1] == "attempt.started"
+    state = project_case(case).call("c1")
+    assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
+    assert len(read_receipts(case).receipts) == 1
