@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -270,7 +271,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("live producer running; Ctrl-C to stop", file=sys.stderr)
             live.wait()
     finally:
-        if live is not None and live.poll() is None:
-            live.terminate()
-            live.wait(timeout=10)
+        if live is not None:
+            _stop_process(live)
     return EXIT_OK
+
+
+def _stop_process(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM (the live producer then stops what it started), SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
