@@ -142,6 +142,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
             else DEFAULT_THEME
         self.cases: list[Path] = []
         self.summaries: dict[Path, tuple[Worst, int] | str] = {}
+        self.jump_to_effect_unknown = False  # set by `e` when it opens another case
         self.case: Path | None = None
         self.live: CaseSnapshot | None = None
         self.shown: CaseSnapshot | None = None

@@ -44,24 +44,30 @@ class Worst:
 
     label: str
     severity: int
+    effect_unknown: int = 0  # how many calls; `e` uses it to find the next case with one
 
 
 def worst_state(state: WorkState) -> Worst:
+    label, severity = _worst_label(state)
+    return Worst(label, severity, state.effect_unknown_count)
+
+
+def _worst_label(state: WorkState) -> tuple[str, int]:
     if state.receipts.duplicates:
-        return Worst("duplicate effect", 7)
+        return ("duplicate effect", 7)
     if state.receipts.uncovered:
-        return Worst("uncovered effect", 6)
+        return ("uncovered effect", 6)
     worst: CallState | None = None
     for call in state.calls:
         if worst is None or SEVERITY.get(call.stage, 0) > SEVERITY.get(worst.stage, 0):
             worst = call
     if worst is not None and worst.stage is CallStage.EFFECT_UNKNOWN:
-        return Worst("effect unknown", 5)
+        return ("effect unknown", 5)
     if state.anomalies:
-        return Worst("anomalies", 4)
+        return ("anomalies", 4)
     if worst is None:
-        return Worst("no calls", 0)
-    return Worst(worst.stage.value, SEVERITY.get(worst.stage, 0))
+        return ("no calls", 0)
+    return (worst.stage.value, SEVERITY.get(worst.stage, 0))
 
 
 @dataclass(frozen=True, slots=True)

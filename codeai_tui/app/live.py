@@ -220,6 +220,9 @@ class LiveFollow(_Base):
         if self.as_of is None:
             self.shown = snap
             self._paint_all()
+            if self.jump_to_effect_unknown and snap.unknown_ids:
+                self.jump_to_effect_unknown = False  # once: never chains to another case
+                self.action_next_effect_unknown()
         else:
             # Time travel holds the panes still; the timeline still grows.
             self.timeline_source.set_total(snap.max_seq)

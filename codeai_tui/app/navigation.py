@@ -38,10 +38,26 @@ class Navigation(_Base):
             return
         index = source.find(table.cursor, lambda c: c.effect_unknown)
         if index is None:
-            self.notify("no call is in effect_unknown", markup=False)
+            if not self._open_next_case_with_effect_unknown():
+                self.notify("no call is in effect_unknown", markup=False)
             return
         table.focus()
         table.move_to(index)
+
+    def _open_next_case_with_effect_unknown(self) -> bool:
+        """In a bundle: open the next case (in order, wrapping) whose summary counts an
+        effect_unknown call; its first such call is selected once it has loaded."""
+        if self.as_of is not None or len(self.cases) < 2 or self.case not in self.cases:
+            return False
+        start = self.cases.index(self.case)
+        for step in range(1, len(self.cases)):
+            case = self.cases[(start + step) % len(self.cases)]
+            summary = self.summaries.get(case)
+            if isinstance(summary, tuple) and summary[0].effect_unknown:
+                self.jump_to_effect_unknown = True
+                self.open_case(case)
+                return True
+        return False
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following

@@ -129,6 +129,22 @@ async def test_e_jumps_to_effect_unknown(tmp_path: Path) -> None:
         assert "effect unknown: duplicate risk" in detail_text(app)
 
 
+async def test_e_in_a_bundle_opens_the_next_case_with_effect_unknown(tmp_path: Path) -> None:
+    make_case(tmp_path / "a_done", "completed_task")
+    make_case(tmp_path / "b_in_flight", "killed_in_flight")
+    app = create_app(tmp_path, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.case is not None and app.case.name == "a_done"
+        await wait_for(pilot, lambda: len(app.summaries) == 2, what="case summaries")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: app.case is not None and app.case.name == "b_in_flight"
+                       and app.selected_call_id == "call-16", what="the other case's call")
+        await wait_for(pilot, lambda: "effect unknown: duplicate risk" in detail_text(app),
+                       what="its verdict")
+        assert app.jump_to_effect_unknown is False
+
+
 async def test_f_toggles_follow(case_factory) -> None:  # noqa: ANN001
     case = case_factory("completed_task")
     app = create_app(case, clock=frozen_clock)
