@@ -21,6 +21,9 @@ def test_demo_live_runs_until_ctrl_c(tmp_path: Path) -> None:
         [sys.executable, "-m", "codeai_tui", "demo", str(out), "--live", "--rate", "40"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        # Ctrl-C reaches a foreground command with SIGINT at its default; a test runner
+        # started as a background job passes SIG_IGN down to every child instead.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     live_pids: set[int] = set()
     try:
