@@ -1,7 +1,8 @@
 """The command line: `codeai-tui PATH` opens the console; subcommands do the rest.
 
 Every bad input ends in one line on stderr and exit 2, never a traceback and never a
-write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused.
+write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 70 an
+internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.textsafe import visible
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE
 COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench")
 
 
@@ -110,6 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a bug, not a bad input: still one line for the operator
+        if os.environ.get("CODEAI_TUI_DEBUG"):
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc} (set CODEAI_TUI_DEBUG=1 for the traceback)")
+        return EXIT_INTERNAL
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -224,6 +231,13 @@ def cmd_open(args: argparse.Namespace) -> int:
     from codeai_tui.ledger.case import find_cases
 
     find_cases(args.path)  # a missing path fails here with one line, before the screen
+    if args.theme is not None:
+        from codeai_tui.app.themes import load_themes
+
+        names = [t.name for t in load_themes()[0]]
+        if args.theme not in names:
+            raise CliError(f"unknown theme {args.theme!r}; choose one of: {', '.join(names)}")
+    # an incident console gains nothing from animation, and loses time on slow links
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     from codeai_tui.app import create_app
 

@@ -59,3 +59,11 @@ def test_version_and_help() -> None:
     assert cli("--version").stdout.startswith("codeai-tui ")
     proc = cli("--help")
     assert proc.returncode == 0 and "inspect" in proc.stdout
+
+
+def test_unknown_theme_is_named_before_the_screen_opens(tmp_path: Path) -> None:
+    v = next(x for x in load_vectors() if x["name"] == "completed_task")
+    write_ledger(tmp_path / "case", v["events"])
+    proc = cli(str(tmp_path / "case"), "--theme", "no-such-theme")
+    assert proc.returncode == 2
+    assert "unknown theme 'no-such-theme'" in proc.stderr and "incident-dark" in proc.stderr
