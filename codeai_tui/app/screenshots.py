@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,19 +21,14 @@ from typing import Any
 
 from codeai_tui.app import create_app
 from codeai_tui.app.data import CaseFollower, discover_cases, parse_time
+from codeai_tui.app.pilot import wait_until
 from codeai_tui.ledger import LedgerError
 
 SIZE = (160, 48)
 
 
 async def _until(pilot: Any, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause()
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise TimeoutError("the console did not reach the expected state")
+    await wait_until(pilot, predicate, timeout=timeout, what="the console to settle")
 
 
 async def _ready(pilot: Any) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +15,8 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from ledgerfactory import write_ledger  # noqa: E402
+
+from codeai_tui.app.pilot import wait_until  # noqa: E402
 
 CONFORMANCE = TESTS / "conformance"
 FROZEN_NOW = datetime(2026, 9, 13, 12, 5, 0, tzinfo=UTC)
@@ -56,13 +56,10 @@ def ledger_digest(case: Path) -> dict[str, str | None]:
 async def wait_for(pilot: Any, predicate: Callable[[], bool], timeout: float = 10.0,
                    what: str = "condition") -> None:
     """Poll with a timeout (never a bare sleep as synchronisation)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause()
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    try:
+        await wait_until(pilot, predicate, timeout=timeout, what=what)
+    except TimeoutError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 async def ready(pilot: Any) -> None:
