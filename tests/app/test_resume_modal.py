@@ -115,21 +115,26 @@ async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any)
         assert len(read_receipts(case).receipts) == 1
 
 
+def start_attempt_elsewhere(case: Path, attempt_id: str) -> None:
+    """Another writer starts an attempt of call-1 (plain sqlite3, its own connection)."""
+    with LedgerReader(case) as reader:
+        count = reader.stats()[1]
+    writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(writer, [{"seq": count + 1, "kind": "attempt.started",
+                              "task_id": "task-1", "call_id": "call-1",
+                              "attempt_id": attempt_id,
+                              "payload": {"attempt_no": 1, "request_sha256": "x"}}])
+    finally:
+        writer.close()
+
+
 async def test_evidence_change_while_modal_open_refuses(tmp_path: Path, provider: Any) -> None:
     case = make_real_case(tmp_path / "c5", provider.base_url)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         modal = await open_modal(pilot)
-        with LedgerReader(case) as reader:
-            count = reader.stats()[1]
-        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-        try:
-            append_rows(writer, [{"seq": count + 1, "kind": "attempt.started",
-                                  "task_id": "task-1", "call_id": "call-1",
-                                  "attempt_id": "other-process",
-                                  "payload": {"attempt_no": 1, "request_sha256": "x"}}])
-        finally:
-            writer.close()
+        start_attempt_elsewhere(case, "other-process")
         await wait_for(pilot, lambda: modal.refused is not None, what="evidence changed")
         await pilot.pause()
         assert "evidence changed" in modal_text(modal)
@@ -153,16 +158,7 @@ async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: An
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         modal = await open_modal(pilot)
         app._modal = None  # the console misses the change: resume_call must catch it
-        with LedgerReader(case) as reader:
-            count = reader.stats()[1]
-        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-        try:
-            append_rows(writer, [{"seq": count + 1, "kind": "attempt.started",
-                                  "task_id": "task-1", "call_id": "call-1",
-                                  "attempt_id": "racer",
-                                  "payload": {"attempt_no": 1, "request_sha256": "x"}}])
-        finally:
-            writer.close()
+        start_attempt_elsewhere(case, "racer")
         before = ledger_digest(case)
         modal.action_confirm()
         await wait_for(pilot, lambda: any("refused" in n.title for n in app._notifications),
