@@ -32,7 +32,7 @@ from codeai_tui.workstate import (
     WorkState,
 )
 
-PROJECT_PAGE = 5000
+PROJECT_PAGE = 2000  # events per projection page: ~2 MB in flight, ~1 ms per page read
 TIMELINE_PAGE = 256
 
 Progress = Callable[[int, int], None]
