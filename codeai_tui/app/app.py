@@ -27,12 +27,6 @@ from codeai_tui.app import messages as m
 from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.commands import Palette
 from codeai_tui.app.constants import FILTER_SCAN_LIMIT, PANE_TITLES, PANES
-from codeai_tui.app.data import (
-    CaseSnapshot,
-    PageReader,
-    TimeMachine,
-    Worst,
-)
 from codeai_tui.app.detail import ago
 from codeai_tui.app.detail_pane import DetailPane
 from codeai_tui.app.live import LiveFollow
@@ -64,6 +58,12 @@ from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.app.timeline import Decorator, FilteredTimeline, TimelineSource
 from codeai_tui.app.widgets.table import ListSource, Row, TableView
+from codeai_tui.console.model import (
+    CaseSnapshot,
+    PageReader,
+    TimeMachine,
+    Worst,
+)
 from codeai_tui.ledger import LEDGER_FORMAT, LedgerError
 from codeai_tui.textsafe import visible
 

@@ -20,7 +20,7 @@ from pygments.token import Keyword, Name, Number, Punctuation, String, Token
 from rich.style import Style
 from rich.text import Text
 
-from codeai_tui.app.data import parse_time
+from codeai_tui.console.model import parse_time
 from codeai_tui.textsafe import redact, visible
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")

@@ -16,7 +16,13 @@ from textual.worker import get_current_worker
 
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
-from codeai_tui.app.data import (
+from codeai_tui.app.rows import (
+    DUPLICATE_TEXT,
+    WARN,
+)
+from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.timeline import Decorator, TimelineSource
+from codeai_tui.console.model import (
     CaseFollower,
     CaseSnapshot,
     PageReader,
@@ -24,12 +30,6 @@ from codeai_tui.app.data import (
     discover_cases,
     summarize_case,
 )
-from codeai_tui.app.rows import (
-    DUPLICATE_TEXT,
-    WARN,
-)
-from codeai_tui.app.screens.error import ErrorScreen
-from codeai_tui.app.timeline import Decorator, TimelineSource
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.message import Message
 
-from codeai_tui.app.data import CaseSnapshot, Worst
+from codeai_tui.console.model import CaseSnapshot, Worst
 from codeai_tui.ledger import Event, LedgerError
 
 

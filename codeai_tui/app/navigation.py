@@ -10,14 +10,14 @@ from textual import work
 from textual.worker import get_current_worker
 
 from codeai_tui.app import messages as m
-from codeai_tui.app.data import (
-    PageReader,
-    TimeMachine,
-)
 from codeai_tui.app.rows import (
     CallSource,
 )
 from codeai_tui.app.timeline import FilteredTimeline, TimelineSource
+from codeai_tui.console.model import (
+    PageReader,
+    TimeMachine,
+)
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 

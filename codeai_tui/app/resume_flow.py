@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from codeai_tui.app import messages as m
-from codeai_tui.app.data import (
+from codeai_tui.app.screens.resume import ResumeModal
+from codeai_tui.console.model import (
     CaseSnapshot,
 )
-from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from codeai_tui.app.data import CaseSnapshot, Worst
 from codeai_tui.app.widgets.table import Column, Row
+from codeai_tui.console.model import CaseSnapshot, Worst
 from codeai_tui.ledger import Event, Receipt
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import (

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.app import create_app
-from codeai_tui.app.data import CaseFollower, discover_cases, parse_time
 from codeai_tui.app.pilot import wait_until
+from codeai_tui.console.model import CaseFollower, discover_cases, parse_time
 from codeai_tui.ledger import LedgerError
 
 SIZE = (160, 48)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from codeai_tui.app.data import TIMELINE_PAGE, CaseSnapshot
 from codeai_tui.app.rows import event_row, gap_row
 from codeai_tui.app.widgets.table import Row
+from codeai_tui.console.model import TIMELINE_PAGE, CaseSnapshot
 from codeai_tui.ledger import Event
 
 # 8 pages x 256 events: ~50 screens of scrollback; each event with its payload is ~1 KB,

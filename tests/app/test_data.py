@@ -9,7 +9,7 @@ import pytest
 from apphelpers import CONFORMANCE, ledger_digest
 from ledgerfactory import write_ledger
 
-from codeai_tui.app.data import CaseFollower, FollowProjector, TimeMachine, receipts_until
+from codeai_tui.console.model import CaseFollower, FollowProjector, TimeMachine, receipts_until
 from codeai_tui.ledger import LedgerReader, read_receipts
 from codeai_tui.workstate import project
 

@@ -511,7 +511,7 @@ async def test_duplicate_receipt_appearing_notifies(case_factory) -> None:  # no
 
 
 async def test_a_crashing_follower_is_reported_not_hidden(case_factory, monkeypatch) -> None:  # noqa: ANN001
-    from codeai_tui.app import data
+    from codeai_tui.console import model as data
 
     case = case_factory("completed_task")
     app = create_app(case, clock=frozen_clock)
