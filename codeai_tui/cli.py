@@ -14,10 +14,14 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codeai_tui import __version__
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.textsafe import visible
+
+if TYPE_CHECKING:
+    from codeai_tui.resume import ResumePlan
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE
@@ -47,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-only", action="store_true", help="make every write path unreachable")
     p.add_argument("--model", default=None, help="override case.json's model for resume")
     p.add_argument("--base-url", default=None, help="override case.json's provider base_url")
+    p.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="the environment variable holding the provider credential")
 
     p = sub.add_parser("inspect", help="print the work-state projection")
     p.add_argument("path", help="a case directory, a ledger file, or a bundle")
@@ -58,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("case")
     p.add_argument("call_id")
     p.add_argument("--model", default=None)
-    p.add_argument("--base-url", default=None)
+    p.add_argument("--base-url", default=None,
+                   help="where to send (trusted: given by you, not by the case directory)")
+    p.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="the environment variable holding the credential (trusted)")
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -154,11 +163,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _confirm(plan: object) -> bool:
-    from codeai_tui.resume import ResumePlan
-
-    assert isinstance(plan, ResumePlan)
-    rows = [
+def _plan_rows(plan: ResumePlan) -> list[tuple[str, str]]:
+    dest = plan.destination
+    return [
         ("call", plan.call_id),
         ("idempotency key", plan.idempotency_key or "-"),
         ("stage", plan.stage.value),
@@ -166,43 +173,73 @@ def _confirm(plan: object) -> bool:
         ("request sha256", f"recorded {plan.request_sha256_recorded}  rebuilt {plan.request_sha256_rebuilt}"),
         ("context package", f"recorded {plan.context_package_recorded}  now {plan.context_package_now}"),
         ("rendered context", f"recorded {plan.rendered_sha256_recorded}  now {plan.rendered_sha256_now}"),
+        ("destination", f"{dest.base_url}  (from {dest.base_url_from})"),
+        ("credential var", f"{dest.api_key_env or '-'}  (from {dest.api_key_env_from}; "
+                           f"{'set' if dest.credential_set else 'not set'})"),
         ("verdict", plan.verdict),
     ]
-    for label, value in rows:
+
+
+def _confirm(plan: ResumePlan) -> tuple[bool, bool]:
+    """Ask on the terminal: (resume?, send the credential?)."""
+    for label, value in _plan_rows(plan):
         print(f"  {label:<17} {visible(value, one_line=True)}", file=sys.stderr)
     if not plan.drift_check_possible:
         print("  WARNING: no manifest was recorded, so no drift check is possible.", file=sys.stderr)
         answer = input(f"Type the call id ({visible(plan.call_id, one_line=True)}) to resume: ")
-        return answer.strip() == plan.call_id
-    answer = input("Resume this call? [y/N] ")
-    return answer.strip().lower() in ("y", "yes")
+        if answer.strip() != plan.call_id:
+            return False, False
+    elif input("Resume this call? [y/N] ").strip().lower() not in ("y", "yes"):
+        return False, False
+    dest = plan.destination
+    send = dest.trusted
+    if dest.needs_credential_confirmation:
+        question = (f"The destination comes from the case directory. Send the value of "
+                    f"{dest.api_key_env} to {dest.base_url}? [y/N] ")
+        send = input(visible(question, one_line=True)).strip().lower() in ("y", "yes")
+    return True, send
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from codeai_tui.resume import ResumeRefused, plan_resume, resume_call
+    from codeai_tui.destination import DestinationError
+    from codeai_tui.resume import ResumeRefused, UnknownCall, plan_resume, resume_call
 
     case = Path(args.case)
     if not case.is_dir():
         raise CliError(f"{args.case}: not a case directory")
+    if not args.call_id.strip():
+        raise CliError("the call id is empty")
     try:
-        plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url)
+        plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url,
+                           api_key_env=args.api_key_env)
         if plan.drift:
             raise ResumeRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
         if not args.yes:
             if not sys.stdin.isatty():
                 raise CliError("refusing to resume without confirmation: run on a terminal or pass --yes")
-            if not _confirm(plan):
+            confirmed, send_credential = _confirm(plan)
+            if not confirmed:
                 print("not resumed", file=sys.stderr)
                 return EXIT_REFUSED
-        elif not plan.drift_check_possible:
-            print("codeai-tui: note: no manifest recorded, so no drift check was possible",
-                  file=sys.stderr)
+        else:
+            # --yes never sends a credential to a destination only the case vouches for
+            send_credential = plan.destination.trusted
+            if not plan.drift_check_possible:
+                print("codeai-tui: note: no manifest recorded, so no drift check was possible",
+                      file=sys.stderr)
+        line = plan.destination.credential_line(send_credential)
+        _err(f"note: sending to {plan.destination.base_url}; {line}")
         result = resume_call(
-            case, args.call_id, model=args.model, base_url=args.base_url, reason=args.reason,
+            case, args.call_id, model=args.model, base_url=args.base_url,
+            api_key_env=args.api_key_env, send_credential=send_credential, reason=args.reason,
             expected=plan,
         )
+    except UnknownCall as exc:
+        raise CliError(exc.reason) from None
+    except DestinationError as exc:
+        raise CliError(str(exc)) from None
     except ResumeRefused as exc:
-        # drift, a changed call or an unknown id have no projected operation to name
+        # drift or a changed call have no projected operation to name
         why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
         print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
         return EXIT_REFUSED
@@ -243,7 +280,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     app = create_app(
         args.path, theme=args.theme, read_only=args.read_only, model=args.model,
-        base_url=args.base_url,
+        base_url=args.base_url, api_key_env=args.api_key_env,
     )
     app.run()
     return EXIT_OK
@@ -276,7 +313,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 provider = None
             try:
                 args.path, args.theme, args.read_only = str(bundle), None, False
-                args.model, args.base_url = None, None
+                args.model, args.base_url, args.api_key_env = None, None, None
                 return cmd_open(args)
             finally:
                 if provider is not None:

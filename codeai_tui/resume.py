@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.ledger.artifacts import ArtifactStore, sha256_hex
+from codeai_tui.destination import Destination, credential_for, resolve_destination
+from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
 from codeai_tui.ledger.case import CaseConfig, load_case_config
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
@@ -41,6 +42,14 @@ class ResumeRefused(Exception):
         super().__init__(reason)
         self.next_operation = next_operation
         self.reason = reason
+
+
+class UnknownCall(ResumeRefused):
+    """The call id names no call in this ledger: bad input, not a refusal."""
+
+    def __init__(self, call_id: str) -> None:
+        shown = call_id[:80] if call_id else "(empty)"
+        super().__init__(None, f"no call {shown!r} in this ledger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +75,11 @@ class ResumePlan:
     evidence: tuple[int, int]
     intent: dict[str, Any]
     rendered_context: str | None
-    base_url: str
+    destination: Destination
+
+    @property
+    def base_url(self) -> str:
+        return self.destination.base_url
 
     @property
     def verdict(self) -> str:
@@ -99,7 +112,7 @@ def _evidence(events: Sequence[Event]) -> tuple[int, int]:
 def check_resumable(state: CallState | None, call_id: str) -> CallState:
     """Raise ResumeRefused unless the projection permits resuming this call."""
     if state is None:
-        raise ResumeRefused(None, f"no call {call_id!r} in this ledger")
+        raise UnknownCall(call_id)
     if state.superseded_by is not None or state.stage is CallStage.SUPERSEDED:
         raise ResumeRefused(
             state.next_operation, f"call {call_id} is already superseded by {state.superseded_by}"
@@ -140,11 +153,19 @@ def plan_resume(
     *,
     model: str | None = None,
     base_url: str | None = None,
+    api_key_env: str | None = None,
+    operator_config: Path | None = None,
 ) -> ResumePlan:
-    """Read-only: project the call, rebuild its request, compare. Raises ResumeRefused
-    (not resumable) or LedgerError (cannot read). Writes nothing."""
+    """Read-only: project the call, rebuild its request, compare, and say where it would
+    go. Raises ResumeRefused (not resumable), UnknownCall, DestinationError (unusable URL)
+    or LedgerError (cannot read). Writes nothing."""
+    if not call_id:
+        raise UnknownCall(call_id)
     case = Path(case_dir)
     config: CaseConfig = load_case_config(case).with_overrides(model=model, base_url=base_url)
+    destination = resolve_destination(
+        case, config, base_url=base_url, api_key_env=api_key_env, operator_config=operator_config
+    )
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
         state = check_resumable(_project_call(events, call_id), call_id)
@@ -158,11 +179,14 @@ def plan_resume(
     pkg_now, rendered_ref = _latest_package(task_events)
     rendered_now_text: str | None = None
     rendered_sha_now: str | None = None
+    rendered_problem: str | None = None
     if rendered_ref is not None:
-        data = store.get(rendered_ref)
-        if data is not None:
-            rendered_sha_now = sha256_hex(data)
-            rendered_now_text = data.decode("utf-8", "replace")
+        found = store.read(rendered_ref)
+        if found.data is not None:
+            rendered_sha_now = sha256_hex(found.data)
+            rendered_now_text = found.data.decode("utf-8", "replace")
+        else:
+            rendered_problem = found.describe(rendered_ref)
     drift: list[str] = []
     drift_check_possible = state.stage is CallStage.MANIFEST_RECORDED
     if drift_check_possible:
@@ -195,8 +219,17 @@ def plan_resume(
         if pkg_now != pkg_rec:
             drift.append(f"context package: recorded {pkg_rec}, now {pkg_now}")
         if rendered_sha_now != sha_rec:
-            now = rendered_sha_now or "(rendered context artifact missing)"
+            now = rendered_sha_now or f"({rendered_problem or 'no rendered context now'})"
             drift.append(f"rendered context: recorded {sha_rec}, now {now}")
+        if req_rec is not None:
+            stored = store.read(req_rec)
+            if stored.status not in (ArtifactStatus.OK, ArtifactStatus.MISSING):
+                # the case's copy of the request was replaced (a link, other bytes): the
+                # directory was tampered with; resume sends only bytes it rebuilt and
+                # verified, but an operator must look at this case before anything runs
+                raise ResumeRefused(
+                    None, f"call {call_id}: request {stored.describe(req_rec)}; "
+                    "the case directory was altered, refusing")
     return ResumePlan(
         case_dir=case, call_id=call_id, task_id=state.task_id,
         idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
@@ -206,7 +239,7 @@ def plan_resume(
         context_package_recorded=pkg_rec, context_package_now=pkg_now,
         rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
         drift=tuple(drift), evidence=_evidence(events), intent=intent,
-        rendered_context=rendered_now_text, base_url=config.provider.base_url,
+        rendered_context=rendered_now_text, destination=destination,
     )
 
 
@@ -224,16 +257,24 @@ def resume_call(
     *,
     model: str | None = None,
     base_url: str | None = None,
+    api_key_env: str | None = None,
+    send_credential: bool = False,
     reason: str | None = None,
     expected: ResumePlan | None = None,
     progress: Progress | None = None,
     new_call_id: str | None = None,
+    operator_config: Path | None = None,
 ) -> ResumeResult:
-    """Resume one call or raise ResumeRefused having appended nothing."""
+    """Resume one call or raise ResumeRefused having appended nothing.
+
+    The credential (the value of the destination's variable) is sent only when
+    `send_credential` is True: the caller decides that from `plan.destination.trusted` or
+    an explicit confirmation that showed the URL and the variable's name."""
     say = progress or (lambda _msg: None)
     case = Path(case_dir)
     say(f"projecting {call_id}")
-    plan = plan_resume(case, call_id, model=model, base_url=base_url)
+    plan = plan_resume(case, call_id, model=model, base_url=base_url, api_key_env=api_key_env,
+                       operator_config=operator_config)
     if expected is not None and expected.evidence != plan.evidence:
         raise ResumeRefused(
             None,
@@ -245,13 +286,17 @@ def resume_call(
         raise ResumeRefused(None, f"call {call_id}: drift, refusing: " + "; ".join(plan.drift))
     if expected is not None and expected.request_sha256_rebuilt != plan.request_sha256_rebuilt:
         raise ResumeRefused(None, f"call {call_id}: the rebuilt request differs from the one shown")
-    config = load_case_config(case).with_overrides(model=model, base_url=base_url)
+    if expected is not None and expected.destination != plan.destination:
+        raise ResumeRefused(None, f"call {call_id}: the destination changed since it was shown")
+    config = load_case_config(case).with_overrides(model=model, base_url=plan.destination.base_url)
     receipts_before = len(read_receipts(case).receipts)
     key = plan.idempotency_key or f"key-{call_id}"
     new_id = new_call_id or f"call-{uuid.uuid4().hex[:12]}"
     say("writing call.resumed and the new call")
     with LedgerWriter.open(case) as writer:
-        runner = CallRunner(case, writer, config)
+        runner = CallRunner(
+            case, writer, config, credential=credential_for(plan.destination, send_credential)
+        )
         package = (
             (plan.context_package_now, plan.rendered_sha256_now)
             if plan.context_package_now and plan.rendered_sha256_now
@@ -279,7 +324,7 @@ def resume_call(
                 call_id=new_id,
             ))
             txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
-        say(f"sending {new_id} to {config.provider.base_url}")
+        say(f"sending {new_id} to {plan.destination.base_url}")
         status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
     with LedgerReader(case) as reader:
         new_state = _project_call(reader.events_for_call(new_id), new_id)

@@ -101,6 +101,7 @@ class CallRunner:
         *,
         on_commit: CommitHook | None = None,
         timeout: float = SEND_TIMEOUT_S,
+        credential: str | None = None,
     ) -> None:
         self.case_dir = Path(case_dir)
         self.writer = writer
@@ -108,6 +109,9 @@ class CallRunner:
         self.artifacts = ArtifactStore(case_dir)
         self.on_commit = on_commit
         self.timeout = timeout
+        # the caller decides whether a credential may go to this destination
+        # (codeai_tui/destination.py); the runner never reads one from the environment
+        self._credential = credential
 
     def append(self, kind: str, task_id: str, payload: dict[str, Any], **ids: str | None) -> Event:
         event = self.writer.append(kind, task_id, payload, **ids)
@@ -192,15 +196,20 @@ class CallRunner:
                 max_attempts: int = 2) -> str:
         """Run attempts for a call whose manifest is recorded; returns the final call status
         ("succeeded"/"failed") or "effect_unknown" when the outcome could not be observed."""
-        body = self.artifacts.get(request_sha256)
-        if body is None:
+        # Exactly the bytes whose hash attempt.started records: read back verified
+        # (a regular file in the case whose bytes hash to the name), never "whatever is
+        # at that path".
+        found = self.artifacts.read(request_sha256)
+        if found.data is None:
             self.append(
                 "call.preparation_failed", task_id,
-                {"error": {"type": "ArtifactMissing", "message": "request bytes not stored"}},
+                {"error": {"type": "ArtifactUnusable",
+                           "message": found.describe(request_sha256)}},
                 call_id=call_id,
             )
             return "failed"
-        api_key = os.environ.get(self.config.provider.api_key_env or "") or None
+        body = found.data
+        api_key = self._credential
         for attempt_no in range(1, max_attempts + 1):
             attempt_id = f"{call_id}-a{attempt_no}"
             ids = {"call_id": call_id, "attempt_id": attempt_id}

@@ -125,6 +125,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         read_only: bool = False,
         model: str | None = None,
         base_url: str | None = None,
+        api_key_env: str | None = None,
         clock: Clock | None = None,
     ) -> None:
         super().__init__()
@@ -133,6 +134,7 @@ class CodeAIApp(LiveFollow, DetailPane, Navigation, ResumeFlow, Palette, App[Non
         self.read_only = read_only
         self.model = model
         self.base_url = base_url
+        self.api_key_env = api_key_env
         self.clock: Clock = clock or system_clock
         themes, self._theme_problems = load_themes()
         for t in themes:

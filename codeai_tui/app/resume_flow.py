@@ -62,7 +62,8 @@ class ResumeFlow(_Base):
             self.post_message(m.ResumeNote("resume is not available in this build", kind="failed"))
             return
         try:
-            plan = api.plan_resume(case, call_id, model=self.model, base_url=self.base_url)
+            plan = api.plan_resume(case, call_id, model=self.model, base_url=self.base_url,
+                                   api_key_env=self.api_key_env)
         except api.ResumeRefused as exc:
             op = exc.next_operation.value if exc.next_operation is not None else "none"
             self.post_message(m.ResumeNote(f"{call_id}: refused (next operation {op}): "
@@ -125,9 +126,12 @@ class ResumeFlow(_Base):
             self.post_message(m.ResumeNote(text, kind="progress"))
 
         try:
+            # the credential goes only where the operator vouched for the destination;
+            # the dialog said which (an untrusted one is confirmed from the CLI today)
             result = api.resume_call(case, plan.call_id, model=self.model,
-                                     base_url=self.base_url, reason=reason, expected=plan,
-                                     progress=progress)
+                                     base_url=self.base_url, api_key_env=self.api_key_env,
+                                     send_credential=plan.destination.trusted, reason=reason,
+                                     expected=plan, progress=progress)
         except api.ResumeRefused as exc:
             self.post_message(m.ResumeNote(f"{plan.call_id}: refused: {exc.reason}",
                                            kind="refused"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,9 @@ class CaseConfig:
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     description: str = ""
     present: bool = False
+    # which provider keys case.json itself set (untrusted: see codeai_tui/destination.py)
+    base_url_set: bool = False
+    api_key_env_set: bool = False
 
     def with_overrides(
         self, *, model: str | None = None, base_url: str | None = None
@@ -70,7 +73,7 @@ class CaseConfig:
             model=model or self.provider.model,
             api_key_env=self.provider.api_key_env,
         )
-        return CaseConfig(provider=prov, description=self.description, present=self.present)
+        return replace(self, provider=prov)
 
 
 def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
@@ -101,4 +104,6 @@ def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
         ),
         description=str(data.get("description", "")),
         present=True,
+        base_url_set=isinstance(prov.get("base_url"), str) and bool(prov.get("base_url")),
+        api_key_env_set=isinstance(prov.get("api_key_env"), str),
     )

@@ -38,6 +38,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
+    from codeai_tui.destination import Destination
     from codeai_tui.resume import ResumePlan
 
     sha = "5e20fd15075e86f7a99f64c2de8cecf3f07e03558e5c0e6b2c0e2b1b4b8e0a11"
@@ -54,7 +55,11 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
         context_package_now="pkg-comp-1",
         rendered_sha256_recorded=rendered if manifest else None,
         rendered_sha256_now=rendered, drift=drift, evidence=(2, 7), intent={},
-        rendered_context=None, base_url="http://127.0.0.1:8768/v1",
+        rendered_context=None,
+        destination=Destination(
+            base_url="http://127.0.0.1:8768/v1", base_url_from="case.json",
+            api_key_env="CODEAI_API_KEY", api_key_env_from="case.json", credential_set=False,
+            trusted=False),
     )
 
 

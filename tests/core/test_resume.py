@@ -135,9 +135,16 @@ def test_resume_of_other_states_is_refused_and_appends_nothing(
 
 
 def test_unknown_call_and_bad_case_are_clear(tmp_path: Path, provider: Any) -> None:
+    """An unknown or empty call id is bad input (exit 2, one line), not a refusal (3)."""
     case = make_case(tmp_path / "c6", provider.base_url)
-    proc = cli("resume", str(case), "no-such-call", "--yes")
-    assert proc.returncode == 3 and "no call" in proc.stderr
+    before = file_hashes(case)
+    for call_id in ("no-such-call", "", "   "):
+        proc = cli("resume", str(case), call_id, "--yes")
+        assert proc.returncode == 2, (call_id, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in proc.stderr
+    assert "no call 'no-such-call'" in cli("resume", str(case), "no-such-call", "--yes").stderr
+    assert file_hashes(case) == before and _receipts(case) == []
     proc = cli("resume", str(tmp_path / "nowhere"), "call-1", "--yes")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 

@@ -89,6 +89,16 @@ class ResumeModal(ModalScreen[bool]):
                              plan.context_package_now)
             yield self._pair("rendered context sha256", plan.rendered_sha256_recorded,
                              plan.rendered_sha256_now)
+            dest = plan.destination
+            yield Static(
+                Content.assemble(
+                    ("destination               ", "bold"), _v(dest.base_url),
+                    f"  (from {dest.base_url_from})", "\n",
+                    ("credential                ", "bold"),
+                    _v(dest.credential_line(send=dest.trusted)),
+                ),
+                classes="pair", id="resume-destination",
+            )
             yield Static(self._verdict(), id="resume-verdict")
             if self.needs_typed_id:
                 yield Input(placeholder="type the call id to confirm", id="resume-typed-id")
