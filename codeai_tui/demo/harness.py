@@ -24,6 +24,7 @@ from codeai_tui.demo.evidence import (
     EVENTS_DIGEST_DEFINITION,
     LEDGER,
     file_sha256,
+    ledger_summary,
     snapshot,
     write_json,
 )
@@ -257,13 +258,21 @@ def readme() -> str:
 
 
 def byte_inventory(bundle: Path) -> dict[str, Any]:
-    """sha256 of every file the experiment wrote (not -shm: readers may rewrite it)."""
+    """sha256 of every file the experiment wrote (not -shm: readers may rewrite it), and
+    each ledger's events digest: any SQLite client that opens a ledger read-write
+    checkpoints its WAL on close, changing the files' bytes but not one event, so the
+    verifier judges ledgers by the digest and reports their bytes as information."""
     files = {
         p.relative_to(bundle).as_posix(): file_sha256(p)
         for p in sorted(bundle.rglob("*"))
         if p.is_file() and not p.name.endswith("-shm") and p.name != INVENTORY
     }
-    return {"algorithm": "sha256", "files": files}
+    ledgers = {
+        p.parent.relative_to(bundle).as_posix(): ledger_summary(p.parent)["events_sha256"]
+        for p in sorted(bundle.rglob(LEDGER))
+    }
+    return {"algorithm": "sha256", "files": files, "ledgers": ledgers,
+            "events_digest": EVENTS_DIGEST_DEFINITION}
 
 
 def build_demo(out: Path | None) -> Path:

@@ -28,9 +28,11 @@ class Claim:
     ok: bool
     case: str
     text: str
+    info: bool = False  # information, neither passed nor failed (e.g. ledger file bytes)
 
     def line(self) -> str:
-        return visible(f"{'PASS' if self.ok else 'FAIL'} {self.case}: {self.text}", one_line=True)
+        word = "INFO" if self.info else ("PASS" if self.ok else "FAIL")
+        return visible(f"{word} {self.case}: {self.text}", one_line=True)
 
 
 def short(sha: Any) -> str:
@@ -234,28 +236,59 @@ def attempt_claims(case: CaseData, derived: Derived) -> list[Claim]:
                   if not wrong else "attempts disagree with their manifests: " + "; ".join(wrong[:5]))]
 
 
-def inventory_claims(root: Path, filename: str = "hashes.json") -> list[Claim]:
-    """The build's byte inventory, when present: every listed file still has its bytes.
-    (Tampering that also rewrites the inventory is caught by the claims of meaning.)"""
+def _is_ledger_file(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name in ("ledger.sqlite3", "ledger.sqlite3-wal")
+
+
+def inventory_claims(
+    root: Path, cases: dict[str, CaseData] | None = None, filename: str = "hashes.json"
+) -> list[Claim]:
+    """The build's inventory, when present. Every listed file still has its bytes, except
+    ledgers: an ordinary SQLite client that opens one read-write checkpoints the WAL when
+    it closes, so a ledger is judged by its events digest (recorded as `ledgers`) and its
+    bytes are reported as information. (Tampering that also rewrites the inventory is
+    caught by the claims of meaning.)"""
     path = root / filename
     if not path.exists():
         return []
     try:
-        files = json.loads(path.read_text(encoding="utf-8")).get("files")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        files, ledgers = doc.get("files"), doc.get("ledgers")
     except (OSError, ValueError, AttributeError):
-        files = None
+        files, ledgers = None, None
     if not isinstance(files, dict):
         return [Claim(False, "bundle", f"{filename} is not a byte inventory")]
+    judged_by_content = isinstance(ledgers, dict) and cases is not None
     base = root.resolve()
     bad: list[str] = []
+    ledger_bytes: list[str] = []
     for rel, sha in sorted(files.items()):
         p = (root / str(rel)).resolve()
         if not p.is_relative_to(base):
             bad.append(f"{rel} points outside the bundle")
+        elif judged_by_content and _is_ledger_file(str(rel)):
+            if not p.is_file() or sha256_file(p) != sha:
+                ledger_bytes.append(str(rel))
         elif not p.is_file():
             bad.append(f"{rel} is missing")
         elif sha256_file(p) != sha:
             bad.append(f"{rel} changed")
-    return [Claim(not bad, "bundle",
-                  f"byte inventory: all {len(files)} files match {filename}" if not bad
-                  else f"byte inventory: {len(bad)} of {len(files)} files differ: {'; '.join(bad[:5])}")]
+    claims = [Claim(not bad, "bundle",
+                    f"byte inventory: all {len(files) - len(ledger_bytes)} files match {filename}"
+                    if not bad else
+                    f"byte inventory: {len(bad)} of {len(files)} files differ: {'; '.join(bad[:5])}")]
+    if judged_by_content:
+        assert isinstance(ledgers, dict) and cases is not None
+        wrong = [f"{rel}: events differ from the build" for rel, digest in sorted(ledgers.items())
+                 if rel in cases and cases[rel].digest != digest]
+        wrong += [f"{rel}: ledger missing" for rel in sorted(ledgers) if rel not in cases]
+        claims.append(Claim(not wrong, "bundle",
+                            f"ledger content: all {len(ledgers)} ledgers hold the events they "
+                            "were built with" if not wrong else
+                            f"ledger content: {'; '.join(wrong[:5])}"))
+        if ledger_bytes:
+            claims.append(Claim(True, "bundle", info=True, text=(
+                f"{len(ledger_bytes)} ledger files differ in bytes but not in events (another "
+                f"SQLite client checkpointed them?): {', '.join(ledger_bytes[:4])}")))
+    return claims

@@ -192,3 +192,49 @@ def test_byte_inventory_present_and_passing(demo_bundle: Path) -> None:
     code, lines, _ = verify(demo_bundle)
     assert code == 0
     assert any(line.startswith("PASS bundle: byte inventory: all") for line in lines)
+
+
+def _sqlite3_shell(db: Path, sql: str) -> None:
+    """What an operator does with an ordinary client: open read-write, query, close."""
+    import shutil
+    import subprocess
+
+    shell = shutil.which("sqlite3")
+    if shell is None:  # the same effect through Python's read-write connection
+        conn = sqlite3.connect(db)
+        conn.execute(sql).fetchall()
+        conn.close()
+        return
+    subprocess.run([shell, str(db), sql], check=True, capture_output=True, timeout=30)
+
+
+def test_a_checkpoint_by_another_sqlite_client_is_information_not_failure(
+    bundle_with_inventory: Path,
+) -> None:
+    """Opening ledgers read-write with the sqlite3 shell checkpoints their WAL on close:
+    bytes change, events do not. Verify judges the events and only reports the bytes."""
+    cases = ("04_killed_in_flight", "02_killed_after_manifest")
+    for name in cases:
+        _sqlite3_shell(bundle_with_inventory / name / "ledger.sqlite3", "SELECT count(*) FROM events")
+    import hashlib
+
+    recorded = json.loads((bundle_with_inventory / "hashes.json").read_text())["files"]
+    changed = [rel for rel, sha in recorded.items()
+               if rel.split("/")[0] in cases and "ledger.sqlite3" in rel
+               and hashlib.sha256((bundle_with_inventory / rel).read_bytes()
+                                  if (bundle_with_inventory / rel).exists() else b"").hexdigest() != sha]
+    assert changed, "the shell changed no ledger byte: this test would prove nothing"
+    code, lines, _ = verify(bundle_with_inventory)
+    assert code == 0, "\n".join(line for line in lines if line.startswith("FAIL"))
+    info = [line for line in lines if line.startswith("INFO bundle:")]
+    assert len(info) == 1 and "differ in bytes but not in events" in info[0]
+    assert any(line.startswith("PASS bundle: ledger content: all") for line in lines)
+
+
+def test_an_edited_event_fails_the_ledger_content_claim(bundle_with_inventory: Path) -> None:
+    conn = rw(bundle_with_inventory / "02_killed_after_manifest")
+    conn.execute("UPDATE events SET recorded_at = '2001-01-01T00:00:00Z' WHERE seq = 1")
+    conn.close()
+    code, lines, _ = verify(bundle_with_inventory)
+    assert code == 1
+    fails(lines, "FAIL bundle: ledger content:", "02_killed_after_manifest: events differ")
