@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE
-COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench")
+COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export")
 
 
 class CliError(Exception):
@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--live", action="store_true", help="keep a producer appending until Ctrl-C")
     p.add_argument("--rate", type=float, default=4.0, help="events per second with --live")
 
+    p = sub.add_parser("export", help="a consistent, self-contained copy of a case to share")
+    p.add_argument("case")
+    p.add_argument("out", help="a new (or empty) directory")
+
     p = sub.add_parser("verify", help="independently verify a demo bundle's claims")
     p.add_argument("path")
 
@@ -143,6 +147,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from codeai_tui.verify import run_verify_command
 
         return run_verify_command(args.path)
+    if args.command == "export":
+        from codeai_tui.export import export_case
+
+        print(visible(export_case(args.case, args.out).summary(), one_line=True))
+        return EXIT_OK
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 
