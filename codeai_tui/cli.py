@@ -1,7 +1,8 @@
 """The command line: `codeai-tui PATH` opens the console; subcommands do the rest.
 
 Every bad input ends in one line on stderr and exit 2, never a traceback and never a
-write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 70 an
+write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 74 the
+disk is full (nothing half-written; the line says what was not recorded), 70 an
 internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeai_tui import __version__
-from codeai_tui.ledger.errors import LedgerError
+from codeai_tui.ledger.errors import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export")
 
 
@@ -118,7 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         return _dispatch(args)
-    except (LedgerError, CliError) as exc:
+    except LedgerError as exc:
+        _err(str(exc))
+        return EXIT_IO if exc.problem is LedgerProblem.DISK_FULL else EXIT_BAD_INPUT
+    except CliError as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -328,7 +333,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 if provider is not None:
                     provider.stop()
         if live is not None:
-            print("live producer running; Ctrl-C to stop", file=sys.stderr)
+            print(f"live producer running (its notes go to {bundle / 'live.log'}); "
+                  "Ctrl-C to stop", file=sys.stderr)
             live.wait()
     finally:
         if live is not None:

@@ -20,10 +20,10 @@ def build_demo(out: Path | None) -> Path:
     return _build(out)
 
 
-def start_live(bundle: Path, rate: float) -> subprocess.Popen[str]:
+def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0) -> subprocess.Popen[str]:
     from codeai_tui.demo.live import start_live as _start
 
-    return _start(bundle, rate)
+    return _start(bundle, rate, busy_timeout)
 
 
 __all__ = ["DEMO_PROVIDER_PORT", "build_demo", "start_live"]

@@ -82,8 +82,9 @@ def stop(proc: subprocess.Popen[str] | None) -> None:
 
 
 class LiveProducer:
-    def __init__(self, bundle: Path, rate: float) -> None:
+    def __init__(self, bundle: Path, rate: float, busy_timeout: float = 10.0) -> None:
         self.bundle = bundle
+        self.busy_timeout = busy_timeout
         self.case = bundle / LIVE_CASE
         self.pace = 1.0 / rate if rate > 0 else 0.25
         self.providers: list[subprocess.Popen[str]] = []
@@ -111,14 +112,15 @@ class LiveProducer:
 
     def run_step(self, step: Step, n: int) -> None:
         args = ["--scenario", step.scenario, "--n", str(n), "--pace", str(self.pace),
-                "--base-url", self.slow_url if step.in_flight else self.fast_url]
+                "--base-url", self.slow_url if step.in_flight else self.fast_url,
+                "--busy-timeout", str(self.busy_timeout)]
         if step.checkpoint:
             args += ["--checkpoint", step.checkpoint,
                      "--then", "continue" if step.in_flight else "block"]
         receipts = receipt_count(self.case)
         self.producer = spawn(python_module("codeai_tui.demo.producer", str(self.case), *args),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
+                              stderr=subprocess.PIPE)
         deadline = time.monotonic() + STEP_TIMEOUT_S
         while time.monotonic() < deadline:
             line = read_line(self.producer, 1.0)
@@ -130,7 +132,15 @@ class LiveProducer:
                 break
             if not line and self.producer.poll() is not None:
                 break
+        ended_itself = self.producer.poll()
+        said = ""
+        if ended_itself not in (None, 0) and self.producer.stderr is not None:
+            said = self.producer.stderr.read().strip()  # it has exited: this cannot block
         stop(self.producer)  # SIGKILL when it is still blocked at its checkpoint
+        if ended_itself not in (None, 0):
+            last = said.splitlines()[-1] if said else f"exit {ended_itself}"
+            print(f"live: task-{n} ({step.scenario}) was not recorded in full: {last}; "
+                  "going on with the next task", file=sys.stderr, flush=True)
         self.producer = None
 
     def run(self) -> None:
@@ -168,10 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="codeai_tui.demo.live")
     p.add_argument("bundle")
     p.add_argument("--rate", type=float, default=4.0, help="events per second")
+    p.add_argument("--busy-timeout", type=float, default=10.0,
+                   help="seconds a producer waits for another process's write lock")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    live = LiveProducer(Path(args.bundle), args.rate)
+    live = LiveProducer(Path(args.bundle), args.rate, args.busy_timeout)
     try:
         live.run()
     except Stop:
@@ -183,12 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def start_live(bundle: Path, rate: float) -> subprocess.Popen[str]:
-    """Start the live producer as its own process (the caller terminates it)."""
+def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0) -> subprocess.Popen[str]:
+    """Start the live producer as its own process (the caller terminates it). What it
+    has to say (a step that could not be recorded) goes to `<bundle>/live.log`."""
     log = open(Path(bundle) / "live.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
-            python_module("codeai_tui.demo.live", str(bundle), "--rate", str(rate)),
+            python_module("codeai_tui.demo.live", str(bundle), "--rate", str(rate),
+                          "--busy-timeout", str(busy_timeout)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, text=True,
             start_new_session=True, preexec_fn=_die_with_parent(),
         )

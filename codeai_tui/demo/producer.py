@@ -19,6 +19,7 @@ from pathlib import Path
 
 from codeai_tui.demo.scenario import SCENARIOS, run
 from codeai_tui.ledger.case import CaseConfig, ProviderConfig
+from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.runner import CallRunner
@@ -54,6 +55,9 @@ class Checkpoint:
             os._exit(0)
 
 
+EXIT_NOT_RECORDED = 75  # EX_TEMPFAIL: the step's events could not all be written
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="codeai_tui.demo.producer")
     p.add_argument("case")
@@ -66,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--then", choices=("block", "continue"), default="block")
     p.add_argument("--pace", type=float, default=0.0, help="seconds to wait after each commit")
     p.add_argument("--timeout", type=float, default=30.0, help="provider send timeout")
+    p.add_argument("--busy-timeout", type=float, default=10.0,
+                   help="seconds to wait for another process's write lock")
     return p.parse_args(argv)
 
 
@@ -76,9 +82,15 @@ def main(argv: list[str] | None = None) -> int:
                                                 api_key_env=None))
     hook = Checkpoint(args.checkpoint, args.occurrence, args.then, args.pace)
     opener = LedgerWriter.open if (case / "ledger.sqlite3").exists() else LedgerWriter.create
-    with opener(case) as writer:
-        runner = CallRunner(case, writer, config, on_commit=hook, timeout=args.timeout)
-        run(args.scenario, runner, args.n, os.getpid())
+    try:
+        with opener(case, busy_timeout=args.busy_timeout) as writer:
+            runner = CallRunner(case, writer, config, on_commit=hook, timeout=args.timeout)
+            run(args.scenario, runner, args.n, os.getpid())
+    except LedgerError as exc:
+        # e.g. another process held the write lock past our busy timeout: say what was
+        # not recorded, one line, and let whoever runs us decide to go on
+        sys.stderr.write(f"task-{args.n} ({args.scenario}): {exc}\n")
+        return EXIT_NOT_RECORDED
     sys.stdout.write(DONE_PREFIX + json.dumps({"pid": os.getpid()}) + "\n")
     sys.stdout.flush()
     return 0

@@ -10,6 +10,8 @@ out of the case and never trusts a file that is already there without checking i
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -25,6 +27,34 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # directory is not one of ours, and reading it whole could exhaust memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _remove_stale_temps(directory: Path) -> None:
+    """A writer killed between write and rename leaves `.<sha>.<pid>.tmp`; the next write
+    into that directory removes those whose process is gone."""
+    try:
+        names = [e.name for e in os.scandir(directory)
+                 if e.name.startswith(".") and e.name.endswith(".tmp")
+                 and e.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    for name in names:
+        parts = name.split(".")
+        pid = int(parts[-2]) if len(parts) >= 4 and parts[-2].isdigit() else None
+        if pid is None or pid == os.getpid() or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(directory / name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def is_sha256_hex(name: object) -> bool:
@@ -173,13 +203,23 @@ class ArtifactStore:
         linked = self._linked_dir(sha[:2])
         if linked is not None:  # created concurrently, or a race: check again after mkdir
             raise ArtifactError(f"{self.case_dir}: refusing to store an artifact: {linked}")
+        _remove_stale_temps(dest.parent)
         tmp = dest.with_name(f".{sha}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, dest)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if exc.errno == errno.ENOSPC:
+                raise ArtifactError(f"{self.case_dir}: the disk is full: artifact "
+                                    f"{sha[:12]}… was not stored and nothing was appended") from None
+            raise ArtifactError(f"{self.case_dir}: cannot store artifact {sha[:12]}…: "
+                                f"{exc.strerror or exc}") from None
         return sha
 
     def names(self) -> list[str]:

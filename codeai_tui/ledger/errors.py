@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +18,7 @@ class LedgerProblem(StrEnum):
     CORRUPT = "corrupt"
     GONE = "gone"
     LOCKED_FOR_WRITE = "locked_for_write"
+    DISK_FULL = "disk_full"
 
 
 class LedgerError(Exception):
@@ -34,6 +36,13 @@ class LedgerError(Exception):
 def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
     """Map a sqlite3 exception to a clear state (see NOTES.md: BUSY, read-only dirs)."""
     text = str(exc).lower()
+    if ("database or disk is full" in text or "no space left" in text
+            or ("disk i/o" in text and _nearly_full(path))):
+        return LedgerError(
+            LedgerProblem.DISK_FULL,
+            f"{path}: the disk is full: this write was not recorded and the ledger is "
+            "unchanged by it; free space, then look at the case again",
+        )
     if "not a database" in text or "file is encrypted" in text:
         return LedgerError(LedgerProblem.NOT_SQLITE, f"{path}: not an SQLite database")
     if "no such table" in text:
@@ -63,8 +72,20 @@ def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
         if p.is_file():
             return LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot open the ledger file (permissions?)")
         return LedgerError(LedgerProblem.MISSING, f"{path}: cannot open the ledger file")
-    if "malformed" in text or "corrupt" in text or "disk i/o" in text:
+    if "disk i/o" in text:
+        return LedgerError(LedgerProblem.CORRUPT, f"{path}: an I/O error reading or writing the "
+                           "ledger (disk I/O error); the file may be damaged or the disk failing")
+    if "malformed" in text or "corrupt" in text:
         return LedgerError(LedgerProblem.CORRUPT, f"{path}: ledger file is corrupt ({exc})")
     if isinstance(exc, sqlite3.DatabaseError):
         return LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot read the ledger ({exc})")
     return LedgerError(LedgerProblem.CORRUPT, f"{path}: {type(exc).__name__}: {exc}")
+
+
+def _nearly_full(path: object) -> bool:
+    """SQLite reports a full disk as an I/O error when its -wal or -shm cannot grow."""
+    try:
+        st = os.statvfs(Path(str(path)).parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 256 * 1024

@@ -7,6 +7,7 @@ network call while a transaction is open (NOTES.md: one writer, one winner).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -93,14 +94,15 @@ class LedgerWriter:
         self._clock = clock
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now) -> LedgerWriter:
+    def create(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now,
+               busy_timeout: float = WRITE_BUSY_TIMEOUT_S) -> LedgerWriter:
         """Create a new ledger. `path` is a case directory (made if needed) or, when it
         ends in `.sqlite3`, the ledger file itself."""
         p = Path(path) if str(path).endswith(".sqlite3") else Path(path) / LEDGER_FILENAME
         if p.exists():
             raise LedgerError(LedgerProblem.WRONG_FORMAT, f"{p}: already exists")
         p.parent.mkdir(parents=True, exist_ok=True)
-        conn = _connect_rw(p)
+        conn = _connect_rw(p, busy_timeout)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.executescript(SCHEMA_SQL)
         conn.execute("BEGIN IMMEDIATE")
@@ -109,11 +111,12 @@ class LedgerWriter:
         return cls(conn, p, clock)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now) -> LedgerWriter:
+    def open(cls, path: str | os.PathLike[str], clock: Callable[[], str] = utc_now,
+             busy_timeout: float = WRITE_BUSY_TIMEOUT_S) -> LedgerWriter:
         p = resolve_ledger_path(path)
         if not p.exists():
             raise LedgerError(LedgerProblem.MISSING, f"{p}: no such ledger file")
-        conn = _connect_rw(p)
+        conn = _connect_rw(p, busy_timeout)
         try:
             check_format(conn, p)
         except sqlite3.Error as exc:
@@ -135,7 +138,11 @@ class LedgerWriter:
 
     @contextmanager
     def transaction(self) -> Iterator[WriteTransaction]:
-        """`BEGIN IMMEDIATE` ... COMMIT; rolls back on any exception. Hold it briefly."""
+        """`BEGIN IMMEDIATE` ... COMMIT; rolls back on any exception. Hold it briefly.
+
+        SQLite rolls a transaction back by itself on some errors (a full disk at COMMIT):
+        then there is nothing left to roll back, and the error to report is the first one,
+        never "cannot rollback - no transaction is active"."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -143,14 +150,23 @@ class LedgerWriter:
         txn = WriteTransaction(self._conn, self._clock)
         try:
             yield txn
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise classify_sqlite_error(self.path, exc) from None
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise classify_sqlite_error(self.path, exc) from None
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            # the original error is the one that says what happened
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def append(
         self,
@@ -167,13 +183,13 @@ class LedgerWriter:
             return txn.append(NewEvent(kind, task_id, payload, call_id, attempt_id, compilation_id))
 
 
-def _connect_rw(path: Path) -> sqlite3.Connection:
+def _connect_rw(path: Path, busy_timeout: float = WRITE_BUSY_TIMEOUT_S) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=WRITE_BUSY_TIMEOUT_S, check_same_thread=False
+            str(path), isolation_level=None, timeout=busy_timeout, check_same_thread=False
         )
         conn.execute("PRAGMA synchronous=FULL")
-        conn.execute(f"PRAGMA busy_timeout={int(WRITE_BUSY_TIMEOUT_S * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
     except sqlite3.Error as exc:
         raise classify_sqlite_error(path, exc) from None
     return conn

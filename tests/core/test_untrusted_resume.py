@@ -285,3 +285,22 @@ def test_an_unusable_base_url_is_bad_input_and_writes_nothing(tmp_path: Path, ba
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "base URL" in proc.stderr
     assert file_hashes(case) == before
+
+
+def test_a_write_cleans_temp_files_left_by_a_killed_writer(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = ArtifactStore(tmp_path)
+    sha = store.put(b"first")
+    folder = store.path_for(sha).parent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = folder / f".{sha}.{dead}.tmp"
+    stale.write_bytes(b"half a write by a process that is gone")
+    live = folder / f".{'0' * 64}.{os.getpid()}.tmp"
+    live.write_bytes(b"a write in progress by a live process")
+    store.path_for(sha).unlink()
+    store.put(b"first")  # the next write into that directory
+    assert not stale.exists() and live.exists()
+    assert store.get(sha) == b"first"

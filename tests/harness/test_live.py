@@ -91,3 +91,41 @@ def test_live_producer_appends_and_stops_cleanly(tmp_path: Path, sig: signal.Sig
     assert {"call.completed", "attempt.started", "call.manifest"} <= kinds(case)
     assert (case / "case.json").exists()
     assert os.path.getsize(case / "provider" / "receipts.jsonl") > 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_an_outside_write_lock_is_reported_and_the_producer_goes_on(tmp_path: Path) -> None:
+    """A lock held past the producer's busy timeout loses that step's remaining events:
+    the live producer says which task, in live.log, and carries on with the next."""
+    proc: subprocess.Popen[str] = start_live(tmp_path, 50.0, busy_timeout=0.3)
+    case = tmp_path / "live"
+    log = tmp_path / "live.log"
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while event_count(case) < 10:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "live producer made no progress"
+            time.sleep(0.05)
+        holder = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None, timeout=5)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            while "was not recorded in full" not in log.read_text():
+                assert proc.poll() is None
+                assert time.monotonic() < deadline, "nothing said about the lost step"
+                time.sleep(0.05)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        said = [line for line in log.read_text().splitlines() if "not recorded" in line]
+        assert len(said) >= 1 and "task-" in said[0] and "busy" in said[0]
+        after = event_count(case)
+        while event_count(case) <= after:  # and it goes on
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "live producer stopped after the lock"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
