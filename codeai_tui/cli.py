@@ -1,7 +1,8 @@
 """The command line: `codeai-tui PATH` opens the console; subcommands do the rest.
 
 Every bad input ends in one line on stderr and exit 2, never a traceback and never a
-write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 74 the
+write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 4 the
+action ran and its call ended failed, 5 it ran and the effect is unknown, 74 the
 disk is full (nothing half-written; the line says what was not recorded), 70 an
 internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
 """
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
     from codeai_tui.resume import ResumePlan
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+# An action that ran reports how its call ended, the same for every action: the exit code
+# alone must tell a script whether to look again (an unknown effect is never "ok").
+EXIT_CALL_FAILED = 4  # the request was sent and answered; the call ended failed
+EXIT_EFFECT_UNKNOWN = 5  # the request may have reached the provider; no answer recorded
+OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
+                "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export")
@@ -262,7 +269,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         f"{visible(result.new_call_id, one_line=True)}: {result.status}; "
         f"receipts {result.receipts_before} -> {result.receipts_after}"
     )
-    return EXIT_OK
+    return OUTCOME_EXIT.get(result.status, EXIT_EFFECT_UNKNOWN)
 
 
 def cmd_provider(args: argparse.Namespace) -> int:

@@ -217,3 +217,33 @@ def test_request_hash_is_of_exactly_the_bytes_sent(tmp_path: Path, provider: Any
     assert hashlib.sha256(body).hexdigest() == _receipts(case)[0].body_sha256
     state = {c.call_id: c for c in project_case(case).calls}
     assert state["call-1"].stage is CallStage.SUPERSEDED
+
+
+def test_each_outcome_of_a_resume_has_its_own_exit_code(tmp_path: Path) -> None:
+    """0 succeeded, 4 the call ended failed, 5 the effect is unknown: a script can tell."""
+    import time
+
+    from codeai_tui.provider import ProviderProcess
+
+    with ProviderProcess(tmp_path / "r-fail.jsonl", fail_first=10) as prov:
+        case = make_case(tmp_path / "fails", prov.base_url)
+        proc = cli("resume", str(case), "call-1", "--yes", "--base-url", prov.base_url)
+    assert proc.returncode == 4, proc.stderr
+    assert ": failed;" in proc.stdout
+    prov = ProviderProcess(tmp_path / "r-held.jsonl", latency=60.0).start()
+    try:
+        case = make_case(tmp_path / "held", prov.base_url)
+        resumer = subprocess.Popen(
+            [sys.executable, "-m", "codeai_tui", "resume", str(case), "call-1", "--yes",
+             "--base-url", prov.base_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "r-held.jsonl").exists() or not (tmp_path / "r-held.jsonl").read_text():
+            assert time.monotonic() < deadline, "the provider never received the request"
+            time.sleep(0.02)
+        prov.stop()  # SIGKILL while it holds the request: it may have acted on it
+        out, err = resumer.communicate(timeout=60)
+    finally:
+        prov.stop()
+    assert resumer.returncode == 5, err
+    assert ": effect_unknown;" in out
