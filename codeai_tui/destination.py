@@ -125,20 +125,12 @@ def resolve_destination(
     """Combine the command line, the operator's config and case.json into a Destination.
     Raises DestinationError for an unusable URL or operator config."""
     defaults = ProviderConfig()
-    case_prov = config.provider if config.present else None
-    if base_url:
-        url, url_from = base_url, FROM_COMMAND_LINE
-    elif case_prov is not None and config.base_url_set:
-        url, url_from = case_prov.base_url, FROM_CASE
-    else:
-        url, url_from = defaults.base_url, FROM_DEFAULT
-    if api_key_env:
-        env, env_from = api_key_env, FROM_COMMAND_LINE
-    elif case_prov is not None and config.api_key_env_set:
-        env, env_from = case_prov.api_key_env, FROM_CASE
-    else:
-        env, env_from = defaults.api_key_env, FROM_DEFAULT
-    check_base_url(url)
+    url, url_from = _first(base_url, config.provider.base_url if config.base_url_set else None,
+                           defaults.base_url)
+    env, env_from = _first(api_key_env,
+                           config.provider.api_key_env if config.api_key_env_set else None,
+                           defaults.api_key_env)
+    check_base_url(url or "")
     if url_from not in _OPERATOR_SOURCES or env_from not in _OPERATOR_SOURCES:
         for t_url, t_env in load_trusted_pairs(Path(case_dir), operator_config):
             if _same_url(t_url, url) and t_env == env:
@@ -149,9 +141,19 @@ def resolve_destination(
                 break
     trusted = url_from in _OPERATOR_SOURCES and env_from in _OPERATOR_SOURCES
     return Destination(
-        base_url=url, base_url_from=url_from, api_key_env=env or None, api_key_env_from=env_from,
+        base_url=url or "", base_url_from=url_from, api_key_env=env or None, api_key_env_from=env_from,
         credential_set=bool(env and os.environ.get(env)), trusted=trusted,
     )
+
+
+def _first(command_line: str | None, case_value: str | None,
+           default: str | None) -> tuple[str | None, str]:
+    """The operator's value, else the case's, else the built-in default, with its source."""
+    if command_line:
+        return command_line, FROM_COMMAND_LINE
+    if case_value is not None:
+        return case_value, FROM_CASE
+    return default, FROM_DEFAULT
 
 
 def credential_for(destination: Destination, send: bool) -> str | None:
