@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
     p.add_argument("--latency", type=float, default=0.0, help="seconds to hold each request")
     p.add_argument("--fail-first", type=int, default=0, help="answer 503 to the first N requests")
+    p.add_argument("--truncate-after", type=int, default=None, metavar="N",
+                   help="cut every streamed answer after N chunks (connection closed mid-body)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
     p.add_argument("out_dir", nargs="?", default=None)
@@ -277,7 +279,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
 
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
-              receipts_root=args.receipts_root)
+              receipts_root=args.receipts_root, truncate_after=args.truncate_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:

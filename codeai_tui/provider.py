@@ -4,23 +4,40 @@ It appends and fsyncs one receipt line per request it receives *before* it start
 does not deduplicate by `Idempotency-Key` (a key is a handle, not a guarantee), and can
 hold a request (`latency`) so a test can kill the caller while the request is in flight.
 It binds to loopback only. The Authorization header is never logged or stored.
+
+Answers are scripted and deterministic, derived from the request bytes: a request that
+offers `tools` (and carries no tool results yet) is answered with tool calls whose ids
+derive from the request; `stream: true` is answered with server-sent events in the
+`chat.completion.chunk` format; `truncate_after` cuts every stream after N chunks by
+closing the connection mid-body, the way a dropped network link looks to a client.
+
+HTTP is served by aiohttp rather than `http.server`: it reads chunked request bodies,
+drains a body the handler did not need before the next keep-alive request, and streams
+responses; the hand-written handler got all three wrong (NOTES.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import re
+import socket
 import threading
-import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+
+from aiohttp import web
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 MAX_BODY = 8 * 1024 * 1024
+ARGUMENT_PIECE = 16  # characters of tool-call arguments per streamed chunk
+
+JsonObject = dict[str, Any]
 
 
 def _now() -> str:
@@ -57,12 +74,174 @@ class ReceiptWriter:
 _CASE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class ProviderServer(ThreadingHTTPServer):
+class BadRequest(ValueError):
+    """The body is not a chat-completions request this provider can answer (HTTP 400)."""
+
+
+# ---- the scripted answers (pure functions of the request)
+
+
+def _validate(body: bytes) -> JsonObject:
+    try:
+        request = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("body is not JSON") from None
+    if not isinstance(request, dict):
+        raise BadRequest("body is not a JSON object")
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest("'model' is required (a non-empty string)")
+    if not isinstance(request.get("messages"), list):
+        raise BadRequest("'messages' is required (a list)")
+    if "stream" in request and not isinstance(request["stream"], bool):
+        raise BadRequest("'stream' must be a boolean")
+    tools = request.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise BadRequest("'tools' must be a list")
+        for tool in tools:
+            fn = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+                raise BadRequest("each tool needs function.name")
+    return request
+
+
+def _example(schema: object, name: str, digest: str) -> object:
+    """A deterministic value for one JSON-schema property."""
+    if not isinstance(schema, dict):
+        return f"synthetic {name} {digest[:8]}"
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "integer" or kind == "number":
+        return len(name)
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return _arguments(schema, digest)
+    return f"synthetic {name} {digest[:8]}"
+
+
+def _arguments(parameters: object, digest: str) -> JsonObject:
+    props = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    return {name: _example(schema, name, digest) for name, schema in sorted(props.items())}
+
+
+def _chosen_tools(request: JsonObject) -> list[JsonObject]:
+    """The functions this answer calls: none once tool results are in the conversation."""
+    tools = [t["function"] for t in request.get("tools") or []]
+    if not tools or request.get("tool_choice") == "none":
+        return []
+    if any(isinstance(m, dict) and m.get("role") == "tool" for m in request["messages"]):
+        return []  # the follow-up call: the tools ran, answer in words
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        tools = [t for t in tools if t["name"] == choice["function"].get("name")]
+    if request.get("parallel_tool_calls") is False:
+        tools = tools[:1]
+    return tools
+
+
+def tool_call_id(digest: str, index: int) -> str:
+    """Deterministic per request: the same bytes asked again get the same ids."""
+    return "call_" + hashlib.sha256(f"{digest}:{index}".encode()).hexdigest()[:24]
+
+
+def completion_for(request: JsonObject, digest: str, body_len: int) -> JsonObject:
+    """The whole `chat.completion` for a validated request (streams are cut from it)."""
+    tools = _chosen_tools(request)
+    message: JsonObject
+    if tools:
+        calls = [
+            {
+                "id": tool_call_id(digest, i),
+                "type": "function",
+                "function": {
+                    "name": fn["name"],
+                    "arguments": json.dumps(
+                        _arguments(fn.get("parameters"), digest), sort_keys=True,
+                        separators=(",", ":"),
+                    ),
+                },
+            }
+            for i, fn in enumerate(tools)
+        ]
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        finish = "tool_calls"
+    else:
+        results = sum(
+            1 for m in request["messages"] if isinstance(m, dict) and m.get("role") == "tool"
+        )
+        if results:
+            text = f"synthetic answer after {results} tool result(s) for request {digest[:12]}: done"
+        else:
+            text = f"synthetic review of request {digest[:12]}: no unclear sentences"
+        message = {"role": "assistant", "content": text}
+        finish = "stop"
+    return {
+        "id": f"chatcmpl-{digest[:24]}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": body_len // 4, "completion_tokens": 9, "total_tokens": body_len // 4 + 9},
+    }
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def stream_chunks(completion: JsonObject, include_usage: bool = False) -> Iterator[JsonObject]:
+    """The `chat.completion.chunk` objects that assemble back into `completion`."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: JsonObject, finish: str | None = None) -> JsonObject:
+        out: JsonObject = {
+            "id": completion["id"], "object": "chat.completion.chunk", "created": 0,
+            "model": completion["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    calls = message.get("tool_calls") or []
+    if calls:
+        for i, call in enumerate(calls):
+            head: JsonObject = {"tool_calls": [{
+                "index": i, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }]}
+            if i == 0:
+                head = {"role": "assistant", "content": None, **head}
+            yield chunk(head)
+            for piece in _pieces(call["function"]["arguments"], ARGUMENT_PIECE):
+                yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    else:
+        yield chunk({"role": "assistant", "content": ""})
+        for piece in re.findall(r"\S+\s*|\s+", message.get("content") or ""):
+            yield chunk({"content": piece})
+    yield chunk({}, choice["finish_reason"])
+    if include_usage:
+        yield {
+            "id": completion["id"], "object": "chat.completion.chunk", "created": 0,
+            "model": completion["model"], "choices": [], "usage": completion["usage"],
+        }
+
+
+# ---- the server
+
+
+class ProviderServer:
     """One receipt log (`receipts`), or bundle mode (`receipts_root`): a request to
     `/c/<case>/v1/chat/completions` is logged in `<root>/<case>/provider/receipts.jsonl`,
     so one provider serves every case of a demo bundle with each case's own log."""
-
-    daemon_threads = True
 
     def __init__(
         self,
@@ -72,20 +251,26 @@ class ProviderServer(ThreadingHTTPServer):
         latency: float = 0.0,
         fail_first: int = 0,
         receipts_root: Path | None = None,
+        truncate_after: int | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
         if (receipts is None) == (receipts_root is None):
             raise ValueError("give exactly one of --receipts and --receipts-root")
+        if truncate_after is not None and truncate_after < 0:
+            raise ValueError("--truncate-after must be >= 0")
+        self.host = host
+        self.port = port
         self.receipts = ReceiptWriter(receipts) if receipts is not None else None
         self.receipts_root = receipts_root
         self._case_writers: dict[str, ReceiptWriter] = {}
         self._writers_lock = threading.Lock()
         self.latency = latency
         self.fail_first = fail_first
+        self.truncate_after = truncate_after
         self._served = 0
         self._count_lock = threading.Lock()
-        super().__init__((host, port), _Handler)
+        self._runner: web.AppRunner | None = None
 
     def writer_for(self, path: str) -> tuple[ReceiptWriter | None, str]:
         """(receipt writer, endpoint path without the case prefix) for a request path."""
@@ -111,78 +296,102 @@ class ProviderServer(ThreadingHTTPServer):
             self._served += 1
             return self._served
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: ProviderServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass  # request lines only ever carry paths; headers (keys) are never logged
-
-    def _send(self, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body, sort_keys=True).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/").endswith("/health"):
-            self._send(200, {"status": "ok"})
-        else:
-            self._send(404, {"error": {"message": "not found"}})
-
-    def do_POST(self) -> None:  # noqa: N802
-        writer, endpoint = self.server.writer_for(self.path)
-        if writer is None or not endpoint.rstrip("/").endswith("/chat/completions"):
-            self._send(404, {"error": {"message": "not found"}})
-            return
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        # Read every body, whatever the path: an unread body left in a keep-alive stream
+        # would be parsed as the next request.
         try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
-            self._send(400, {"error": {"message": "bad Content-Length"}})
-            return
-        body = self.rfile.read(length)
-        key = self.headers.get("Idempotency-Key", "")
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _json(413, {"error": {"message": "request body too large"}}, close=True)
+        path = request.rel_url.raw_path
+        if request.method == "GET" and path.rstrip("/").endswith("/health"):
+            return _json(200, {"status": "ok"})
+        writer, endpoint = self.writer_for(path)
+        if (request.method != "POST" or writer is None
+                or not endpoint.rstrip("/").endswith("/chat/completions")):
+            return _json(404, {"error": {"message": "not found"}})
+        key = request.headers.get("Idempotency-Key", "")
         # The receipt is durable before any work starts: it is the provider's own record
         # that the request reached it, whatever happens to the caller afterwards.
-        receipt = writer.append(key, body)
-        index = self.server.next_index()
-        if self.server.latency > 0:
-            time.sleep(self.server.latency)
-        if index <= self.server.fail_first:
-            self._send(503, {"error": {"message": "synthetic overload", "type": "overloaded"}})
-            return
+        receipt = await asyncio.to_thread(writer.append, key, body)
+        index = self.next_index()
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        if index <= self.fail_first:
+            return _json(503, {"error": {"message": "synthetic overload", "type": "overloaded"}})
         try:
-            request = json.loads(body)
-            model = str(request.get("model", "synthetic-small"))
-        except (ValueError, AttributeError):
-            self._send(400, {"error": {"message": "body is not a JSON object"}})
-            return
-        digest = receipt["body_sha256"]
-        self._send(
-            200,
-            {
-                "id": f"chatcmpl-{str(digest)[:24]}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {
-                            "role": "assistant",
-                            "content": f"synthetic review of request {str(digest)[:12]}: no unclear sentences",
-                        },
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": len(body) // 4, "completion_tokens": 9},
-            },
+            parsed = _validate(body)
+        except BadRequest as exc:
+            return _json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+        completion = completion_for(parsed, str(receipt["body_sha256"]), len(body))
+        if not parsed.get("stream"):
+            return _json(200, completion)
+        options = parsed.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        return await self._stream(request, completion, usage)
+
+    async def _stream(
+        self, request: web.Request, completion: JsonObject, usage: bool
+    ) -> web.StreamResponse:
+        resp = web.StreamResponse(
+            status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
+        await resp.prepare(request)
+        for sent, chunk in enumerate(stream_chunks(completion, usage)):
+            if self.truncate_after is not None and sent >= self.truncate_after:
+                # Cut mid-body: no terminating chunk, no [DONE]. The client sees the
+                # connection drop, exactly as with a failed network link.
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
+            await resp.write(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        return app
+
+    async def start(self) -> int:
+        """Bind and serve in the running loop; returns the bound port."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+            sock.listen(128)
+        except OSError:
+            sock.close()
+            raise
+        # access_log=None: nothing about a request is logged, so no header can leak
+        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        self._runner = runner
+        self.port = int(sock.getsockname()[1])
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+
+def _json(status: int, body: JsonObject, close: bool = False) -> web.Response:
+    resp = web.Response(
+        status=status, body=json.dumps(body, sort_keys=True).encode("utf-8"),
+        content_type="application/json",
+    )
+    if close:
+        resp.force_close()
+    return resp
 
 
 def serve(
@@ -194,20 +403,27 @@ def serve(
     ready: threading.Event | None = None,
     announce: bool = True,
     receipts_root: Path | None = None,
+    truncate_after: int | None = None,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
-    server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root)
-    if announce:
-        print(f"listening on http://{host}:{server.server_address[1]}/v1", flush=True)
-        if receipts_root is not None:
-            print(f"bundle mode: POST /c/<case>/v1/chat/completions logs to "
-                  f"{receipts_root}/<case>/provider/receipts.jsonl", flush=True)
-    if ready is not None:
-        ready.set()
-    try:
-        server.serve_forever(poll_interval=0.1)
-    finally:
-        server.server_close()
+    server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
+                            truncate_after)
+
+    async def main() -> None:
+        await server.start()
+        if announce:
+            print(f"listening on {server.base_url}", flush=True)
+            if receipts_root is not None:
+                print(f"bundle mode: POST /c/<case>/v1/chat/completions logs to "
+                      f"{receipts_root}/<case>/provider/receipts.jsonl", flush=True)
+        if ready is not None:
+            ready.set()
+        try:
+            await asyncio.Event().wait()  # until cancelled (Ctrl-C) or killed
+        finally:
+            await server.stop()
+
+    asyncio.run(main())
 
 
 class ProviderProcess:
@@ -225,12 +441,14 @@ class ProviderProcess:
         fail_first: int = 0,
         port: int = 0,
         receipts_root: Path | None = None,
+        truncate_after: int | None = None,
     ) -> None:
         self.receipts = Path(receipts) if receipts is not None else None
         self.receipts_root = Path(receipts_root) if receipts_root is not None else None
         self.latency = latency
         self.fail_first = fail_first
         self.port = port
+        self.truncate_after = truncate_after
         self.proc: object | None = None
         self.base_url = ""
 
@@ -246,6 +464,8 @@ class ProviderProcess:
             cmd += ["--receipts", str(self.receipts)]
         if self.receipts_root is not None:
             cmd += ["--receipts-root", str(self.receipts_root)]
+        if self.truncate_after is not None:
+            cmd += ["--truncate-after", str(self.truncate_after)]
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             text=True,

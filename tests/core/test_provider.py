@@ -14,6 +14,8 @@ from codeai_tui.provider import ProviderProcess, ProviderServer
 from codeai_tui.runner import send_request
 from tests.support import cli
 
+BODY = b'{"messages":[],"model":"m"}'  # the least a chat-completions request must carry
+
 
 def _wait_for(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
     event = threading.Event()
@@ -49,7 +51,7 @@ def test_no_deduplication_by_key(tmp_path: Path) -> None:
     receipts = tmp_path / "r.jsonl"
     with ProviderProcess(receipts) as prov:
         for _ in range(2):
-            assert send_request(prov.base_url, b"{}", "same-key", "sk-secretsecretsecret", 10).status == 200
+            assert send_request(prov.base_url, BODY, "same-key", "sk-secretsecretsecret", 10).status == 200
     lines = read_receipts_file(receipts)
     assert len(lines) == 2 and lines[0] == lines[1]
     assert "sk-secret" not in receipts.read_text()
@@ -59,16 +61,16 @@ def test_bundle_mode_writes_each_case_log_and_rejects_escapes(tmp_path: Path) ->
     (tmp_path / "case-a").mkdir()
     with ProviderProcess(receipts_root=tmp_path) as prov:
         root = prov.base_url.rsplit("/v1", 1)[0]
-        assert send_request(f"{root}/c/case-a/v1", b"{}", "k", None, 10).status == 200
-        assert send_request(f"{root}/c/../v1", b"{}", "k", None, 10).status == 404
-        assert send_request(f"{root}/c/missing/v1", b"{}", "k", None, 10).status == 404
+        assert send_request(f"{root}/c/case-a/v1", BODY, "k", None, 10).status == 200
+        assert send_request(f"{root}/c/../v1", BODY, "k", None, 10).status == 404
+        assert send_request(f"{root}/c/missing/v1", BODY, "k", None, 10).status == 404
     assert len(read_receipts(tmp_path / "case-a").receipts) == 1
 
 
 def test_provider_fail_first_answers_503(tmp_path: Path) -> None:
     with ProviderProcess(tmp_path / "r.jsonl", fail_first=1) as prov:
-        assert send_request(prov.base_url, b"{}", "k", None, 10).status == 503
-        assert send_request(prov.base_url, b"{}", "k", None, 10).status == 200
+        assert send_request(prov.base_url, BODY, "k", None, 10).status == 503
+        assert send_request(prov.base_url, BODY, "k", None, 10).status == 200
 
 
 def test_provider_refuses_non_loopback(tmp_path: Path) -> None:
