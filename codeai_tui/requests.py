@@ -23,10 +23,27 @@ def intent_for(purpose: str, objective: str | None, extra: dict[str, Any] | None
     return intent
 
 
+# Intent keys that shape the request itself instead of being the user's instruction.
+REQUEST_OPTIONS = "request"  # e.g. {"stream": true, "tools": [...]}: top-level request fields
+CONVERSATION = "conversation"  # messages after the user's (assistant tool calls, tool results)
+_RESERVED_FIELDS = frozenset({"model", "messages"})
+
+
 def build_request(intent: dict[str, Any], model: str, rendered_context: str | None) -> bytes:
-    """Canonical request body (UTF-8, sorted keys, `,` and `:`) for the chat endpoint."""
-    messages: list[dict[str, str]] = []
+    """Canonical request body (UTF-8, sorted keys, `,` and `:`) for the chat endpoint.
+
+    An intent without `request` / `conversation` builds exactly the bytes it always did, so
+    the drift check of every manifest recorded before these keys existed still holds."""
+    instruction = {k: v for k, v in intent.items() if k not in (REQUEST_OPTIONS, CONVERSATION)}
+    messages: list[dict[str, Any]] = []
     if rendered_context is not None:
         messages.append({"role": "system", "content": rendered_context})
-    messages.append({"role": "user", "content": canonical_json(intent).decode("utf-8")})
-    return canonical_json({"model": model, "messages": messages, "temperature": 0})
+    messages.append({"role": "user", "content": canonical_json(instruction).decode("utf-8")})
+    conversation = intent.get(CONVERSATION)
+    if isinstance(conversation, list):
+        messages.extend(m for m in conversation if isinstance(m, dict))
+    request: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
+    options = intent.get(REQUEST_OPTIONS)
+    if isinstance(options, dict):
+        request.update({k: v for k, v in options.items() if k not in _RESERVED_FIELDS})
+    return canonical_json(request)

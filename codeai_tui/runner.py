@@ -10,25 +10,40 @@ No ledger transaction is ever open while the network is in use.
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import CaseConfig
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.requests import build_request
+from codeai_tui.responses import (
+    JsonObject,
+    StreamAssembler,
+    TextCallback,
+    parse_json_completion,
+    tool_plan,
+)
 
 SEND_TIMEOUT_S = 30.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 CommitHook = Callable[[Event], None]
+
+# Errors raised before any request byte can have left: the connection (to the provider
+# or to a proxy) was never made, or the URL could not be used at all.
+_NOT_SENT = (
+    httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError,
+    httpx.UnsupportedProtocol, httpx.InvalidURL,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,37 +54,85 @@ class Transport:
     # False only when the connection itself failed, so no byte can have reached the
     # provider; any failure after connecting may have come after the provider got it.
     maybe_sent: bool = True
+    # An event stream: `complete` only after its finish_reason and `data: [DONE]`.
+    stream: bool = False
+    complete: bool = True
+    # The answer as one chat.completion (parsed, or assembled from the stream).
+    completion: JsonObject | None = None
 
 
-def send_request(base_url: str, body: bytes, key: str, api_key: str | None, timeout: float) -> Transport:
-    """POST the exact bytes to `{base_url}/chat/completions`. Never logs headers."""
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying context per process (httpx builds one per client otherwise, ~20 ms);
+    honours SSL_CERT_FILE / SSL_CERT_DIR like httpx does."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+def send_request(
+    base_url: str,
+    body: bytes,
+    key: str,
+    api_key: str | None,
+    timeout: float,
+    on_text: TextCallback | None = None,
+) -> Transport:
+    """POST the exact bytes to `{base_url}/chat/completions` and read the whole answer.
+
+    httpx (the OpenAI SDK's own client family): https with certificate checks, proxies
+    from the environment (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY), `timeout` seconds for the
+    connect and for each read or write, no automatic retry. An event-stream answer is
+    consumed as it arrives (`on_text` sees text deltas) and assembled. Headers are never
+    logged and never part of an error text, so the key stays out of the ledger.
+    """
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return Transport(None, b"", f"unsupported base_url scheme: {parts.scheme or '(none)'}",
                          maybe_sent=False)
-    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = conn_cls(parts.hostname, parts.port, timeout=timeout)
-    headers = {
-        "Content-Type": "application/json",
-        "Content-Length": str(len(body)),
-        "Idempotency-Key": key,
-    }
+    headers = {"Content-Type": "application/json", "Idempotency-Key": key}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    path = parts.path.rstrip("/") + "/chat/completions"
+    url = base_url.rstrip("/") + "/chat/completions"
+    status: int | None = None
+    received = bytearray()
+    assembler: StreamAssembler | None = None
     try:
-        conn.connect()
-    except OSError as exc:
-        conn.close()
-        return Transport(None, b"", f"{type(exc).__name__}: {exc}", maybe_sent=False)
-    try:
-        conn.request("POST", path, body=body, headers=headers)
-        resp = conn.getresponse()
-        return Transport(resp.status, resp.read())
-    except (OSError, http.client.HTTPException) as exc:
-        return Transport(None, b"", f"{type(exc).__name__}: {exc}")
-    finally:
-        conn.close()
+        with (
+            httpx.Client(timeout=timeout, verify=_ssl_context(), follow_redirects=False) as client,
+            client.stream("POST", url, content=body, headers=headers) as resp,
+        ):
+            status = resp.status_code
+            if resp.headers.get("content-type", "").startswith("text/event-stream"):
+                assembler = StreamAssembler(on_text)
+                for piece in resp.iter_bytes():
+                    received += piece
+                    assembler.feed(piece)
+                assembler.finish()
+            else:
+                for piece in resp.iter_bytes():
+                    received += piece
+    except _NOT_SENT as exc:
+        return Transport(None, b"", _describe(exc), maybe_sent=False)
+    except httpx.HTTPError as exc:
+        if assembler is not None:  # cut off mid-stream: what arrived is not an answer
+            return Transport(status, bytes(received), _describe(exc), stream=True, complete=False)
+        return Transport(None, b"", _describe(exc))
+    data = bytes(received)
+    if assembler is not None:
+        if not assembler.complete:
+            why = assembler.problem or "stream ended before finish_reason and [DONE]"
+            return Transport(status, data, why, stream=True, complete=False)
+        return Transport(status, data, stream=True, completion=assembler.completion())
+    return Transport(status, data, completion=parse_json_completion(data))
+
+
+def _describe(exc: Exception) -> str:
+    """The exception's class and message; httpx messages name the URL, never headers."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 def interpret(transport: Transport) -> str:
@@ -79,13 +142,10 @@ def interpret(transport: Transport) -> str:
     if transport.status in RETRYABLE_STATUSES:
         return "retryable_error"
     if 200 <= transport.status < 300:
-        try:
-            data = json.loads(transport.body)
-        except ValueError:
-            return "fatal_error"
-        if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
-            return "success"
-        return "fatal_error"
+        completion = transport.completion
+        if completion is None and not transport.stream:
+            completion = parse_json_completion(transport.body)
+        return "success" if completion is not None else "fatal_error"
     return "fatal_error"
 
 
@@ -102,7 +162,9 @@ class CallRunner:
         on_commit: CommitHook | None = None,
         timeout: float = SEND_TIMEOUT_S,
         credential: str | None = None,
+        on_text: TextCallback | None = None,
     ) -> None:
+        self.on_text = on_text  # streamed text as it arrives (provisional until journaled)
         self.case_dir = Path(case_dir)
         self.writer = writer
         self.config = config
@@ -192,6 +254,25 @@ class CallRunner:
             "call.manifest", task_id, self.manifest_payload(key, intent, package), call_id=call_id
         )
 
+    def observed_payload(self, transport: Transport) -> dict[str, Any]:
+        """Store the response bytes and describe them; a parsed answer also records its
+        tool plan, so the projection knows the plan without reading the artifact."""
+        response_sha = self.artifacts.put(transport.body) if transport.body else None
+        wire: dict[str, Any] = {"status": transport.status, "bytes": len(transport.body)}
+        if transport.stream:
+            wire["stream"] = True
+        if transport.error:
+            wire["error"] = transport.error
+        observed: dict[str, Any] = {
+            "transport": wire,
+            "response_sha256": response_sha,
+            "response_artifact": response_sha,
+        }
+        ok = transport.status is not None and 200 <= transport.status < 300
+        if ok and transport.completion is not None:
+            observed["tool_plan"] = [c.as_ledger() for c in tool_plan(transport.completion)]
+        return observed
+
     def execute(self, task_id: str, call_id: str, key: str, request_sha256: str,
                 max_attempts: int = 2) -> str:
         """Run attempts for a call whose manifest is recorded; returns the final call status
@@ -215,21 +296,15 @@ class CallRunner:
             ids = {"call_id": call_id, "attempt_id": attempt_id}
             self.append("attempt.started", task_id,
                         {"attempt_no": attempt_no, "request_sha256": request_sha256}, **ids)
-            transport = send_request(self.config.provider.base_url, body, key, api_key, self.timeout)
-            if transport.status is None and transport.maybe_sent:
-                # Connected, then no answer (timeout, reset, disconnect): the provider may
-                # have served it. Record nothing we do not know; the projection says
-                # effect_unknown and resume refuses to repeat it.
+            transport = send_request(self.config.provider.base_url, body, key, api_key,
+                                     self.timeout, self.on_text)
+            if (transport.status is None and transport.maybe_sent) or not transport.complete:
+                # Connected, then no whole answer (timeout, reset, a stream cut off): the
+                # provider may have served it. Record nothing we do not know, above all no
+                # tool plan from half a response; the projection says effect_unknown and
+                # nothing regenerates a different plan automatically.
                 return "effect_unknown"
-            response_sha = self.artifacts.put(transport.body) if transport.body else None
-            observed: dict[str, Any] = {
-                "transport": {"status": transport.status, "bytes": len(transport.body)},
-                "response_sha256": response_sha,
-                "response_artifact": response_sha,
-            }
-            if transport.error:
-                observed["transport"]["error"] = transport.error
-            self.append("attempt.observed", task_id, observed, **ids)
+            self.append("attempt.observed", task_id, self.observed_payload(transport), **ids)
             outcome = interpret(transport)
             self.append("attempt.interpreted", task_id,
                         {"interpreter": "v1", "outcome": outcome}, **ids)

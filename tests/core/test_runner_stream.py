@@ -1,0 +1,142 @@
+"""The runner consumes streams and journals a response only when it is complete; the
+tool plan in `attempt.observed` is the one the saved response bytes hold."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeai_tui.inspect import project_case
+from codeai_tui.ledger import (
+    ArtifactStore,
+    CaseConfig,
+    LedgerReader,
+    LedgerWriter,
+    ProviderConfig,
+    read_receipts,
+)
+from codeai_tui.provider import ProviderProcess, completion_for, stream_chunks, tool_call_id
+from codeai_tui.requests import intent_for
+from codeai_tui.responses import StreamAssembler, assemble_stream, parse_response, tool_plan
+from codeai_tui.runner import CallRunner
+from codeai_tui.workstate import CallStage
+
+PUBLISH = {"type": "function", "function": {"name": "publish_report", "parameters": {
+    "type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}}}}
+
+
+def _sse(completion: dict[str, Any]) -> bytes:
+    events = [f"data: {json.dumps(c)}\n\n" for c in stream_chunks(completion, True)]
+    return ("".join(events) + "data: [DONE]\n\n").encode()
+
+
+@pytest.mark.parametrize("tools", [None, [PUBLISH, {"type": "function", "function": {"name": "x"}}]])
+def test_assembler_rebuilds_the_completion_from_pieces_of_any_size(tools: Any) -> None:
+    request: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "é ü"}]}
+    if tools:
+        request["tools"] = tools
+    whole = completion_for(request, "ab" * 32, 100)
+    data = _sse(whole)
+    for size in (1, 7, len(data)):
+        texts: list[str] = []
+        asm = StreamAssembler(texts.append)
+        for i in range(0, len(data), size):
+            asm.feed(data[i:i + size])
+        asm.finish()
+        assert asm.complete
+        got = asm.completion()
+        assert got["choices"][0]["message"] == whole["choices"][0]["message"]
+        assert got["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+        assert got["usage"] == whole["usage"]
+        assert "".join(texts) == (whole["choices"][0]["message"]["content"] or "")
+
+
+def test_stream_without_done_or_finish_reason_is_not_complete() -> None:
+    whole = completion_for({"model": "m", "messages": [], "tools": [PUBLISH]}, "cd" * 32, 10)
+    data = _sse(whole)
+    without_done = data[: data.rindex(b"data: [DONE]")]
+    assert assemble_stream(without_done)[1] is False
+    assert parse_response(without_done, stream=True) is None
+    cut = data[: data.index(b'"finish_reason": "tool_calls"')]
+    assert assemble_stream(cut[: cut.rindex(b"\n\n") + 2] + b"data: [DONE]\n\n")[1] is False
+    assert parse_response(data, stream=True) is not None
+
+
+def _run(case: Path, base_url: str, request: dict[str, Any] | None, texts: list[str]) -> str:
+    config = CaseConfig(ProviderConfig(base_url=base_url))
+    extra = {"request": request} if request else None
+    with LedgerWriter.create(case) as writer:
+        runner = CallRunner(case, writer, config, timeout=10, on_text=texts.append)
+        writer.append("task.created", "t1", {"title": "x"})
+        runner.request("t1", "c1", "k1", "report")
+        manifest = runner.manifest("t1", "c1", "k1", intent_for("report", None, extra), None)
+        return runner.execute("t1", "c1", "k1", manifest.payload["request_sha256"])
+
+
+def _observed(case: Path) -> dict[str, Any]:
+    with LedgerReader(case) as reader:
+        (event,) = [e for e in reader.events() if e.kind == "attempt.observed"]
+    assert event.payload is not None
+    return event.payload
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_plan_is_journaled_from_the_saved_response(tmp_path: Path, stream: bool) -> None:
+    case = tmp_path / "case"
+    texts: list[str] = []
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        assert _run(case, prov.base_url, {"stream": stream, "tools": [PUBLISH]}, texts) == "succeeded"
+    (receipt,) = read_receipts(case).receipts
+    observed = _observed(case)
+    assert observed["transport"].get("stream", False) is stream
+    saved = ArtifactStore(case).get(observed["response_artifact"])
+    assert saved is not None and saved.startswith(b"data: ") is stream
+    completion = parse_response(saved, stream)
+    assert completion is not None
+    (planned,) = tool_plan(completion)
+    assert observed["tool_plan"] == [{
+        "tool_call_id": tool_call_id(receipt.body_sha256, 0),
+        "name": "publish_report",
+        "arguments_sha256": hashlib.sha256(planned.arguments.encode()).hexdigest(),
+    }]
+    assert texts == []  # a tool decision has no text to show
+
+
+def test_streamed_text_is_shown_as_it_arrives_and_journaled_whole(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    texts: list[str] = []
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        assert _run(case, prov.base_url, {"stream": True}, texts) == "succeeded"
+    (receipt,) = read_receipts(case).receipts
+    observed = _observed(case)
+    assert observed["tool_plan"] == []
+    saved = ArtifactStore(case).get(observed["response_artifact"])
+    assert saved is not None and saved.endswith(b"data: [DONE]\n\n")
+    assert len(texts) > 3
+    assert "".join(texts) == f"synthetic review of request {receipt.body_sha256[:12]}: no unclear sentences"
+
+
+def test_truncated_stream_leaves_the_attempt_unobserved_and_no_plan(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    texts: list[str] = []
+    with ProviderProcess(case / "provider" / "receipts.jsonl", truncate_after=3) as prov:
+        assert _run(case, prov.base_url, {"stream": True}, texts) == "effect_unknown"
+    with LedgerReader(case) as reader:
+        kinds = [e.kind for e in reader.events() if e.call_id == "c1"]
+    assert kinds == ["call.requested", "call.manifest", "attempt.started"]
+    assert len(texts) == 2  # provisional text was shown; nothing of it was journaled
+    assert len(read_receipts(case).receipts) == 1
+    state = project_case(case).call("c1")
+    assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
+    assert ArtifactStore(case).names() == [_observed_free_request_sha(case)]
+
+
+def _observed_free_request_sha(case: Path) -> str:
+    with LedgerReader(case) as reader:
+        (manifest,) = [e for e in reader.events() if e.kind == "call.manifest"]
+    assert manifest.payload is not None
+    return str(manifest.payload["request_sha256"])
