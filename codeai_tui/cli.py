@@ -34,7 +34,8 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
                 "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
-COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export")
+COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export",
+            "receipts")
 
 
 class CliError(Exception):
@@ -105,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="independently verify a demo bundle's claims")
     p.add_argument("path")
 
+    p = sub.add_parser("receipts", help="tool receipts: verify every signed receipt of a case")
+    rsub = p.add_subparsers(dest="receipts_command", metavar="ACTION", required=True)
+    v = rsub.add_parser("verify", help="check every receipt: exit 0 all valid, 1 any invalid or missing")
+    v.add_argument("case")
+    v.add_argument("--trusted-key", type=Path, default=None, metavar="PATH",
+                   help="the kernel public key (PEM) to trust; default the case's tools/kernel.pub")
+
     p = sub.add_parser("bench", help="measure projection and reader speed on a synthetic ledger")
     p.add_argument("--events", type=int, default=100_000)
     p.add_argument("--keep", default=None, help="write the ledger here and keep it")
@@ -166,6 +174,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         print(visible(export_case(args.case, args.out).summary(), one_line=True))
         return EXIT_OK
+    if args.command == "receipts":
+        return cmd_receipts_verify(args)
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 
@@ -285,6 +295,19 @@ def cmd_provider(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     return EXIT_OK
+
+
+def cmd_receipts_verify(args: argparse.Namespace) -> int:
+    from codeai_tui.tools import KeyProblem, ReceiptsInputError, verify_case_receipts
+    from codeai_tui.tools.verify import render_report
+
+    try:
+        report = verify_case_receipts(args.case, args.trusted_key)
+    except (KeyProblem, ReceiptsInputError) as exc:
+        raise CliError(str(exc)) from None
+    for line in render_report(report):
+        print(visible(line, one_line=True))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def cmd_open(args: argparse.Namespace) -> int:

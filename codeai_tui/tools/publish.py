@@ -1,0 +1,85 @@
+"""The demo tool "publish report": one row per execution in its own SQLite store.
+
+The store is the tool's, not ours: `tools/reports.sqlite3`, table `publications`. It has
+no uniqueness on the operation on purpose, so its row count is an independent count of
+effects: a second execution of one operation shows up as a second row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from codeai_tui.ledger.writer import utc_now
+from codeai_tui.tools.kernel import JsonObject, ToolContext, ToolInputError
+from codeai_tui.tools.receipts import TOOLS_DIR
+
+PUBLISH_REPORT = "publish_report"
+REPORTS_FILE = "reports.sqlite3"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS publications (
+  id            INTEGER PRIMARY KEY,
+  operation_key TEXT NOT NULL,
+  tool_call_id  TEXT NOT NULL,
+  title         TEXT NOT NULL,
+  body          TEXT NOT NULL,
+  published_at  TEXT NOT NULL
+)
+"""
+
+# The function definition offered to the model (OpenAI `tools` entry).
+PUBLISH_REPORT_TOOL: JsonObject = {
+    "type": "function",
+    "function": {
+        "name": PUBLISH_REPORT,
+        "description": "Publish the finished report. Irreversible: readers see it at once.",
+        "parameters": {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["title", "body"],
+        },
+    },
+}
+
+
+def reports_path(case_dir: str | Path) -> Path:
+    return Path(case_dir) / TOOLS_DIR / REPORTS_FILE
+
+
+class PublishReport:
+    """Inserts one publication per call, committed durably before it returns."""
+
+    def __init__(self, case_dir: str | Path) -> None:
+        self.path = reports_path(case_dir)
+
+    def __call__(self, context: ToolContext, arguments: JsonObject) -> JsonObject:
+        title, body = arguments.get("title"), arguments.get("body")
+        if not isinstance(title, str) or not isinstance(body, str):
+            raise ToolInputError("publish_report needs string title and body")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(SCHEMA)
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute(
+                "INSERT INTO publications (operation_key, tool_call_id, title, body, published_at)"
+                " VALUES (?,?,?,?,?)",
+                (context.operation_key, context.tool_call_id, title, body, utc_now()),
+            )
+            conn.execute("COMMIT")
+            return {"publication_id": int(cur.lastrowid or 0)}
+        finally:
+            conn.close()
+
+
+def count_publications(case_dir: str | Path) -> int:
+    """Rows in the tool's own store (0 when it was never created); read-only."""
+    path = reports_path(case_dir)
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM publications").fetchone()[0])
+    finally:
+        conn.close()
