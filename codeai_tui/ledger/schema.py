@@ -69,7 +69,9 @@ KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS
 # Tool operations (ledger/TOOLS.md). Deliberately not in KNOWN_KINDS yet: until the
 # projection has rungs for them it counts them as unknown kinds and ignores them, which
 # leaves every call's state exactly as without them.
-TOOL_KINDS = frozenset({"tool.admitted", "tool.completed"})
+TOOL_ADMITTED = "tool.admitted"
+TOOL_COMPLETED = "tool.completed"
+TOOL_KINDS = frozenset({TOOL_ADMITTED, TOOL_COMPLETED})
 
 
 @dataclass(frozen=True, slots=True)

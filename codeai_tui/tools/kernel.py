@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from codeai_tui.ledger.schema import TOOL_KINDS, Event
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction, utc_now
 from codeai_tui.responses import PlannedToolCall
 from codeai_tui.tools.receipts import (
@@ -41,9 +41,6 @@ from codeai_tui.tools.receipts import (
 
 JsonObject = dict[str, Any]
 CommitHook = Callable[[Event], None]
-TOOL_ADMITTED = "tool.admitted"
-TOOL_COMPLETED = "tool.completed"
-assert TOOL_KINDS == {TOOL_ADMITTED, TOOL_COMPLETED}
 
 
 class Outcome(StrEnum):
