@@ -41,6 +41,7 @@ from codeai_tui.tools.receipts import (
 
 JsonObject = dict[str, Any]
 CommitHook = Callable[[Event], None]
+ReceiptHook = Callable[[str], None]
 
 
 class Outcome(StrEnum):
@@ -123,6 +124,7 @@ class ToolKernel:
         *,
         namespace: str,
         on_commit: CommitHook | None = None,
+        on_receipt: ReceiptHook | None = None,
         clock: Callable[[], str] = utc_now,
     ) -> None:
         self.case_dir = Path(case_dir)
@@ -131,6 +133,7 @@ class ToolKernel:
         self.tools = dict(tools)
         self.namespace = namespace
         self.on_commit = on_commit
+        self.on_receipt = on_receipt  # after a receipt line is durable (the seed's onReceipt)
         self._clock = clock
         self.receipts_path = self.case_dir / TOOLS_DIR / RECEIPTS_FILE
 
@@ -144,6 +147,7 @@ class ToolKernel:
         *,
         namespace: str,
         on_commit: CommitHook | None = None,
+        on_receipt: ReceiptHook | None = None,
     ) -> ToolKernel:
         """Load (or create) the signing key and publish its public half as the case's
         `tools/kernel.pub`; refuses a case whose kernel.pub belongs to another key."""
@@ -155,7 +159,8 @@ class ToolKernel:
                 raise KeyProblem(f"{pub_path}: belongs to another kernel key than {key_path}")
         else:
             write_durable(pub_path, public_pem(key.public_key()))
-        return cls(case_dir, writer, key, tools, namespace=namespace, on_commit=on_commit)
+        return cls(case_dir, writer, key, tools, namespace=namespace, on_commit=on_commit,
+                   on_receipt=on_receipt)
 
     def _committed(self, event: Event) -> None:
         if self.on_commit is not None:
@@ -237,3 +242,5 @@ class ToolKernel:
     def save_receipt(self, receipt: str) -> None:
         """Append the original receipt string (also used by recovery to re-save one)."""
         append_line(self.receipts_path, receipt)
+        if self.on_receipt is not None:
+            self.on_receipt(receipt)

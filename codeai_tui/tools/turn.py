@@ -1,0 +1,284 @@
+"""One turn with tools, the seed's four durable moments in order, as library functions.
+
+`run_turn`: the model call that decides (request journaled before sending, the complete
+response and its tool plan journaled before any tool runs) -> each planned tool call
+admitted, run and completed with a signed receipt -> the follow-up model call carrying
+the tool results -> acceptance. The plan is always read back from the journal
+(`saved_response`), never taken from memory, so a fresh run and a later replay act on
+the same bytes. `replay_turn` continues a turn whose decision is saved without asking
+the provider again: completed operations resolve from their receipts, operations never
+admitted run under their original tool-call ids, and an operation admitted without an
+outcome stops it (its effect is unknown; running it again could be a second effect).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeai_tui.ledger.artifacts import ArtifactStore
+from codeai_tui.ledger.case import CaseConfig
+from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
+from codeai_tui.ledger.writer import LedgerWriter
+from codeai_tui.requests import CONVERSATION, REQUEST_OPTIONS, intent_for
+from codeai_tui.responses import (
+    JsonObject,
+    PlannedToolCall,
+    TextCallback,
+    parse_response,
+    tool_plan,
+)
+from codeai_tui.runner import SEND_TIMEOUT_S, CallRunner
+from codeai_tui.tools.kernel import Completed, OperationExists, Outcome, ToolKernel, operation_key
+from codeai_tui.tools.receipts import canonical_bytes, read_receipt_lines
+
+CommitHook = Callable[[Event], None]
+
+
+class TurnError(ValueError):
+    """The turn cannot go on from what is recorded (one operator line)."""
+
+
+class TurnRefused(TurnError):
+    """Going on could repeat an effect: an operation is admitted without an outcome."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSpec:
+    """What fixes a turn for every attempt: a replacement worker addresses the same one."""
+
+    task_id: str
+    thread: str
+    turn: str
+    purpose: str
+    tools: tuple[JsonObject, ...]
+    stream: bool = False
+
+    @property
+    def decision_call_id(self) -> str:
+        return f"{self.turn}-m1"
+
+    @property
+    def follow_up_call_id(self) -> str:
+        return f"{self.turn}-m2"
+
+    def idempotency_key(self, namespace: str, n: int) -> str:
+        return f"{namespace}/{self.thread}/{self.turn}/model-{n}"
+
+
+@dataclass(frozen=True, slots=True)
+class SavedResponse:
+    """A call's journaled answer: the adopted attempt's response, read back verified."""
+
+    call_id: str
+    attempt_id: str
+    completion: JsonObject
+    plan: tuple[PlannedToolCall, ...]
+
+    @property
+    def text(self) -> str | None:
+        message = self.completion["choices"][0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else None
+
+
+@dataclass
+class TurnOutcome:
+    """`complete` only when the follow-up answered and the turn was accepted; otherwise
+    `stopped_at` says which moment the turn did not get past."""
+
+    complete: bool
+    stopped_at: str | None
+    operations: list[Completed] = field(default_factory=list)
+    text: str | None = None
+    provider_calls_made: int = 0
+
+
+def saved_response(case_dir: str | Path, call_id: str) -> SavedResponse:
+    """The plan as journaled, checked against the ledger's own tool_plan."""
+    with LedgerReader(case_dir) as reader:
+        events = reader.events_for_call(call_id)
+    adopted = None
+    for e in events:
+        if e.kind == "call.completed" and (e.payload or {}).get("status") == "succeeded":
+            adopted = (e.payload or {}).get("adopted_attempt_id")
+    if not isinstance(adopted, str):
+        raise TurnError(f"call {call_id}: no succeeded call.completed, so no saved response")
+    observed = [e for e in events if e.kind == "attempt.observed" and e.attempt_id == adopted]
+    if not observed or observed[-1].payload is None:
+        raise TurnError(f"call {call_id}: attempt {adopted} has no attempt.observed")
+    payload = observed[-1].payload
+    sha = payload.get("response_artifact")
+    transport = payload.get("transport")
+    stream = isinstance(transport, dict) and transport.get("stream") is True
+    found = ArtifactStore(case_dir).read(sha if isinstance(sha, str) else "")
+    if found.data is None:
+        raise TurnError(f"call {call_id}: {found.describe(str(sha))}")
+    completion = parse_response(found.data, stream)
+    if completion is None:
+        raise TurnError(f"call {call_id}: the saved response is not a complete chat completion")
+    plan = tuple(tool_plan(completion))
+    recorded = payload.get("tool_plan")
+    if recorded is not None and recorded != [c.as_ledger() for c in plan]:
+        raise TurnError(f"call {call_id}: the saved response does not match its recorded tool plan")
+    return SavedResponse(call_id, adopted, completion, plan)
+
+
+def _operation_events(case_dir: str | Path, call_id: str) -> dict[str, dict[str, Event]]:
+    """operation_key -> {kind: first event} for the tool events of one planning call."""
+    with LedgerReader(case_dir) as reader:
+        events = reader.events_for_call(call_id)
+    out: dict[str, dict[str, Event]] = {}
+    for e in events:
+        key = (e.payload or {}).get("operation_key")
+        if e.kind in (TOOL_ADMITTED, TOOL_COMPLETED) and isinstance(key, str):
+            out.setdefault(key, {}).setdefault(e.kind, e)
+    return out
+
+
+def _completed_from_event(key: str, event: Event) -> Completed:
+    payload = event.payload or {}
+    receipt = str(payload.get("receipt", ""))
+    try:
+        result = json.loads(receipt)["body"]["result"]
+    except (ValueError, KeyError, TypeError):
+        result = {}
+    outcome = Outcome.SUCCEEDED if payload.get("outcome") == "succeeded" else Outcome.FAILED
+    return Completed(key, outcome, result if isinstance(result, dict) else {}, receipt)
+
+
+class _Turn:
+    def __init__(
+        self, case_dir: str | Path, writer: LedgerWriter, config: CaseConfig, kernel: ToolKernel,
+        spec: TurnSpec, on_commit: CommitHook | None, on_text: TextCallback | None,
+        credential: str | None, timeout: float,
+    ) -> None:
+        self.case_dir = Path(case_dir)
+        self.kernel = kernel
+        self.spec = spec
+        self.runner = CallRunner(case_dir, writer, config, on_commit=on_commit, timeout=timeout,
+                                 credential=credential, on_text=on_text)
+        self.calls = 0
+
+    def model_call(self, call_id: str, n: int, conversation: list[JsonObject] | None) -> str:
+        spec = self.spec
+        options: JsonObject = {"tools": list(spec.tools)}
+        if spec.stream:
+            options["stream"] = True
+        extra: JsonObject = {REQUEST_OPTIONS: options}
+        if conversation is not None:
+            extra[CONVERSATION] = conversation
+        key = spec.idempotency_key(self.kernel.namespace, n)
+        self.runner.request(spec.task_id, call_id, key, spec.purpose)
+        manifest = self.runner.manifest(spec.task_id, call_id, key,
+                                        intent_for(spec.purpose, None, extra), None)
+        assert manifest.payload is not None
+        self.calls += 1
+        return self.runner.execute(spec.task_id, call_id, key, manifest.payload["request_sha256"])
+
+    def run_operations(self, saved: SavedResponse) -> list[Completed]:
+        """Each planned call in order: resolved from its receipt when completed, run when
+        never admitted; refused before anything runs when one is admitted without outcome."""
+        spec = self.spec
+        states = _operation_events(self.case_dir, saved.call_id)
+        keys = [operation_key(self.kernel.namespace, spec.thread, spec.turn, p.tool_call_id)
+                for p in saved.plan]
+        pending = [k for k in keys if TOOL_ADMITTED in states.get(k, {})
+                   and TOOL_COMPLETED not in states.get(k, {})]
+        if pending:
+            raise TurnRefused(f"operation {pending[0]} is admitted without an outcome: "
+                              "its effect is unknown; reconcile it before going on")
+        done: list[Completed] = []
+        for key, planned in zip(keys, saved.plan, strict=True):
+            completed = states.get(key, {}).get(TOOL_COMPLETED)
+            if completed is not None:
+                done.append(_completed_from_event(key, completed))
+                continue
+            try:
+                admission = self.kernel.admit(spec.task_id, saved.call_id, saved.attempt_id,
+                                              spec.thread, spec.turn, planned)
+            except OperationExists as exc:  # another worker got there first
+                raise TurnRefused(str(exc)) from None
+            done.append(self.kernel.execute(admission, planned.arguments))
+        return done
+
+    def follow_up(self, saved: SavedResponse, done: list[Completed]) -> str:
+        message = saved.completion["choices"][0]["message"]
+        assistant = {k: message[k] for k in ("role", "content", "tool_calls") if k in message}
+        results = [
+            {"role": "tool", "tool_call_id": planned.tool_call_id,
+             "content": canonical_bytes({"outcome": c.outcome.value, "result": c.result}).decode()}
+            for planned, c in zip(saved.plan, done, strict=True)
+        ]
+        return self.model_call(self.spec.follow_up_call_id, 2, [assistant, *results])
+
+    def accept(self, call_id: str) -> None:
+        acceptance = f"{self.spec.turn}-accepted"
+        self.runner.append("task.accepted", self.spec.task_id,
+                           {"acceptance_id": acceptance, "call_id": call_id})
+        self.runner.append("task.completed", self.spec.task_id, {"acceptance_id": acceptance})
+
+    def finish(self, saved: SavedResponse) -> TurnOutcome:
+        done = self.run_operations(saved)
+        status = self.follow_up(saved, done)
+        if status != "succeeded":
+            return TurnOutcome(False, f"follow_up_{status}", done, None, self.calls)
+        answer = saved_response(self.case_dir, self.spec.follow_up_call_id)
+        self.accept(answer.call_id)
+        return TurnOutcome(True, None, done, answer.text, self.calls)
+
+
+def run_turn(
+    case_dir: str | Path,
+    writer: LedgerWriter,
+    config: CaseConfig,
+    kernel: ToolKernel,
+    spec: TurnSpec,
+    *,
+    on_commit: CommitHook | None = None,
+    on_text: TextCallback | None = None,
+    credential: str | None = None,
+    timeout: float = SEND_TIMEOUT_S,
+) -> TurnOutcome:
+    """Run a new turn from its first model call to acceptance."""
+    turn = _Turn(case_dir, writer, config, kernel, spec, on_commit, on_text, credential, timeout)
+    status = turn.model_call(spec.decision_call_id, 1, None)
+    if status != "succeeded":
+        # effect_unknown (e.g. a stream cut off): no plan was journaled, so no tool runs
+        # and nothing asks the model for a different plan.
+        return TurnOutcome(False, f"decision_{status}", [], None, turn.calls)
+    return turn.finish(saved_response(case_dir, spec.decision_call_id))
+
+
+def replay_turn(
+    case_dir: str | Path,
+    writer: LedgerWriter,
+    config: CaseConfig,
+    kernel: ToolKernel,
+    spec: TurnSpec,
+    *,
+    on_commit: CommitHook | None = None,
+    on_text: TextCallback | None = None,
+    credential: str | None = None,
+    timeout: float = SEND_TIMEOUT_S,
+) -> TurnOutcome:
+    """Continue a turn from its saved decision, never asking the provider for the plan
+    again. A receipt the ledger holds but `receipts.ndjson` lacks is saved again."""
+    turn = _Turn(case_dir, writer, config, kernel, spec, on_commit, on_text, credential, timeout)
+    saved = saved_response(case_dir, spec.decision_call_id)
+    with LedgerReader(case_dir) as reader:
+        if reader.events_for_call(spec.follow_up_call_id):
+            raise TurnRefused(f"the follow-up call {spec.follow_up_call_id} was already started; "
+                              "resume it instead of replaying the turn")
+    path = kernel.receipts_path
+    saved_lines = {text for _, text in read_receipt_lines(path)} if path.exists() else set()
+    for key, kinds in _operation_events(case_dir, saved.call_id).items():
+        completed = kinds.get(TOOL_COMPLETED)
+        receipt = _completed_from_event(key, completed).receipt if completed else None
+        if receipt and receipt not in saved_lines:
+            # killed between the ledger commit and the file append: save the original
+            kernel.save_receipt(receipt)
+    return turn.finish(saved)
