@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import CaseConfig
 from codeai_tui.ledger.schema import Event
@@ -38,12 +36,6 @@ RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 CommitHook = Callable[[Event], None]
 
-# Errors raised before any request byte can have left: the connection (to the provider
-# or to a proxy) was never made, or the URL could not be used at all.
-_NOT_SENT = (
-    httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError,
-    httpx.UnsupportedProtocol, httpx.InvalidURL,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +61,8 @@ def _ssl_context() -> ssl.SSLContext:
     honours SSL_CERT_FILE / SSL_CERT_DIR like httpx does."""
     global _SSL_CONTEXT
     if _SSL_CONTEXT is None:
+        import httpx
+
         _SSL_CONTEXT = httpx.create_ssl_context()
     return _SSL_CONTEXT
 
@@ -88,7 +82,19 @@ def send_request(
     connect and for each read or write, no automatic retry. An event-stream answer is
     consumed as it arrives (`on_text` sees text deltas) and assembled. Headers are never
     logged and never part of an error text, so the key stays out of the ledger.
+
+    httpx is imported here, not at module level: readers (inspect, the console) import
+    this module and never send, and httpx loads rich for its own CLI when rich is
+    installed, which the data layer's imports must not do (test_layers).
     """
+    import httpx
+
+    # Errors raised before any request byte can have left: the connection (to the
+    # provider or to a proxy) was never made, or the URL could not be used at all.
+    not_sent = (
+        httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError,
+        httpx.UnsupportedProtocol, httpx.InvalidURL,
+    )
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return Transport(None, b"", f"unsupported base_url scheme: {parts.scheme or '(none)'}",
@@ -115,7 +121,7 @@ def send_request(
             else:
                 for piece in resp.iter_bytes():
                     received += piece
-    except _NOT_SENT as exc:
+    except not_sent as exc:
         return Transport(None, b"", _describe(exc), maybe_sent=False)
     except httpx.HTTPError as exc:
         if assembler is not None:  # cut off mid-stream: what arrived is not an answer
