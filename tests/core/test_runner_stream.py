@@ -140,3 +140,42 @@ def _observed_free_request_sha(case: Path) -> str:
         (manifest,) = [e for e in reader.events() if e.kind == "call.manifest"]
     assert manifest.payload is not None
     return str(manifest.payload["request_sha256"])
+
+
+def test_proxy_from_the_environment_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider doubles as the proxy: the request for an unresolvable host reaches it
+    only if the runner went through HTTP_PROXY. Nothing leaves 127.0.0.1."""
+    from codeai_tui.runner import send_request
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    body = b'{"messages":[],"model":"m"}'
+    with ProviderProcess(tmp_path / "r.jsonl") as prov:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{prov.port}")
+        via = send_request("http://provider.invalid/v1", body, "k", None, 10)
+        assert via.status == 200 and via.completion is not None
+        assert len(read_receipts_file(tmp_path / "r.jsonl")) == 1
+        prov.stop()
+        refused = send_request("http://provider.invalid/v1", body, "k", None, 10)
+    assert refused.status is None and refused.maybe_sent is False  # the proxy was down
+
+
+def test_the_credential_reaches_neither_ledger_nor_artifacts(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    secret = "sk-live-0123456789abcdef0123456789"
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        config = CaseConfig(ProviderConfig(base_url=prov.base_url))
+        with LedgerWriter.create(case) as writer:
+            runner = CallRunner(case, writer, config, timeout=10, credential=secret)
+            writer.append("task.created", "t1", {"title": "x"})
+            runner.request("t1", "c1", "k1", "report")
+            intent = intent_for("report", None, {"request": {"stream": True, "tools": [PUBLISH]}})
+            manifest = runner.manifest("t1", "c1", "k1", intent, None)
+            assert runner.execute("t1", "c1", "k1", manifest.payload["request_sha256"]) == "succeeded"
+    for path in case.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def read_receipts_file(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
