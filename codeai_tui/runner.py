@@ -226,12 +226,16 @@ class CallRunner:
     # ---- a call
 
     def request(self, task_id: str, call_id: str, key: str, purpose: str,
-                resumed_from: str | None = None) -> Event:
+                resumed_from: str | None = None, turn: dict[str, str] | None = None) -> Event:
+        """`turn` ({namespace, thread, turn}) names the turn a tool-using call belongs to,
+        so its operation keys can be rebuilt from the ledger alone (ledger/TOOLS.md)."""
         payload: dict[str, Any] = {
             "idempotency_key": key, "purpose": purpose, "model": self.config.provider.model,
         }
         if resumed_from:
             payload["resumed_from"] = resumed_from
+        if turn is not None:
+            payload["turn"] = dict(turn)
         return self.append("call.requested", task_id, payload, call_id=call_id)
 
     def manifest_payload(

@@ -172,7 +172,8 @@ class _Turn:
         if conversation is not None:
             extra[CONVERSATION] = conversation
         key = spec.idempotency_key(self.kernel.namespace, n)
-        self.runner.request(spec.task_id, call_id, key, spec.purpose)
+        turn = {"namespace": self.kernel.namespace, "thread": spec.thread, "turn": spec.turn}
+        self.runner.request(spec.task_id, call_id, key, spec.purpose, turn=turn)
         manifest = self.runner.manifest(spec.task_id, call_id, key,
                                         intent_for(spec.purpose, None, extra), None)
         assert manifest.payload is not None

@@ -74,6 +74,12 @@ def test_a_whole_turn(tmp_path: Path, stream: bool) -> None:
     assert json.loads(sent).get("stream", False) is stream
     assert out["text"].startswith("synthetic answer after 1 tool result(s)")
     assert _kinds(case)[-2:] == ["task.accepted", "task.completed"]
+    with LedgerReader(case) as reader:
+        requested = [e.payload for e in reader.events() if e.kind == "call.requested"]
+    identity = {"namespace": "report-v1", "thread": "thread-1", "turn": "turn-1"}
+    assert [p["turn"] for p in requested if p is not None] == [identity, identity]
+    key = json.loads(_receipt_lines(case)[0])["body"]["operation_key"]
+    assert key == "/".join([*identity.values(), planned.tool_call_id])
 
 
 def test_truncated_stream_runs_no_tool_and_asks_no_one_again(tmp_path: Path) -> None:
