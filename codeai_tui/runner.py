@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from codeai_tui.ledger.artifacts import ArtifactStore
+from codeai_tui.ledger.artifacts import MAX_ARTIFACT_BYTES, ArtifactStore
 from codeai_tui.ledger.case import CaseConfig
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
@@ -53,7 +53,15 @@ class Transport:
     completion: JsonObject | None = None
 
 
+# An answer larger than an artifact may be cannot be journaled (nor read back verified),
+# so reading stops there: the attempt stays unobserved, effect unknown.
+MAX_RESPONSE_BYTES = MAX_ARTIFACT_BYTES
+
 _SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -114,13 +122,17 @@ def send_request(
             status = resp.status_code
             if resp.headers.get("content-type", "").startswith("text/event-stream"):
                 assembler = StreamAssembler(on_text)
-                for piece in resp.iter_bytes():
-                    received += piece
+            for piece in resp.iter_bytes():
+                received += piece
+                if len(received) > MAX_RESPONSE_BYTES:
+                    raise _TooLarge
+                if assembler is not None:
                     assembler.feed(piece)
+            if assembler is not None:
                 assembler.finish()
-            else:
-                for piece in resp.iter_bytes():
-                    received += piece
+    except _TooLarge:
+        return Transport(status, b"", f"response larger than {MAX_RESPONSE_BYTES} bytes: "
+                         "not journaled", stream=assembler is not None, complete=False)
     except not_sent as exc:
         return Transport(None, b"", _describe(exc), maybe_sent=False)
     except httpx.HTTPError as exc:

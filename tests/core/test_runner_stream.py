@@ -179,3 +179,25 @@ def test_the_credential_reaches_neither_ledger_nor_artifacts(tmp_path: Path) -> 
 
 def read_receipts_file(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_an_answer_too_large_to_journal_is_not_observed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codeai_tui.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "MAX_RESPONSE_BYTES", 100)
+    case = tmp_path / "case"
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        assert _run(case, prov.base_url, {"stream": True}, []) == "effect_unknown"
+    with LedgerReader(case) as reader:
+        assert [e.kind for e in reader.events()][-1] == "attempt.started"
+
+
+def test_error_event_or_data_after_done_is_not_complete() -> None:
+    whole = completion_for({"model": "m", "messages": []}, "ef" * 32, 10)
+    data = _sse(whole)
+    assert assemble_stream(data)[1] is True
+    assert assemble_stream(data + b'data: {"choices":[]}\n\n')[1] is False
+    errored = data.replace(b"data: [DONE]", b'data: {"error":{"message":"overloaded"}}\n\ndata: [DONE]')
+    assert assemble_stream(errored)[1] is False

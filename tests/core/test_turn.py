@@ -16,7 +16,7 @@ import pytest
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
 from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools import count_publications, verify_case_receipts
-from codeai_tui.tools.turn import saved_response
+from codeai_tui.tools.turn import TurnError, saved_response
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,3 +139,20 @@ def test_killed_while_the_tool_runs_replay_refuses_and_writes_nothing(tmp_path: 
     report = verify_case_receipts(case)
     assert report.ok and [v.verdict.value for v in report.verdicts] == ["no_outcome"]
     assert os.path.exists(case / "tools" / "kernel.pub")
+
+
+def test_a_replaced_saved_response_is_refused(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    key = str(tmp_path / "keys" / "kernel.key")
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        killed = _worker("run", str(case), prov.base_url, key, "--kill-at", "tool.admitted")
+        assert killed.returncode == -signal.SIGKILL
+        decision = saved_response(case, "turn-1-m1")
+        with LedgerReader(case) as reader:
+            (observed,) = [e for e in reader.events() if e.kind == "attempt.observed"]
+        assert observed.payload is not None
+        path = ArtifactStore(case).path_for(observed.payload["response_artifact"])
+        path.write_bytes(path.read_bytes().replace(decision.plan[0].tool_call_id.encode(),
+                                                   b"call_" + b"f" * 24))
+        with pytest.raises(TurnError, match="hash"):
+            saved_response(case, "turn-1-m1")
