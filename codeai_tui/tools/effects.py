@@ -1,0 +1,96 @@
+"""The seed's effect table, by real kills: one case per mode, counted independently.
+
+Each mode runs the report worker (`codeai_tui.tools.worker`) in its own process against
+its own synthetic provider, kills it at the mode's moment with SIGKILL, and replays:
+
+| mode | what happens | expected publications / provider calls / complete |
+|---|---|---|
+| generate | killed right after its first saved receipt, replayed | 1 / 2 / true |
+| stream | the same, streaming | 1 / 2 / true |
+| truncated-stream | the decision's stream is cut after 3 chunks | 0 / 1 / false |
+| killed-in-tool | killed inside the tool after its effect, replay refuses | 1 / 1 / false |
+
+`publications` is counted in the tool's own store, `provider_calls` in the provider's own
+receipt log, `complete` is what the worker reported; none comes from our ledger. The
+demo can call `run_effect_case` for its tool cases (its bundle layout is unchanged here).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.provider import ProviderProcess
+from codeai_tui.tools.publish import count_publications
+
+EFFECT_MODES = ("generate", "stream", "truncated-stream", "killed-in-tool")
+TRUNCATE_AFTER = 3
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRow:
+    mode: str
+    case: str
+    publications: int
+    provider_calls: int
+    complete: bool
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class ScenarioError(RuntimeError):
+    """A worker did not end the way its mode requires (the run proves nothing)."""
+
+
+def _worker(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeai_tui.tools.worker", *args],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def _expect(proc: subprocess.CompletedProcess[str], code: int, step: str) -> dict[str, object]:
+    if proc.returncode != code:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ScenarioError(f"{step}: exit {proc.returncode}, expected {code}: {tail}")
+    if code == -signal.SIGKILL:
+        return {}
+    last = proc.stdout.strip().splitlines()[-1]
+    result = json.loads(last)
+    if not isinstance(result, dict):
+        raise ScenarioError(f"{step}: worker printed {last[:80]!r}")
+    return result
+
+
+def run_effect_case(case_dir: Path, mode: str, key_path: Path, timeout: float = 60.0) -> EffectRow:
+    """Build one tool case for `mode` in the new directory `case_dir`; the kernel key
+    lives at `key_path`, outside the case."""
+    if mode not in EFFECT_MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(EFFECT_MODES)}")
+    stream = mode != "generate"
+    flags = ["--stream"] if stream else []
+    truncate = TRUNCATE_AFTER if mode == "truncated-stream" else None
+    receipts = case_dir / "provider" / "receipts.jsonl"
+    with ProviderProcess(receipts, truncate_after=truncate) as prov:
+        base = [str(case_dir), prov.base_url, str(key_path)]
+        if mode == "truncated-stream":
+            outcome = _expect(_worker(["run", *base, *flags], timeout), 0, "run")
+        else:
+            kill_at = "tool-effect" if mode == "killed-in-tool" else "receipt"
+            _expect(_worker(["run", *base, *flags, "--kill-at", kill_at], timeout),
+                    -signal.SIGKILL, "run until killed")
+            refused = 3 if mode == "killed-in-tool" else 0
+            outcome = _expect(_worker(["replay", *base, *flags], timeout), refused, "replay")
+    return EffectRow(
+        mode=mode,
+        case=case_dir.name,
+        publications=count_publications(case_dir),
+        provider_calls=len(read_receipts(case_dir).receipts),
+        complete=outcome.get("complete") is True,
+    )

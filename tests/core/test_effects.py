@@ -1,0 +1,39 @@
+"""The seed's effect table from real kills (SIGKILL of real worker processes), each
+figure counted in the tool's own store and the provider's own receipt log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeai_tui.tools import Verdict, verify_case_receipts
+from codeai_tui.tools.effects import EFFECT_MODES, run_effect_case
+
+EXPECTED = {  # mode: (publications, provider_calls, complete), as in the seed
+    "generate": (1, 2, True),
+    "stream": (1, 2, True),
+    "truncated-stream": (0, 1, False),
+    "killed-in-tool": (1, 1, False),  # the effect happened; nothing may run it again
+}
+
+
+@pytest.mark.parametrize("mode", EFFECT_MODES)
+def test_effect_row(tmp_path: Path, mode: str) -> None:
+    case = tmp_path / mode
+    row = run_effect_case(case, mode, tmp_path / "keys" / "kernel.key")
+    assert (row.publications, row.provider_calls, row.complete) == EXPECTED[mode]
+    assert row.as_json() == {"mode": mode, "case": mode, "publications": EXPECTED[mode][0],
+                             "provider_calls": EXPECTED[mode][1], "complete": EXPECTED[mode][2]}
+    if mode == "truncated-stream":
+        assert not (case / "tools" / "receipts.ndjson").exists()
+        return
+    report = verify_case_receipts(case)
+    assert report.ok
+    expected = Verdict.NO_OUTCOME if mode == "killed-in-tool" else Verdict.VALID
+    assert [v.verdict for v in report.verdicts] == [expected]
+
+
+def test_unknown_mode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown mode"):
+        run_effect_case(tmp_path / "x", "regenerate", tmp_path / "k")
