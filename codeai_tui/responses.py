@@ -19,6 +19,12 @@ JsonObject = dict[str, Any]
 TextCallback = Callable[[str], None]
 
 
+def arguments_sha256(arguments: str) -> str:
+    """SHA-256 of the arguments string's UTF-8 bytes, as the model returned it (a lone
+    surrogate from a `\\ud800` escape is hashed, not an error)."""
+    return hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedToolCall:
     """One tool call chosen by a saved response. `arguments` is the model's string as
@@ -30,7 +36,7 @@ class PlannedToolCall:
 
     @property
     def arguments_sha256(self) -> str:
-        return hashlib.sha256(self.arguments.encode("utf-8", "surrogatepass")).hexdigest()
+        return arguments_sha256(self.arguments)
 
     def as_ledger(self) -> dict[str, str]:
         """The plan entry recorded in `attempt.observed` (no arguments: they stay in the

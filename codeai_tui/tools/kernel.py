@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction, utc_now
-from codeai_tui.responses import PlannedToolCall
+from codeai_tui.responses import PlannedToolCall, arguments_sha256
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,
     RECEIPT_FORMAT,
@@ -193,7 +193,7 @@ class ToolKernel:
         Bad arguments or a tool's ValueError are a failed outcome with a receipt. Any
         other exception propagates and leaves the operation admitted without an outcome:
         whether its effect happened is then unknown, which is exactly what is recorded."""
-        if hashlib.sha256(arguments.encode("utf-8")).hexdigest() != admission.arguments_sha256:
+        if arguments_sha256(arguments) != admission.arguments_sha256:
             raise ValueError(f"{admission.operation_key}: arguments differ from the admitted plan")
         tool = self.tools.get(admission.tool)
         result: JsonObject

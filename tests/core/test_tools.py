@@ -250,3 +250,13 @@ def test_bad_input_is_one_line_exit_2(setup: Setup, tmp_path: Path) -> None:
         proc = cli(*args)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_arguments_with_a_lone_surrogate_are_hashed_and_fail_as_an_outcome(setup: Setup) -> None:
+    arguments = '{"body":"x","title":"\\ud800"}'  # valid JSON, a lone surrogate once parsed
+    assert "\ud800" in json.loads(arguments)["title"]
+    plan = _plan(7, arguments)
+    admission = setup.kernel.admit("t1", "c1", "c1-a1", "th", "tu", plan)
+    done = setup.kernel.execute(admission, arguments)
+    assert done.outcome is Outcome.FAILED  # the tool's store cannot take it; no crash
+    assert count_publications(setup.case) == 0 and verify_case_receipts(setup.case).ok
