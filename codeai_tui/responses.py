@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-JsonObject = dict[str, Any]
+# Parsed from the wire (a read path): shapes are checked where they are used.
+ParsedJson = dict[str, Any]
 TextCallback = Callable[[str], None]
 
 
@@ -48,7 +49,7 @@ class PlannedToolCall:
         }
 
 
-def tool_plan(completion: JsonObject) -> list[PlannedToolCall]:
+def tool_plan(completion: ParsedJson) -> list[PlannedToolCall]:
     """The tool calls of choice 0, in order; [] when the answer chose none."""
     choices = completion.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -68,7 +69,7 @@ def tool_plan(completion: JsonObject) -> list[PlannedToolCall]:
     return plan
 
 
-def parse_json_completion(body: bytes) -> JsonObject | None:
+def parse_json_completion(body: bytes) -> ParsedJson | None:
     """A non-streamed answer: the JSON object, or None when it is not one with choices."""
     try:
         data = json.loads(body)
@@ -107,7 +108,7 @@ class StreamAssembler:
         self.problem: str | None = None
         self._buffer = b""
         self._data: list[str] = []
-        self._meta: JsonObject = {}
+        self._meta: ParsedJson = {}
         self._usage: object = None
         self._choices: dict[int, _ChoiceParts] = {}
 
@@ -163,7 +164,7 @@ class StreamAssembler:
             if isinstance(choice, dict):
                 self._choice(choice)
 
-    def _choice(self, choice: JsonObject) -> None:
+    def _choice(self, choice: ParsedJson) -> None:
         index = choice.get("index", 0)
         parts = self._choices.setdefault(index if isinstance(index, int) else 0, _ChoiceParts())
         delta = choice.get("delta")
@@ -183,7 +184,7 @@ class StreamAssembler:
             parts.finish_reason = choice["finish_reason"]
 
     @staticmethod
-    def _tool_call(parts: _ChoiceParts, call: JsonObject) -> None:
+    def _tool_call(parts: _ChoiceParts, call: ParsedJson) -> None:
         index = call.get("index", len(parts.tool_calls))
         tc = parts.tool_calls.setdefault(index if isinstance(index, int) else 0, _ToolCallParts())
         if isinstance(call.get("id"), str) and call["id"]:
@@ -204,12 +205,12 @@ class StreamAssembler:
             self._buffer = b""
         self._line("")
 
-    def completion(self) -> JsonObject:
+    def completion(self) -> ParsedJson:
         """The assembled `chat.completion` (meaningful only when `complete`)."""
         choices = []
         for index in sorted(self._choices):
             parts = self._choices[index]
-            message: JsonObject = {
+            message: ParsedJson = {
                 "role": parts.role,
                 "content": "".join(parts.content) if parts.saw_content else None,
             }
@@ -221,13 +222,13 @@ class StreamAssembler:
                 ]
             choices.append({"index": index, "message": message,
                             "finish_reason": parts.finish_reason})
-        out: JsonObject = {"object": "chat.completion", **self._meta, "choices": choices}
+        out: ParsedJson = {"object": "chat.completion", **self._meta, "choices": choices}
         if self._usage is not None:
             out["usage"] = self._usage
         return out
 
 
-def assemble_stream(body: bytes) -> tuple[JsonObject, bool]:
+def assemble_stream(body: bytes) -> tuple[ParsedJson, bool]:
     """(assembled completion, complete?) for the whole bytes of a saved event stream."""
     assembler = StreamAssembler()
     assembler.feed(body)
@@ -235,7 +236,7 @@ def assemble_stream(body: bytes) -> tuple[JsonObject, bool]:
     return assembler.completion(), assembler.complete
 
 
-def parse_response(body: bytes, stream: bool) -> JsonObject | None:
+def parse_response(body: bytes, stream: bool) -> ParsedJson | None:
     """The complete `chat.completion` held by saved response bytes, or None."""
     if not stream:
         return parse_json_completion(body)

@@ -24,7 +24,7 @@ from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.requests import build_request
 from codeai_tui.responses import (
-    JsonObject,
+    ParsedJson,
     StreamAssembler,
     TextCallback,
     parse_json_completion,
@@ -50,7 +50,7 @@ class Transport:
     stream: bool = False
     complete: bool = True
     # The answer as one chat.completion (parsed, or assembled from the stream).
-    completion: JsonObject | None = None
+    completion: ParsedJson | None = None
 
 
 # An answer larger than an artifact may be cannot be journaled (nor read back verified),

@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from codeai_tui.ledger.jsontypes import JsonObject
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction, utc_now
 from codeai_tui.responses import PlannedToolCall, arguments_sha256
@@ -39,7 +40,6 @@ from codeai_tui.tools.receipts import (
     write_durable,
 )
 
-JsonObject = dict[str, Any]
 CommitHook = Callable[[Event], None]
 ReceiptHook = Callable[[str], None]
 

@@ -21,11 +21,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from codeai_tui.ledger.jsontypes import JsonObject
 
 RECEIPT_FORMAT = "codeai.tool_receipt.v1"
 ALG = "Ed25519"
@@ -34,7 +35,6 @@ PUBLIC_KEY_FILE = "kernel.pub"
 RECEIPTS_FILE = "receipts.ndjson"
 _ENVELOPE_KEYS = frozenset({"alg", "body", "kid", "sig"})
 
-JsonObject = dict[str, Any]
 
 
 class KeyProblem(ValueError):
@@ -207,12 +207,12 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
         raise KeyProblem(f"{path}: the kernel key is readable by others; chmod 600 it")
     data = _read_regular(path, "kernel key")
     try:
-        key = serialization.load_pem_private_key(data, password=None)
+        loaded = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
         raise KeyProblem(f"{path}: not an unencrypted PEM private key") from None
-    if not isinstance(key, Ed25519PrivateKey):
+    if not isinstance(loaded, Ed25519PrivateKey):
         raise KeyProblem(f"{path}: not an Ed25519 private key")
-    return key
+    return loaded
 
 
 def write_durable(path: Path, data: bytes, mode: int = 0o644) -> None:

@@ -20,12 +20,13 @@ from pathlib import Path
 
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import CaseConfig
+from codeai_tui.ledger.jsontypes import JsonObject, JsonValue
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.requests import CONVERSATION, REQUEST_OPTIONS, intent_for
 from codeai_tui.responses import (
-    JsonObject,
+    ParsedJson,
     PlannedToolCall,
     TextCallback,
     parse_response,
@@ -75,7 +76,7 @@ class SavedResponse:
 
     call_id: str
     attempt_id: str
-    completion: JsonObject
+    completion: ParsedJson
     plan: tuple[PlannedToolCall, ...]
 
     @property
@@ -163,7 +164,7 @@ class _Turn:
                                  credential=credential, on_text=on_text)
         self.calls = 0
 
-    def model_call(self, call_id: str, n: int, conversation: list[JsonObject] | None) -> str:
+    def model_call(self, call_id: str, n: int, conversation: list[JsonValue] | None) -> str:
         spec = self.spec
         options: JsonObject = {"tools": list(spec.tools)}
         if spec.stream:
@@ -208,8 +209,9 @@ class _Turn:
 
     def follow_up(self, saved: SavedResponse, done: list[Completed]) -> str:
         message = saved.completion["choices"][0]["message"]
-        assistant = {k: message[k] for k in ("role", "content", "tool_calls") if k in message}
-        results = [
+        assistant: JsonObject = {k: message[k] for k in ("role", "content", "tool_calls")
+                                 if k in message}
+        results: list[JsonValue] = [
             {"role": "tool", "tool_call_id": planned.tool_call_id,
              "content": canonical_bytes({"outcome": c.outcome.value, "result": c.result}).decode()}
             for planned, c in zip(saved.plan, done, strict=True)
