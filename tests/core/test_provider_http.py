@@ -115,3 +115,10 @@ def test_authorization_header_is_never_stored(prov: ProviderProcess, tmp_path: P
         assert _read_response(f)[0] == 200
     assert len(_receipts(prov)) == before + 1
     assert prov.receipts is not None and b"sk-never" not in prov.receipts.read_bytes()
+
+
+def test_provider_cli_bad_truncation_is_one_line(tmp_path: Path) -> None:
+    from tests.support import cli
+
+    proc = cli("provider", "--port", "0", "--receipts", str(tmp_path / "r"), "--truncate-after", "-1")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "truncate" in proc.stderr
