@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from codeai_tui.ledger.artifacts import MAX_ARTIFACT_BYTES, ArtifactStore
 from codeai_tui.ledger.case import CaseConfig
+from codeai_tui.ledger.jsontypes import JsonObject, JsonValue
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.requests import build_request
@@ -35,7 +36,6 @@ SEND_TIMEOUT_S = 30.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 CommitHook = Callable[[Event], None]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,23 +276,24 @@ class CallRunner:
             "call.manifest", task_id, self.manifest_payload(key, intent, package), call_id=call_id
         )
 
-    def observed_payload(self, transport: Transport) -> dict[str, Any]:
+    def observed_payload(self, transport: Transport) -> JsonObject:
         """Store the response bytes and describe them; a parsed answer also records its
         tool plan, so the projection knows the plan without reading the artifact."""
         response_sha = self.artifacts.put(transport.body) if transport.body else None
-        wire: dict[str, Any] = {"status": transport.status, "bytes": len(transport.body)}
+        wire: JsonObject = {"status": transport.status, "bytes": len(transport.body)}
         if transport.stream:
             wire["stream"] = True
         if transport.error:
             wire["error"] = transport.error
-        observed: dict[str, Any] = {
+        observed: JsonObject = {
             "transport": wire,
             "response_sha256": response_sha,
             "response_artifact": response_sha,
         }
         ok = transport.status is not None and 200 <= transport.status < 300
         if ok and transport.completion is not None:
-            observed["tool_plan"] = [c.as_ledger() for c in tool_plan(transport.completion)]
+            plan: list[JsonValue] = [dict(c.as_ledger()) for c in tool_plan(transport.completion)]
+            observed["tool_plan"] = plan
         return observed
 
     def execute(self, task_id: str, call_id: str, key: str, request_sha256: str,
