@@ -201,3 +201,21 @@ def test_error_event_or_data_after_done_is_not_complete() -> None:
     assert assemble_stream(data + b'data: {"choices":[]}\n\n')[1] is False
     errored = data.replace(b"data: [DONE]", b'data: {"error":{"message":"overloaded"}}\n\ndata: [DONE]')
     assert assemble_stream(errored)[1] is False
+
+
+@pytest.mark.parametrize("rendered", [None, "[A]\nctx"])
+def test_intents_without_the_new_keys_build_the_same_bytes_as_before(rendered: str | None) -> None:
+    from codeai_tui.ledger import canonical_json
+    from codeai_tui.requests import build_request
+
+    intent = intent_for("review", "flag unclear sentences", {"paragraph_ref": "A"})
+    messages = ([{"role": "system", "content": rendered}] if rendered is not None else []) + [
+        {"role": "user", "content": canonical_json(intent).decode()}]
+    before = canonical_json({"model": "m", "messages": messages, "temperature": 0})
+    assert build_request(intent, "m", rendered) == before
+    shaped = build_request({**intent, "request": {"stream": True, "model": "x"},
+                            "conversation": [{"role": "tool", "content": "r"}]}, "m", rendered)
+    data = json.loads(shaped)
+    assert data["stream"] is True and data["model"] == "m"  # options never replace the model
+    assert json.loads(data["messages"][-2]["content"]) == intent
+    assert data["messages"][-1] == {"role": "tool", "content": "r"}
