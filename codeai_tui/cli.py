@@ -35,7 +35,7 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export",
-            "receipts")
+            "receipts", "replay")
 
 
 class CliError(Exception):
@@ -113,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--trusted-key", type=Path, default=None, metavar="PATH",
                    help="the kernel public key (PEM) to trust; default the case's tools/kernel.pub")
 
+    p = sub.add_parser("replay", help="run a saved tool plan's never-admitted operations, "
+                                      "without the provider")
+    p.add_argument("case")
+    p.add_argument("call_id", help="the call whose saved response holds the tool plan")
+    p.add_argument("--kernel-key", type=Path, required=True, metavar="PATH",
+                   help="the tool kernel's private key (kept outside the case)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
     p = sub.add_parser("bench", help="measure projection and reader speed on a synthetic ledger")
     p.add_argument("--events", type=int, default=100_000)
     p.add_argument("--keep", default=None, help="write the ledger here and keep it")
@@ -176,6 +184,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "receipts":
         return cmd_receipts_verify(args)
+    if args.command == "replay":
+        return cmd_replay(args)
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 
@@ -308,6 +318,61 @@ def cmd_receipts_verify(args: argparse.Namespace) -> int:
     for line in render_report(report):
         print(visible(line, one_line=True))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Preview the plan and each operation's state; refuse (exit 3, nothing written) where
+    an operation is admitted without an outcome; run the rest only after confirmation."""
+    from codeai_tui.ledger.writer import LedgerWriter
+    from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
+    from codeai_tui.tools.replay import UnknownCall, plan_replay, run_replay
+    from codeai_tui.tools.turn import TurnRefused
+
+    case = Path(args.case)
+    if not case.is_dir():
+        raise CliError(f"{args.case}: not a case directory")
+    try:
+        plan = plan_replay(case, args.call_id)
+    except UnknownCall as exc:
+        raise CliError(str(exc)) from None
+    except TurnRefused as exc:
+        print(f"codeai-tui: refused: {visible(str(exc), one_line=True)}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f"call {visible(plan.saved.call_id, one_line=True)} attempt "
+          f"{visible(plan.saved.attempt_id, one_line=True)}: {len(plan.operations)} planned "
+          f"tool call(s), turn {visible('/'.join((plan.namespace, plan.thread, plan.turn)), one_line=True)}",
+          file=sys.stderr)
+    for op in plan.operations:
+        print(f"  {visible(op.planned.tool_call_id, one_line=True)}  "
+              f"{visible(op.planned.name, one_line=True)}  args {op.planned.arguments_sha256[:12]}  "
+              f"{op.state.value}", file=sys.stderr)
+    if plan.refusal is not None:
+        print(f"codeai-tui: refused: {visible(plan.refusal, one_line=True)}", file=sys.stderr)
+        return EXIT_REFUSED
+    if not plan.to_run:
+        print("nothing to run: every planned operation is completed")
+        return EXIT_OK
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError("refusing to replay without confirmation: run on a terminal or pass --yes")
+        answer = input(f"Run {len(plan.to_run)} operation(s) with their original tool-call ids? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not replayed", file=sys.stderr)
+            return EXIT_REFUSED
+    try:
+        with LedgerWriter.open(case) as writer:
+            kernel = ToolKernel.open(case, writer, args.kernel_key,
+                                     {PUBLISH_REPORT: PublishReport(case)}, namespace=plan.namespace)
+            done = run_replay(plan, kernel)
+    except KeyProblem as exc:
+        raise CliError(str(exc)) from None
+    except TurnRefused as exc:
+        print(f"codeai-tui: refused: {visible(str(exc), one_line=True)}", file=sys.stderr)
+        return EXIT_REFUSED
+    for completed in done:
+        print(f"{visible(completed.operation_key, one_line=True)}: {completed.outcome.value}")
+    print("next: the follow-up model call with these results")
+    return EXIT_OK
 
 
 def cmd_open(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from codeai_tui.ledger.artifacts import ArtifactStore
@@ -151,6 +152,64 @@ def _completed_from_event(key: str, event: Event) -> Completed:
     return Completed(key, outcome, result if isinstance(result, dict) else {}, receipt)
 
 
+class OperationState(StrEnum):
+    NOT_ADMITTED = "not_admitted"  # safe: run it from the saved response, no provider
+    EFFECT_UNKNOWN = "effect_unknown"  # admitted without outcome: never run it again
+    COMPLETED = "completed"  # resolved from its receipt
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedOperation:
+    planned: PlannedToolCall
+    operation_key: str
+    state: OperationState
+    completed: Completed | None = None
+
+
+def operation_states(
+    case_dir: str | Path, saved: SavedResponse, namespace: str, thread: str, turn: str
+) -> tuple[PlannedOperation, ...]:
+    """Each tool call of a saved plan, in order, with what the ledger says happened to it."""
+    events = _operation_events(case_dir, saved.call_id)
+    out: list[PlannedOperation] = []
+    for planned in saved.plan:
+        key = operation_key(namespace, thread, turn, planned.tool_call_id)
+        kinds = events.get(key, {})
+        if TOOL_COMPLETED in kinds:
+            done = _completed_from_event(key, kinds[TOOL_COMPLETED])
+            out.append(PlannedOperation(planned, key, OperationState.COMPLETED, done))
+        elif TOOL_ADMITTED in kinds:
+            out.append(PlannedOperation(planned, key, OperationState.EFFECT_UNKNOWN))
+        else:
+            out.append(PlannedOperation(planned, key, OperationState.NOT_ADMITTED))
+    return tuple(out)
+
+
+def run_operations(
+    kernel: ToolKernel, task_id: str, saved: SavedResponse, thread: str, turn: str
+) -> list[Completed]:
+    """Each planned call in order: resolved from its receipt when completed, run under its
+    original tool-call id when never admitted; refused before anything runs when one is
+    admitted without an outcome. Never calls a provider."""
+    ops = operation_states(kernel.case_dir, saved, kernel.namespace, thread, turn)
+    unknown = [o for o in ops if o.state is OperationState.EFFECT_UNKNOWN]
+    if unknown:
+        raise TurnRefused(f"operation {unknown[0].operation_key} is admitted without an "
+                          "outcome: its effect is unknown; reconcile it before going on")
+    done: list[Completed] = []
+    for op in ops:
+        if op.completed is not None:
+            done.append(op.completed)
+            continue
+        try:
+            admission = kernel.admit(task_id, saved.call_id, saved.attempt_id, thread, turn,
+                                     op.planned)
+        except OperationExists as exc:  # another worker got there first
+            raise TurnRefused(str(exc)) from None
+        done.append(kernel.execute(admission, op.planned.arguments))
+    return done
+
+
 class _Turn:
     def __init__(
         self, case_dir: str | Path, writer: LedgerWriter, config: CaseConfig, kernel: ToolKernel,
@@ -182,30 +241,8 @@ class _Turn:
         return self.runner.execute(spec.task_id, call_id, key, manifest.payload["request_sha256"])
 
     def run_operations(self, saved: SavedResponse) -> list[Completed]:
-        """Each planned call in order: resolved from its receipt when completed, run when
-        never admitted; refused before anything runs when one is admitted without outcome."""
-        spec = self.spec
-        states = _operation_events(self.case_dir, saved.call_id)
-        keys = [operation_key(self.kernel.namespace, spec.thread, spec.turn, p.tool_call_id)
-                for p in saved.plan]
-        pending = [k for k in keys if TOOL_ADMITTED in states.get(k, {})
-                   and TOOL_COMPLETED not in states.get(k, {})]
-        if pending:
-            raise TurnRefused(f"operation {pending[0]} is admitted without an outcome: "
-                              "its effect is unknown; reconcile it before going on")
-        done: list[Completed] = []
-        for key, planned in zip(keys, saved.plan, strict=True):
-            completed = states.get(key, {}).get(TOOL_COMPLETED)
-            if completed is not None:
-                done.append(_completed_from_event(key, completed))
-                continue
-            try:
-                admission = self.kernel.admit(spec.task_id, saved.call_id, saved.attempt_id,
-                                              spec.thread, spec.turn, planned)
-            except OperationExists as exc:  # another worker got there first
-                raise TurnRefused(str(exc)) from None
-            done.append(self.kernel.execute(admission, planned.arguments))
-        return done
+        return run_operations(self.kernel, self.spec.task_id, saved, self.spec.thread,
+                              self.spec.turn)
 
     def follow_up(self, saved: SavedResponse, done: list[Completed]) -> str:
         message = saved.completion["choices"][0]["message"]
@@ -276,12 +313,20 @@ def replay_turn(
         if reader.events_for_call(spec.follow_up_call_id):
             raise TurnRefused(f"the follow-up call {spec.follow_up_call_id} was already started; "
                               "resume it instead of replaying the turn")
+    resave_missing_receipts(kernel, saved.call_id)
+    return turn.finish(saved)
+
+
+def resave_missing_receipts(kernel: ToolKernel, call_id: str) -> int:
+    """Append the original receipt of every operation the ledger completed for `call_id`
+    that `receipts.ndjson` lacks (killed between the ledger commit and the file append)."""
     path = kernel.receipts_path
     saved_lines = {text for _, text in read_receipt_lines(path)} if path.exists() else set()
-    for key, kinds in _operation_events(case_dir, saved.call_id).items():
+    added = 0
+    for key, kinds in _operation_events(kernel.case_dir, call_id).items():
         completed = kinds.get(TOOL_COMPLETED)
         receipt = _completed_from_event(key, completed).receipt if completed else None
         if receipt and receipt not in saved_lines:
-            # killed between the ledger commit and the file append: save the original
             kernel.save_receipt(receipt)
-    return turn.finish(saved)
+            added += 1
+    return added

@@ -1,0 +1,93 @@
+"""`codeai-tui replay CASE CALL_ID`: run a saved tool plan without the provider.
+
+CALL_ID is the call whose saved response holds the plan. The plan, the turn's identity
+(`turn` in its `call.requested`) and each operation's state come from the ledger alone:
+operations never admitted run under their original tool-call ids; completed ones
+resolve from their receipts; any operation admitted without an outcome refuses the
+whole replay before anything is written (its effect is unknown; running it again could
+be a second effect). The follow-up model call is not made here: it goes through the
+normal gate afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.tools.kernel import Completed, ToolKernel
+from codeai_tui.tools.turn import (
+    OperationState,
+    PlannedOperation,
+    SavedResponse,
+    TurnError,
+    TurnRefused,
+    operation_states,
+    resave_missing_receipts,
+    run_operations,
+    saved_response,
+)
+
+
+class UnknownCall(ValueError):
+    """No call with this id in the case (bad input, exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPlan:
+    saved: SavedResponse
+    task_id: str
+    namespace: str
+    thread: str
+    turn: str
+    operations: tuple[PlannedOperation, ...]
+
+    @property
+    def refusal(self) -> str | None:
+        """Why replay must not run (None when it may)."""
+        for op in self.operations:
+            if op.state is OperationState.EFFECT_UNKNOWN:
+                return (f"operation {op.operation_key} is admitted without an outcome: its "
+                        "effect is unknown; reconcile it, never replay it")
+        return None
+
+    @property
+    def to_run(self) -> tuple[PlannedOperation, ...]:
+        return tuple(o for o in self.operations if o.state is OperationState.NOT_ADMITTED)
+
+
+def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
+    """What a replay of `call_id` would do; reads only. TurnRefused when the call has no
+    saved complete response (its plan is unknown: nothing may make up another one)."""
+    with LedgerReader(case_dir) as reader:
+        events = reader.events_for_call(call_id)
+    requested = [e for e in events if e.kind == "call.requested"]
+    if not events:
+        raise UnknownCall(f"no call {call_id!r} in {case_dir}")
+    try:
+        saved = saved_response(case_dir, call_id)
+    except TurnError as exc:
+        raise TurnRefused(f"{exc}: there is no saved plan to replay") from None
+    turn = (requested[0].payload or {}).get("turn") if requested else None
+    parts = [turn.get(k) for k in ("namespace", "thread", "turn")] if isinstance(turn, dict) else []
+    if len(parts) != 3 or not all(isinstance(p, str) and p for p in parts):
+        raise TurnRefused(f"call {call_id} names no turn (namespace, thread, turn), so its "
+                          "operation keys cannot be rebuilt")
+    namespace, thread, turn_id = (str(p) for p in parts)
+    task_id = requested[0].task_id
+    ops = operation_states(case_dir, saved, namespace, thread, turn_id)
+    return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops)
+
+
+def run_replay(plan: ReplayPlan, kernel: ToolKernel) -> list[Completed]:
+    """Run what `plan` showed, re-checking every operation inside its admission."""
+    if kernel.namespace != plan.namespace:
+        raise TurnRefused(f"kernel namespace {kernel.namespace!r} is not the turn's "
+                          f"{plan.namespace!r}")
+    if plan.refusal is not None:
+        raise TurnRefused(plan.refusal)
+    missing = sorted({o.planned.name for o in plan.to_run} - set(kernel.tools))
+    if missing:
+        raise TurnRefused(f"no tool here named {', '.join(missing)}; nothing was run")
+    resave_missing_receipts(kernel, plan.saved.call_id)
+    return run_operations(kernel, plan.task_id, plan.saved, plan.thread, plan.turn)

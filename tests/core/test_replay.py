@@ -1,0 +1,81 @@
+"""`codeai-tui replay`: a saved plan runs without the provider, once, and never where an
+operation's effect is unknown. Real worker processes killed by SIGKILL on 127.0.0.1."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.provider import ProviderProcess
+from codeai_tui.tools import count_publications, verify_case_receipts
+from tests.support import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _killed_run(case: Path, key: Path, kill_at: str, truncate: int | None = None) -> None:
+    with ProviderProcess(case / "provider" / "receipts.jsonl", truncate_after=truncate) as prov:
+        args = ["run", str(case), prov.base_url, str(key), "--stream"]
+        if kill_at:
+            args += ["--kill-at", kill_at]
+        proc = subprocess.run([sys.executable, "-m", "codeai_tui.tools.worker", *args],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == (-signal.SIGKILL if kill_at else 0), proc.stderr
+
+
+def _events(case: Path) -> int:
+    with LedgerReader(case) as reader:
+        return len(reader.events())
+
+
+def _effects(case: Path) -> tuple[int, int]:
+    return count_publications(case), len(read_receipts(case).receipts)
+
+
+def test_replay_runs_the_saved_plan_once_without_the_provider(tmp_path: Path) -> None:
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    _killed_run(case, key, "call.completed")  # decision saved, no tool admitted yet
+    assert _effects(case) == (0, 1)
+    before = _events(case)
+
+    unconfirmed = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key))
+    assert unconfirmed.returncode == 2 and "confirmation" in unconfirmed.stderr
+    other_key = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(tmp_path / "other.key"),
+                    "--yes")
+    assert other_key.returncode == 2 and "another kernel key" in other_key.stderr
+    assert _events(case) == before and _effects(case) == (0, 1)
+
+    done = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "not_admitted" in done.stderr  # the preview showed the state it acted on
+    assert ": succeeded" in done.stdout
+    assert _effects(case) == (1, 1)  # one publication, and no second provider call
+    assert verify_case_receipts(case).ok
+
+    again = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert again.returncode == 0 and "nothing to run" in again.stdout
+    assert "completed" in again.stderr and _effects(case) == (1, 1)
+
+
+def test_replay_refuses_an_operation_admitted_without_outcome(tmp_path: Path) -> None:
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    _killed_run(case, key, "tool-effect")  # the publication happened, no outcome recorded
+    before = _events(case)
+    proc = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert proc.returncode == 3
+    assert "effect_unknown" in proc.stderr and "admitted without an outcome" in proc.stderr
+    assert _events(case) == before and _effects(case) == (1, 1)
+
+
+def test_replay_refuses_a_call_without_saved_plan_and_names_bad_input(tmp_path: Path) -> None:
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    _killed_run(case, key, "", truncate=3)  # the decision's stream was cut: no plan exists
+    before = _events(case)
+    proc = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert proc.returncode == 3 and "no saved plan" in proc.stderr
+    unknown = cli("replay", str(case), "no-such-call", "--kernel-key", str(key), "--yes")
+    assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
+    assert _events(case) == before and _effects(case) == (0, 1)
