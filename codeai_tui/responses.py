@@ -104,6 +104,7 @@ class StreamAssembler:
 
     def __init__(self, on_text: TextCallback | None = None) -> None:
         self.on_text = on_text
+        self.display_error: str | None = None
         self.done = False
         self.problem: str | None = None
         self._buffer = b""
@@ -175,13 +176,23 @@ class StreamAssembler:
                 parts.saw_content = True
                 parts.content.append(delta["content"])
                 if self.on_text is not None and delta["content"] and index == 0:
-                    self.on_text(delta["content"])
+                    self._show(delta["content"])
             calls = delta.get("tool_calls")
             for call in calls if isinstance(calls, list) else []:
                 if isinstance(call, dict):
                     self._tool_call(parts, call)
         if isinstance(choice.get("finish_reason"), str):
             parts.finish_reason = choice["finish_reason"]
+
+    def _show(self, text: str) -> None:
+        """A display that fails stops being fed; it never changes what is journaled (a
+        display bug must not turn a whole answer into an unknown effect)."""
+        assert self.on_text is not None
+        try:
+            self.on_text(text)
+        except Exception as exc:  # whatever the display raised, the same handling
+            self.on_text = None
+            self.display_error = f"{type(exc).__name__}: {exc}"
 
     @staticmethod
     def _tool_call(parts: _ChoiceParts, call: ParsedJson) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeai_tui.inspect import project_case
 from codeai_tui.ledger import (
@@ -219,3 +221,50 @@ def test_intents_without_the_new_keys_build_the_same_bytes_as_before(rendered: s
     assert data["stream"] is True and data["model"] == "m"  # options never replace the model
     assert json.loads(data["messages"][-2]["content"]) == intent
     assert data["messages"][-1] == {"role": "tool", "content": "r"}
+
+
+def test_a_failing_display_does_not_change_what_is_journaled(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shown: list[str] = []
+
+    class BrokenScreen(list[str]):
+        def append(self, text: str) -> None:
+            shown.append(text)
+            raise BrokenPipeError("the terminal went away")
+
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        assert _run(case, prov.base_url, {"stream": True}, BrokenScreen()) == "succeeded"
+    assert len(shown) == 1  # fed once, then no more
+    saved = ArtifactStore(case).get(_observed(case)["response_artifact"])
+    completion = parse_response(saved or b"", stream=True)
+    assert completion is not None and completion["choices"][0]["message"]["content"].endswith(
+        "no unclear sentences")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(max_size=60),
+    tools=st.lists(st.sampled_from(["publish_report", "notify", "x"]), max_size=3, unique=True),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+)
+def test_assembly_is_independent_of_how_the_bytes_are_cut(
+    text: str, tools: list[str], cuts: list[int]
+) -> None:
+    request: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": text}]}
+    if tools:
+        request["tools"] = [{"type": "function", "function": {
+            "name": n, "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+            for n in tools]
+    whole = completion_for(request, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), 5)
+    data = _sse(whole)
+    asm = StreamAssembler()
+    start = 0
+    for cut in sorted(c % (len(data) + 1) for c in cuts):
+        asm.feed(data[start:cut])
+        start = max(start, cut)
+    asm.feed(data[start:])
+    asm.finish()
+    assert asm.complete
+    assert asm.completion()["choices"][0]["message"] == whole["choices"][0]["message"]
+    assert [p.tool_call_id for p in tool_plan(asm.completion())] == [
+        c["id"] for c in whole["choices"][0]["message"].get("tool_calls") or []]
