@@ -325,7 +325,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     an operation is admitted without an outcome; run the rest only after confirmation."""
     from codeai_tui.ledger.writer import LedgerWriter
     from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
-    from codeai_tui.tools.replay import UnknownCall, plan_replay, run_replay
+    from codeai_tui.tools.replay import UnknownCall, plan_replay, record_follow_up, run_replay
     from codeai_tui.tools.turn import TurnRefused
 
     case = Path(args.case)
@@ -351,8 +351,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     if not plan.to_run:
         print("nothing to run: every planned operation is completed")
-        return EXIT_OK
-    if not args.yes:
+    elif not args.yes:
         if not sys.stdin.isatty():
             raise CliError("refusing to replay without confirmation: run on a terminal or pass --yes")
         answer = input(f"Run {len(plan.to_run)} operation(s) with their original tool-call ids? [y/N] ")
@@ -364,6 +363,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             kernel = ToolKernel.open(case, writer, args.kernel_key,
                                      {PUBLISH_REPORT: PublishReport(case)}, namespace=plan.namespace)
             done = run_replay(plan, kernel)
+            follow_up = record_follow_up(case, writer, plan, done)
     except KeyProblem as exc:
         raise CliError(str(exc)) from None
     except TurnRefused as exc:
@@ -371,7 +371,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     for completed in done:
         print(f"{visible(completed.operation_key, one_line=True)}: {completed.outcome.value}")
-    print("next: the follow-up model call with these results")
+    if follow_up is not None:
+        print(f"recorded the follow-up call {visible(follow_up, one_line=True)} with these "
+              f"results (not sent); next: codeai-tui resume {visible(str(case), one_line=True)} "
+              f"{visible(follow_up, one_line=True)}")
     return EXIT_OK
 
 

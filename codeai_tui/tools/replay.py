@@ -5,8 +5,9 @@ CALL_ID is the call whose saved response holds the plan. The plan, the turn's id
 operations never admitted run under their original tool-call ids; completed ones
 resolve from their receipts; any operation admitted without an outcome refuses the
 whole replay before anything is written (its effect is unknown; running it again could
-be a second effect). The follow-up model call is not made here: it goes through the
-normal gate afterwards.
+be a second effect). The follow-up model call is not sent here: replay records it
+(`call.requested` + `call.manifest`, the tool results in its request) so that it goes
+through the normal gate, `codeai-tui resume`, with its drift check and destination rules.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.writer import LedgerWriter
+from codeai_tui.requests import CONVERSATION
+from codeai_tui.runner import CallRunner
 from codeai_tui.tools.kernel import Completed, ToolKernel
 from codeai_tui.tools.turn import (
     OperationState,
@@ -22,6 +27,7 @@ from codeai_tui.tools.turn import (
     SavedResponse,
     TurnError,
     TurnRefused,
+    follow_up_conversation,
     operation_states,
     resave_missing_receipts,
     run_operations,
@@ -41,6 +47,13 @@ class ReplayPlan:
     thread: str
     turn: str
     operations: tuple[PlannedOperation, ...]
+    intent: dict[str, object]  # the planning call's manifest intent
+    model: str
+    purpose: str
+
+    @property
+    def follow_up_call_id(self) -> str:
+        return f"{self.turn}-m2"
 
     @property
     def refusal(self) -> str | None:
@@ -75,8 +88,14 @@ def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
                           "operation keys cannot be rebuilt")
     namespace, thread, turn_id = (str(p) for p in parts)
     task_id = requested[0].task_id
+    manifest = next((e.payload for e in events if e.kind == "call.manifest"), None) or {}
+    intent, model = manifest.get("intent"), manifest.get("model")
+    if not isinstance(intent, dict) or not isinstance(model, str):
+        raise TurnRefused(f"call {call_id} has no manifest intent to continue the turn from")
+    purpose = (requested[0].payload or {}).get("purpose")
     ops = operation_states(case_dir, saved, namespace, thread, turn_id)
-    return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops)
+    return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops, intent, model,
+                      purpose if isinstance(purpose, str) else "follow-up")
 
 
 def run_replay(plan: ReplayPlan, kernel: ToolKernel) -> list[Completed]:
@@ -91,3 +110,21 @@ def run_replay(plan: ReplayPlan, kernel: ToolKernel) -> list[Completed]:
         raise TurnRefused(f"no tool here named {', '.join(missing)}; nothing was run")
     resave_missing_receipts(kernel, plan.saved.call_id)
     return run_operations(kernel, plan.task_id, plan.saved, plan.thread, plan.turn)
+
+
+def record_follow_up(case_dir: str | Path, writer: LedgerWriter, plan: ReplayPlan,
+                     done: list[Completed]) -> str | None:
+    """Record the follow-up call (requested + manifest, not sent) unless one exists; its
+    request is the planning call's intent plus the tool results, under the same model.
+    Returns the call id recorded, or None when the turn already has a follow-up."""
+    call_id = plan.follow_up_call_id
+    with LedgerReader(case_dir) as reader:
+        if reader.events_for_call(call_id):
+            return None
+    runner = CallRunner(case_dir, writer, CaseConfig(ProviderConfig(model=plan.model)))
+    key = f"{plan.namespace}/{plan.thread}/{plan.turn}/model-2"
+    turn = {"namespace": plan.namespace, "thread": plan.thread, "turn": plan.turn}
+    runner.request(plan.task_id, call_id, key, plan.purpose, turn=turn)
+    intent = {**plan.intent, CONVERSATION: follow_up_conversation(plan.saved, done)}
+    runner.manifest(plan.task_id, call_id, key, intent, None)
+    return call_id

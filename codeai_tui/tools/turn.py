@@ -210,6 +210,20 @@ def run_operations(
     return done
 
 
+def follow_up_conversation(saved: SavedResponse, done: list[Completed]) -> list[JsonValue]:
+    """The messages after the user's in the follow-up call: the saved assistant message
+    with its original tool calls, then each result under its original tool-call id."""
+    message = saved.completion["choices"][0]["message"]
+    assistant: JsonObject = {k: message[k] for k in ("role", "content", "tool_calls")
+                             if k in message}
+    results: list[JsonValue] = [
+        {"role": "tool", "tool_call_id": planned.tool_call_id,
+         "content": canonical_bytes({"outcome": c.outcome.value, "result": c.result}).decode()}
+        for planned, c in zip(saved.plan, done, strict=True)
+    ]
+    return [assistant, *results]
+
+
 class _Turn:
     def __init__(
         self, case_dir: str | Path, writer: LedgerWriter, config: CaseConfig, kernel: ToolKernel,
@@ -245,15 +259,7 @@ class _Turn:
                               self.spec.turn)
 
     def follow_up(self, saved: SavedResponse, done: list[Completed]) -> str:
-        message = saved.completion["choices"][0]["message"]
-        assistant: JsonObject = {k: message[k] for k in ("role", "content", "tool_calls")
-                                 if k in message}
-        results: list[JsonValue] = [
-            {"role": "tool", "tool_call_id": planned.tool_call_id,
-             "content": canonical_bytes({"outcome": c.outcome.value, "result": c.result}).decode()}
-            for planned, c in zip(saved.plan, done, strict=True)
-        ]
-        return self.model_call(self.spec.follow_up_call_id, 2, [assistant, *results])
+        return self.model_call(self.spec.follow_up_call_id, 2, follow_up_conversation(saved, done))
 
     def accept(self, call_id: str) -> None:
         acceptance = f"{self.spec.turn}-accepted"

@@ -3,14 +3,16 @@ operation's effect is unknown. Real worker processes killed by SIGKILL on 127.0.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
 from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools import count_publications, verify_case_receipts
+from codeai_tui.tools.turn import saved_response
 from tests.support import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,9 +57,30 @@ def test_replay_runs_the_saved_plan_once_without_the_provider(tmp_path: Path) ->
     assert _effects(case) == (1, 1)  # one publication, and no second provider call
     assert verify_case_receipts(case).ok
 
+    assert "resume" in done.stdout and "turn-1-m2" in done.stdout
+    with LedgerReader(case) as reader:
+        recorded = [e.kind for e in reader.events_for_call("turn-1-m2")]
+    assert recorded == ["call.requested", "call.manifest"]  # recorded, not sent
+
     again = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
     assert again.returncode == 0 and "nothing to run" in again.stdout
     assert "completed" in again.stderr and _effects(case) == (1, 1)
+    assert "recorded the follow-up" not in again.stdout  # one follow-up per turn
+
+    # the turn goes on through the normal gate: resume, with its drift check
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        resumed = cli("resume", str(case), "turn-1-m2", "--base-url", prov.base_url, "--yes")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _effects(case) == (1, 2)  # the seed's row: one publication, two provider calls
+    receipt = read_receipts(case).receipts[-1]
+    with LedgerReader(case) as reader:
+        new_call = [e for e in reader.events() if e.kind == "call.manifest"][-1]
+    assert new_call.payload is not None
+    assert new_call.payload["request_sha256"] == receipt.body_sha256
+    sent = json.loads(ArtifactStore(case).get(receipt.body_sha256) or b"{}")
+    plan = saved_response(case, "turn-1-m1").plan
+    assert sent["messages"][-1]["tool_call_id"] == plan[0].tool_call_id
+    assert sent["stream"] is True and sent["tools"][0]["function"]["name"] == "publish_report"
 
 
 def test_replay_refuses_an_operation_admitted_without_outcome(tmp_path: Path) -> None:
