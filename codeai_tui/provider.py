@@ -19,11 +19,14 @@ responses; the hand-written handler got all three wrong (NOTES.md).
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import json
+import logging
 import os
 import re
 import socket
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -394,6 +397,16 @@ def _json(status: int, body: JsonObject, close: bool = False) -> web.Response:
     return resp
 
 
+class _OneLineLog(logging.Handler):
+    """aiohttp reports a malformed request with a traceback; for the operator of a local
+    test provider one line says it (and a log line never carries request headers)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        text = record.getMessage() + (f": {type(exc).__name__}: {exc}" if exc else "")
+        print(f"provider: {text}".splitlines()[0][:300], file=sys.stderr, flush=True)
+
+
 def serve(
     host: str,
     port: int,
@@ -408,6 +421,9 @@ def serve(
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
     server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
                             truncate_after)
+    aiohttp_log = logging.getLogger("aiohttp")
+    aiohttp_log.addHandler(_OneLineLog(logging.WARNING))
+    aiohttp_log.propagate = False
 
     async def main() -> None:
         await server.start()
@@ -451,6 +467,7 @@ class ProviderProcess:
         self.truncate_after = truncate_after
         self.proc: object | None = None
         self.base_url = ""
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
 
     def start(self, timeout: float = 15.0) -> ProviderProcess:
         import subprocess
@@ -478,7 +495,20 @@ class ProviderProcess:
             raise RuntimeError(f"provider did not start: {line.strip() or err.strip()}")
         self.base_url = line.split("listening on ", 1)[1].strip()  # http://127.0.0.1:PORT/v1
         self.port = int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+        # keep reading what it says: a full stderr pipe would block the provider
+        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
         return self
+
+    def _drain(self, stream: object) -> None:
+        from io import TextIOBase
+
+        if not isinstance(stream, TextIOBase):
+            return
+        try:
+            for line in stream:
+                self.stderr_tail.append(line.rstrip("\n"))
+        except (OSError, ValueError):  # closed by stop()
+            return
 
     def stop(self) -> None:
         import subprocess

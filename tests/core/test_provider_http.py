@@ -122,3 +122,21 @@ def test_provider_cli_bad_truncation_is_one_line(tmp_path: Path) -> None:
 
     proc = cli("provider", "--port", "0", "--receipts", str(tmp_path / "r"), "--truncate-after", "-1")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "truncate" in proc.stderr
+
+
+def test_many_malformed_requests_never_stall_the_provider(tmp_path: Path) -> None:
+    """Each malformed request is reported on stderr; a test harness that never reads
+    that pipe must not make the provider block once the pipe is full."""
+    from codeai_tui.runner import send_request
+
+    bad = b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
+    with ProviderProcess(tmp_path / "r.jsonl") as prov:
+        for _ in range(300):
+            with _connect(prov) as sock:
+                sock.sendall(bad)
+                sock.shutdown(socket.SHUT_WR)
+                sock.recv(100)
+        answered = send_request(prov.base_url, VALID, "k", None, 10)
+        assert answered.status == 200
+        assert prov.stderr_tail and prov.stderr_tail[-1].startswith("provider: ")
+        assert "Traceback" not in "\n".join(prov.stderr_tail)
