@@ -25,8 +25,12 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite
 from codeai_tui.ledger.reader import connect_readonly, resolve_ledger_path
 from codeai_tui.ledger.schema import EVENT_COLUMNS, LEDGER_FILENAME
 
-# the case's own documents that travel with it (each optional)
-CASE_FILES = ("case.json", "termination.json", str(RECEIPTS_RELPATH))
+# the case's own documents that travel with it (each optional); a tool case's public
+# kernel key and signed receipts as emitted (codeai_tui/ledger/TOOLS.md)
+CASE_FILES = ("case.json", "termination.json", str(RECEIPTS_RELPATH),
+              "tools/kernel.pub", "tools/receipts.ndjson")
+# a tool's own SQLite store: copied through the backup API, like the ledger
+TOOL_STORES = ("tools/reports.sqlite3",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,19 @@ def _copy_regular(src: Path, dst: Path) -> None:
             os.fsync(fout.fileno())
 
 
+def _backup_store(src: Path, dst: Path) -> None:
+    """One consistent copy of a SQLite store, read-only at the source."""
+    source = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    copy = sqlite3.connect(dst, isolation_level=None)
+    try:
+        source.backup(copy)
+        copy.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        source.close()
+        copy.close()
+
+
 def export_case(case_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> ExportResult:
     """Copy one case into `out` (which must not exist, or be an empty directory).
     Raises LedgerError with one line for anything that prevents a faithful copy."""
@@ -141,6 +158,19 @@ def export_case(case_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
             _copy_regular(src, dest / rel)
         except OSError as exc:
             skipped.append(f"{rel}: {exc.strerror or exc}")
+            continue
+        files.append(rel)
+    for rel in TOOL_STORES:
+        src = case / rel
+        if not os.path.lexists(src):
+            continue
+        if not _regular(src):
+            skipped.append(f"{rel} is not a regular file")
+            continue
+        try:
+            _backup_store(src, dest / rel)
+        except sqlite3.Error as exc:
+            skipped.append(f"{rel}: {exc}")
             continue
         files.append(rel)
     count, max_seq, digest = copied_content

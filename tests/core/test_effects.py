@@ -37,3 +37,18 @@ def test_effect_row(tmp_path: Path, mode: str) -> None:
 def test_unknown_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown mode"):
         run_effect_case(tmp_path / "x", "regenerate", tmp_path / "k")
+
+
+def test_an_exported_tool_case_keeps_its_tool_evidence(tmp_path: Path) -> None:
+    from codeai_tui.export import export_case
+    from codeai_tui.tools import count_publications
+
+    case = tmp_path / "generate"
+    run_effect_case(case, "generate", tmp_path / "keys" / "kernel.key")
+    result = export_case(case, tmp_path / "shared")
+    assert {"tools/kernel.pub", "tools/receipts.ndjson", "tools/reports.sqlite3"} <= set(result.files)
+    assert not result.skipped
+    exported = tmp_path / "shared"
+    assert count_publications(exported) == 1
+    report = verify_case_receipts(exported)
+    assert report.ok and [v.verdict for v in report.verdicts] == [Verdict.VALID]
