@@ -32,6 +32,7 @@ from codeai_tui.tools.receipts import (
     KeyProblem,
     append_line,
     canonical_bytes,
+    checked_tools_dir,
     key_id,
     load_or_create_signing_key,
     load_public_key,
@@ -152,7 +153,7 @@ class ToolKernel:
         """Load (or create) the signing key and publish its public half as the case's
         `tools/kernel.pub`; refuses a case whose kernel.pub belongs to another key."""
         key = load_or_create_signing_key(Path(key_path))
-        pub_path = Path(case_dir) / TOOLS_DIR / PUBLIC_KEY_FILE
+        pub_path = checked_tools_dir(Path(case_dir)) / PUBLIC_KEY_FILE
         if pub_path.exists() or pub_path.is_symlink():
             recorded = load_public_key(pub_path)
             if key_id(recorded) != key_id(key.public_key()):

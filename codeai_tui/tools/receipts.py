@@ -41,6 +41,22 @@ class KeyProblem(ValueError):
     """A key file that cannot be used (one operator-readable line)."""
 
 
+class ToolsDirProblem(KeyProblem):
+    """A case's tools/ that must not be written through (a link, not a directory)."""
+
+
+def checked_tools_dir(case_dir: Path) -> Path:
+    """The case's tools/ directory, made if missing; refused when it is a symlink or not
+    a directory, so nothing the kernel or a tool writes can land outside the case."""
+    tools_dir = case_dir / TOOLS_DIR
+    if tools_dir.is_symlink() or (tools_dir.exists() and not tools_dir.is_dir()):
+        raise ToolsDirProblem(f"{tools_dir}: is a link or not a directory; refusing to write there")
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    if tools_dir.is_symlink():  # replaced between the check and mkdir
+        raise ToolsDirProblem(f"{tools_dir}: is a link; refusing to write there")
+    return tools_dir
+
+
 def _check_canonical_value(value: object) -> None:
     if isinstance(value, float):
         raise ValueError("floats have no single canonical form here; use integers or strings")

@@ -92,6 +92,8 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
     tools_dir = case / TOOLS_DIR
     if not case.is_dir():
         raise ReceiptsInputError(f"{case}: not a case directory")
+    if tools_dir.is_symlink():
+        raise ReceiptsInputError(f"{tools_dir}: is a link; receipts are read only inside the case")
     if not tools_dir.is_dir():
         raise ReceiptsInputError(f"{case}: no {TOOLS_DIR}/ directory (no tool operations here)")
     key_path = trusted_key if trusted_key is not None else tools_dir / PUBLIC_KEY_FILE

@@ -260,3 +260,24 @@ def test_arguments_with_a_lone_surrogate_are_hashed_and_fail_as_an_outcome(setup
     done = setup.kernel.execute(admission, arguments)
     assert done.outcome is Outcome.FAILED  # the tool's store cannot take it; no crash
     assert count_publications(setup.case) == 0 and verify_case_receipts(setup.case).ok
+
+
+def test_a_linked_tools_directory_is_never_written_through(tmp_path: Path) -> None:
+    from codeai_tui.tools.receipts import ToolsDirProblem
+
+    case, elsewhere = tmp_path / "case", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with LedgerWriter.create(case) as writer:
+        (case / "tools").symlink_to(elsewhere)
+        with pytest.raises(ToolsDirProblem, match="link"):
+            ToolKernel.open(case, writer, tmp_path / "k.key", {}, namespace="n")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_receipts_are_not_read_through_a_linked_tools_directory(setup: Setup, tmp_path: Path) -> None:
+    _run_one(setup)
+    moved = tmp_path / "moved-tools"
+    (setup.case / "tools").rename(moved)
+    (setup.case / "tools").symlink_to(moved)
+    proc = cli("receipts", "verify", str(setup.case))
+    assert proc.returncode == 2 and "link" in proc.stderr
