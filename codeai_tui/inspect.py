@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.ledger.case import find_cases
+from codeai_tui.ledger.case import case_config_problem, find_cases
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import Projector, WorkState
 
@@ -24,6 +24,8 @@ class CaseInspection:
     case: str
     state: WorkState | None
     error: str | None = None
+    config_problem: str | None = None  # why case.json cannot be used (resume would refuse)
+    receipts_torn: bool = False  # the log's last line was cut short (tolerated, noted)
 
     def as_json(self) -> dict[str, Any]:
         if self.state is None:
@@ -33,10 +35,23 @@ class CaseInspection:
 
 def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None) -> WorkState:
     """Project one case directory (raises LedgerError)."""
+    return _project(case_dir, as_of, read_receipts(case_dir))
+
+
+def _project(case_dir: str | os.PathLike[str], as_of: int | None, receipts: ReceiptLog
+             ) -> WorkState:
     projector = Projector()
     with LedgerReader(case_dir) as reader:
         projector.feed(reader.iter_events(0, as_of))
-    return projector.snapshot(read_receipts(case_dir))
+    return projector.snapshot(receipts)
+
+
+def _inspect_one(label: str, case_dir: Path, as_of: int | None) -> CaseInspection:
+    """One case with the notes the table shows beside its projection (raises LedgerError)."""
+    receipts = read_receipts(case_dir)
+    state = _project(case_dir, as_of, receipts)
+    return CaseInspection(label, state, None, case_config_problem(case_dir),
+                          receipts.truncated_tail)
 
 
 def inspect_path(path: str, as_of: int | None = None) -> tuple[bool, list[CaseInspection]]:
@@ -44,14 +59,15 @@ def inspect_path(path: str, as_of: int | None = None) -> tuple[bool, list[CaseIn
     a failing case is reported in place so the others still show."""
     cases = find_cases(path)
     p = Path(path)
-    is_bundle = not (p.is_file() or (p / "ledger.sqlite3").exists())
+    # lexists: a ledger that is a symlink or special file is this case's error, not a bundle
+    is_bundle = p.is_dir() and not os.path.lexists(p / "ledger.sqlite3")
     if not is_bundle:
-        return False, [CaseInspection(path, project_case(cases[0], as_of))]
+        return False, [_inspect_one(path, cases[0], as_of)]
     out: list[CaseInspection] = []
     for case in cases:
         label = str(case)
         try:
-            out.append(CaseInspection(label, project_case(case, as_of)))
+            out.append(_inspect_one(label, case, as_of))
         except LedgerError as exc:
             out.append(CaseInspection(label, None, str(exc)))
     return True, out
@@ -125,6 +141,12 @@ def render_table(inspection: CaseInspection) -> str:
         lines.append(f"  unknown kind {kind}: {n} event(s), ignored by the projection")
     for i, (line_no, problem) in enumerate(rc.problems):
         if i == 5:
+            lines.append(f"  ... {len(rc.problems) - 5} more receipt log problems")
             break
-        lines.append(f"  receipt log line {line_no}: {problem}")
+        where = f" line {line_no}" if line_no else ""
+        lines.append(f"  receipt log{where}: {problem}")
+    if inspection.receipts_torn:
+        lines.append("  receipt log: its last line is cut short (a crash mid-write?); not counted")
+    if inspection.config_problem:
+        lines.append(f"  case.json: {inspection.config_problem} (resume refuses this case)")
     return "\n".join(visible(line) for line in lines)

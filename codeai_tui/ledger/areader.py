@@ -1,7 +1,10 @@
 """The asyncio face of the reader (aiosqlite), for the Textual app's workers.
 
 Same rules as `reader.py`: read-only URI, autocommit, query_only, every query consumed
-at once so no read transaction outlives a poll.
+at once so no read transaction outlives a poll. Same hazards too: only regular files are
+opened, a page with text that is not UTF-8 is re-read as bytes and flagged per cell, and
+when seq is not the INTEGER PRIMARY KEY only integer seqs are used as cursors (the
+synchronous reader also returns the other rows, flagged; this one leaves them out).
 """
 
 from __future__ import annotations
@@ -18,9 +21,15 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite
 from codeai_tui.ledger.reader import (
     BUSY_TIMEOUT_S,
     PAGE_SIZE,
+    TABLE_INFO_SQL,
+    TABLE_SQL,
     _inode,
+    check_ledger_files,
+    decode_cells,
+    is_decode_error,
     readonly_uri,
     resolve_ledger_path,
+    seq_key_from,
 )
 from codeai_tui.ledger.schema import EVENT_COLUMNS, LEDGER_FORMAT, Event, event_from_row
 
@@ -31,18 +40,20 @@ class AsyncLedgerReader:
         self._conn: aiosqlite.Connection | None = None
         self._inode: tuple[int, int] | None = None
         self._data_version = -1
+        self._int = ""  # "typeof(seq) = 'integer' AND " when seq is not the rowid
 
     async def open(self) -> AsyncLedgerReader:
-        if not self.path.exists():
-            raise LedgerError(LedgerProblem.MISSING, f"{self.path}: no such ledger file")
-        if self.path.is_dir():
-            raise LedgerError(LedgerProblem.NOT_A_LEDGER, f"{self.path}: is a directory")
+        check_ledger_files(self.path)
         try:
             self._conn = await aiosqlite.connect(
                 readonly_uri(self.path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S
             )
             await self._conn.execute("PRAGMA query_only=1")
             rows = await self._q("SELECT value FROM ledger_meta WHERE key='format'")
+            if rows and rows[0][0] == LEDGER_FORMAT and not seq_key_from(
+                await self._q(TABLE_INFO_SQL), await self._q(TABLE_SQL)
+            ):
+                self._int = "typeof(seq) = 'integer' AND "
         except sqlite3.Error as exc:
             await self.close()
             raise classify_sqlite_error(self.path, exc) from None
@@ -71,8 +82,18 @@ class AsyncLedgerReader:
         if self._conn is None:
             raise LedgerError(LedgerProblem.GONE, f"{self.path}: reader is closed")
         try:
-            async with self._conn.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            try:
+                async with self._conn.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.OperationalError as exc:
+                if not is_decode_error(exc):
+                    raise
+            self._conn.text_factory = bytes  # this page only: decode cell by cell
+            try:
+                async with self._conn.execute(sql, params) as cur:
+                    return decode_cells(list(await cur.fetchall()))
+            finally:
+                self._conn.text_factory = str
         except sqlite3.Error as exc:
             raise classify_sqlite_error(self.path, exc) from None
 
@@ -89,31 +110,38 @@ class AsyncLedgerReader:
         return False
 
     async def stats(self) -> tuple[int, int]:
-        count, max_seq = (await self._q("SELECT count(*), coalesce(max(seq), 0) FROM events"))[0]
+        top = "CASE WHEN typeof(seq) = 'integer' THEN seq END" if self._int else "seq"
+        count, max_seq = (await self._q(f"SELECT count(*), coalesce(max({top}), 0) FROM events"))[0]
         return int(count), int(max_seq)
 
     async def read_after(self, after_seq: int, limit: int = PAGE_SIZE) -> list[Event]:
         rows = await self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
         return [event_from_row(r) for r in rows]
 
     async def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
         rows = await self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq",
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq BETWEEN ? AND ? "
+            "ORDER BY seq",
             (first_seq, last_seq),
         )
         return [event_from_row(r) for r in rows]
 
     async def event(self, seq: int) -> Event | None:
-        rows = await self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))
+        rows = await self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?",
+                             (seq,))
         return event_from_row(rows[0]) if rows else None
 
     async def call_seqs(self, call_id: str) -> list[int]:
-        rows = await self._q("SELECT seq FROM events WHERE call_id = ? ORDER BY seq", (call_id,))
+        rows = await self._q(
+            f"SELECT seq FROM events WHERE {self._int}call_id = ? ORDER BY seq", (call_id,)
+        )
         return [int(r[0]) for r in rows]
 
     async def last_recorded_at(self) -> str | None:
-        rows = await self._q("SELECT recorded_at FROM events ORDER BY seq DESC LIMIT 1")
+        rows = await self._q(
+            f"SELECT recorded_at FROM events WHERE {self._int}1 ORDER BY seq DESC LIMIT 1"
+        )
         return str(rows[0][0]) if rows else None

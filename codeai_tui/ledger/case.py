@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
+from codeai_tui.ledger.safefile import read_regular
 from codeai_tui.ledger.schema import LEDGER_FILENAME
 
 BUNDLE_DEPTH = 4
 RECEIPTS_RELPATH = Path("provider") / "receipts.jsonl"
+CASE_JSON = Path("case.json")
+CASE_JSON_LIMIT = 1024 * 1024
 
 
 def find_cases(path: str | os.PathLike[str]) -> list[Path]:
@@ -23,14 +26,15 @@ def find_cases(path: str | os.PathLike[str]) -> list[Path]:
     p = Path(path)
     if not p.exists():
         raise LedgerError(LedgerProblem.MISSING, f"{path}: no such file or directory")
-    if p.is_file():
+    if not p.is_dir():
+        # a special file or symlink named ledger.sqlite3 is the reader's to refuse, clearly
         if p.name == LEDGER_FILENAME:
             return [p.parent]
         raise LedgerError(
             LedgerProblem.NOT_A_LEDGER,
             f"{path}: not a case directory (expected a directory holding {LEDGER_FILENAME})",
         )
-    if (p / LEDGER_FILENAME).exists():
+    if os.path.lexists(p / LEDGER_FILENAME):  # lexists: a dangling symlink is refused later
         return [p]
     found: list[Path] = []
     base_depth = len(p.parts)
@@ -77,24 +81,38 @@ class CaseConfig:
 
 
 def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
-    """Read case.json; absent -> defaults. Malformed -> LedgerError with one line."""
-    path = Path(case_dir) / "case.json"
-    if not path.exists():
+    """Read case.json; absent -> defaults. Malformed -> LedgerError with one line.
+
+    Untrusted: a symlink, FIFO or device is refused without blocking; a value of the wrong
+    type is an error, never silently replaced by a default (a default base_url would send
+    the request somewhere the case never named)."""
+    path = Path(case_dir) / CASE_JSON
+    raw = read_regular(Path(case_dir), CASE_JSON, limit=CASE_JSON_LIMIT)
+    if raw is None:
         return CaseConfig()
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: unreadable case.json ({exc})") from None
+        data: Any = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: case.json is not UTF-8 text") from None
+    except (ValueError, RecursionError) as exc:
+        why = exc.args[0] if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: case.json is not JSON ({why})") from None
     if not isinstance(data, dict):
         raise LedgerError(LedgerProblem.CORRUPT, f"{path}: case.json is not a JSON object")
-    prov = data.get("provider") or {}
+    prov = data.get("provider", {})
     if not isinstance(prov, dict):
         raise LedgerError(LedgerProblem.CORRUPT, f"{path}: 'provider' is not an object")
     defaults = ProviderConfig()
 
     def _str(key: str, default: str | None) -> str | None:
         value = prov.get(key, default)
-        return value if isinstance(value, str) or value is None else default
+        if isinstance(value, str) or (value is None and key == "api_key_env"):
+            return value
+        raise LedgerError(LedgerProblem.CORRUPT,
+                          f"{path}: provider.{key} is {type(value).__name__}, not a string")
+
+    if not isinstance(data.get("description", ""), str):
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: 'description' is not a string")
 
     return CaseConfig(
         provider=ProviderConfig(
@@ -102,8 +120,17 @@ def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
             model=_str("model", defaults.model) or defaults.model,
             api_key_env=_str("api_key_env", defaults.api_key_env),
         ),
-        description=str(data.get("description", "")),
+        description=data.get("description", ""),
         present=True,
         base_url_set=isinstance(prov.get("base_url"), str) and bool(prov.get("base_url")),
         api_key_env_set=isinstance(prov.get("api_key_env"), str),
     )
+
+
+def case_config_problem(case_dir: str | os.PathLike[str]) -> str | None:
+    """One line saying why case.json cannot be used (for `inspect`), or None if it can."""
+    try:
+        load_case_config(case_dir)
+    except LedgerError as exc:
+        return str(exc)
+    return None

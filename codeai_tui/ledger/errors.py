@@ -19,6 +19,8 @@ class LedgerProblem(StrEnum):
     GONE = "gone"
     LOCKED_FOR_WRITE = "locked_for_write"
     DISK_FULL = "disk_full"
+    UNSAFE_FILE = "unsafe_file"  # a symlink, FIFO, device or socket where a file belongs
+    TOO_LARGE = "too_large"
 
 
 class LedgerError(Exception):
@@ -43,6 +45,9 @@ def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
             f"{path}: the disk is full: this write was not recorded and the ledger is "
             "unchanged by it; free space, then look at the case again",
         )
+    if "could not decode" in text:  # outside the pages the reader re-reads as bytes
+        return LedgerError(LedgerProblem.CORRUPT, f"{path}: the ledger holds text that is not "
+                           "valid UTF-8 where a v1 ledger needs it (ledger_meta)")
     if "not a database" in text or "file is encrypted" in text:
         return LedgerError(LedgerProblem.NOT_SQLITE, f"{path}: not an SQLite database")
     if "no such table" in text:

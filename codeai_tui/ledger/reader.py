@@ -3,22 +3,34 @@
 Rules from NOTES.md: open with `mode=ro`, autocommit, `query_only`, a busy timeout; never
 `immutable=1`; never hold a read transaction between polls (every query is consumed at
 once); page by key, never OFFSET; detect other writers' commits with `data_version`.
+
+A ledger is untrusted input (issue 7): only regular files are handed to SQLite (a FIFO
+would block the open forever, a symlink would read a file from elsewhere); a table whose
+`seq` is not the INTEGER PRIMARY KEY can hold 2.5, '2x' or NULL, which would stall a
+`seq > ?` cursor, so such rows are returned once, flagged, and never used as a cursor;
+TEXT that is not UTF-8 makes Python's sqlite3 fail the whole fetch, so a page that fails
+is read again as bytes and decoded cell by cell, flagging the bad cells.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+import stat
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
+from codeai_tui.ledger.safefile import check_regular, refusal
 from codeai_tui.ledger.schema import (
     EVENT_COLUMNS,
     LEDGER_FILENAME,
     LEDGER_FORMAT,
     Event,
+    UndecodableText,
     event_from_row,
 )
 
@@ -38,12 +50,88 @@ def readonly_uri(path: Path) -> str:
     return f"file:{quote(str(path.absolute()))}?mode=ro"
 
 
+def check_ledger_files(path: Path) -> None:
+    """The ledger and any -wal/-shm beside it are regular files, not symlinks, FIFOs,
+    devices or sockets (SQLite would block opening a FIFO). `lstat` only: see safefile."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise LedgerError(LedgerProblem.MISSING, f"{path}: no such ledger file") from None
+    except OSError as exc:
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot stat ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LedgerError(LedgerProblem.NOT_A_LEDGER, f"{path}: is a directory, not a ledger")
+    if not stat.S_ISREG(st.st_mode):
+        raise refusal(path, st.st_mode)
+    for suffix in ("-wal", "-shm", "-journal"):
+        check_regular(Path(f"{path}{suffix}"), missing_ok=True)
+
+
+_DESC_KEY = re.compile(r"primary\s+key\s+desc|without\s+rowid", re.IGNORECASE)
+
+
+def seq_is_rowid(conn: sqlite3.Connection) -> bool:
+    """True when events.seq is the table's INTEGER PRIMARY KEY (a rowid alias): then every
+    seq is a unique integer and `seq > ?` pages strictly forward. Any other table is read in
+    the careful mode (see LedgerReader)."""
+    cols = fetch_all(conn, TABLE_INFO_SQL)
+    return seq_key_from(cols, fetch_all(conn, TABLE_SQL))
+
+
+TABLE_INFO_SQL = "PRAGMA table_info(events)"
+TABLE_SQL = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+
+
+def seq_key_from(cols: Sequence[Sequence[object]], table_sql: Sequence[Sequence[object]]) -> bool:
+    """`seq_is_rowid` from the rows of TABLE_INFO_SQL and TABLE_SQL (shared with areader)."""
+    keys = [c for c in cols if c[5]]
+    if len(keys) != 1 or str(keys[0][1]).lower() != "seq" or str(keys[0][2]).upper() != "INTEGER":
+        return False
+    sql = table_sql[0][0] if table_sql else None
+    return isinstance(sql, str) and not _DESC_KEY.search(sql)
+
+
+def decode_cells(rows: Sequence[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """Rows fetched with `text_factory=bytes` -> text cells; bytes that are not UTF-8
+    become `UndecodableText` (U+FFFD in place of each bad byte) so the row is flagged."""
+    out: list[tuple[object, ...]] = []
+    for row in rows:
+        cells: list[object] = []
+        for value in row:
+            if type(value) is bytes:
+                try:
+                    value = value.decode("utf-8")
+                except UnicodeDecodeError:
+                    value = UndecodableText(value.decode("utf-8", "replace"))
+            cells.append(value)
+        out.append(tuple(cells))
+    return out
+
+
+def is_decode_error(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "could not decode" in str(exc).lower()
+
+
+def fetch_all(conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()
+              ) -> list[tuple[object, ...]]:
+    """Run one query to completion. Fast path: str cells; only when a cell is not UTF-8
+    (sqlite3 fails the whole fetch) the query runs again returning bytes, decoded per cell."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not is_decode_error(exc):
+            raise
+    conn.text_factory = bytes
+    try:
+        rows = conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = str
+    return decode_cells(rows)
+
+
 def connect_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Open a ledger read-only; never creates the file. Raises LedgerError."""
-    if not path.exists():
-        raise LedgerError(LedgerProblem.MISSING, f"{path}: no such ledger file")
-    if path.is_dir():
-        raise LedgerError(LedgerProblem.NOT_A_LEDGER, f"{path}: is a directory, not a ledger")
+    check_ledger_files(path)
     try:
         conn = sqlite3.connect(
             readonly_uri(path), uri=True, isolation_level=None, timeout=timeout,
@@ -64,7 +152,8 @@ def connect_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Con
 
 
 def check_format(conn: sqlite3.Connection, path: Path) -> None:
-    row = conn.execute("SELECT value FROM ledger_meta WHERE key='format'").fetchone()
+    rows = fetch_all(conn, "SELECT value FROM ledger_meta WHERE key='format'")
+    row = rows[0] if rows else None
     if row is None:
         raise LedgerError(LedgerProblem.WRONG_FORMAT, f"{path}: ledger_meta has no 'format' row")
     if row[0] != LEDGER_FORMAT:
@@ -75,11 +164,26 @@ def check_format(conn: sqlite3.Connection, path: Path) -> None:
 
 
 class LedgerReader:
-    """Synchronous read-only reader (CLI, projection, resume's pre-checks, workers)."""
+    """Synchronous read-only reader (CLI, projection, resume's pre-checks, workers).
+
+    When events.seq is not the INTEGER PRIMARY KEY (`careful` mode) a row's seq may be a
+    real, text, blob, NULL or a duplicate. Cursors then use only integer seqs; duplicates
+    are never split across pages; rows whose seq is not an integer come once, at the
+    start (seq -1, `payload_error` saying why), so the projection flags them as anomalies.
+    """
 
     def __init__(self, path: str | os.PathLike[str], timeout: float = BUSY_TIMEOUT_S) -> None:
         self.path = resolve_ledger_path(path)
         self._conn = connect_readonly(self.path, timeout)
+        self._lock = threading.Lock()  # text_factory is per connection (see fetch_all)
+        try:
+            self.careful = not seq_is_rowid(self._conn)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise classify_sqlite_error(self.path, exc) from None
+        # SQL that keeps only integer seqs (empty when the schema guarantees them)
+        self._int = "typeof(seq) = 'integer' AND " if self.careful else ""
+        self._odd_sent = False
         self._inode = _inode(self.path)
         self._data_version = self._read_data_version()
 
@@ -95,7 +199,8 @@ class LedgerReader:
     def _q(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         """Run one query to completion (no read transaction survives it)."""
         try:
-            return self._conn.execute(sql, params).fetchall()
+            with self._lock:
+                return fetch_all(self._conn, sql, params)
         except sqlite3.Error as exc:
             raise classify_sqlite_error(self.path, exc) from None
 
@@ -115,19 +220,55 @@ class LedgerReader:
 
     def stats(self) -> tuple[int, int]:
         """(event count, highest seq)."""
-        count, max_seq = self._q("SELECT count(*), coalesce(max(seq), 0) FROM events")[0]
+        top = "CASE WHEN typeof(seq) = 'integer' THEN seq END" if self.careful else "seq"
+        count, max_seq = self._q(f"SELECT count(*), coalesce(max({top}), 0) FROM events")[0]
         return int(count), int(max_seq)  # type: ignore[arg-type]
 
     def read_after(self, after_seq: int, limit: int = PAGE_SIZE) -> list[Event]:
+        """Events with seq > after_seq in seq order, about `limit` of them (a careful-mode
+        page also holds every duplicate of its last seq and, first, the odd rows)."""
+        if not self.careful:
+            rows = self._q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after_seq, limit),
+            )
+            return [event_from_row(r) for r in rows]
         rows = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
-        return [event_from_row(r) for r in rows]
+        if rows and len(rows) >= limit:  # never split a run of duplicate seqs
+            last = rows[-1][0]
+            rows = [r for r in rows if r[0] != last] + self._q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (last,)
+            )
+        events = [event_from_row(r) for r in rows]
+        if after_seq > 0:
+            self._odd_sent = False
+            return events
+        if self._odd_sent:  # the caller's cursor did not move past them: once is enough
+            return events
+        self._odd_sent = True
+        odd = self._q(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer' "
+            "ORDER BY rowid"  # fails on WITHOUT ROWID tables: retried in insertion order
+            if self._has_rowid() else
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer'"
+        )
+        return [event_from_row(r) for r in odd] + events
+
+    def _has_rowid(self) -> bool:
+        try:
+            with self._lock:
+                self._conn.execute("SELECT rowid FROM events LIMIT 0").fetchall()
+        except sqlite3.Error:
+            return False
+        return True
 
     def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
         rows = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq",
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq BETWEEN ? AND ? "
+            "ORDER BY seq",
             (first_seq, last_seq),
         )
         return [event_from_row(r) for r in rows]
@@ -143,13 +284,16 @@ class LedgerReader:
                 if until_seq is not None and ev.seq > until_seq:
                     return
                 yield ev
-            last = page[-1].seq
+            top = max(ev.seq for ev in page)
+            if top <= last:  # only rows without an integer seq: nothing further to page
+                return
+            last = top
 
     def events(self, until_seq: int | None = None) -> list[Event]:
         return list(self.iter_events(0, until_seq))
 
     def event(self, seq: int) -> Event | None:
-        rows = self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))
+        rows = self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (seq,))
         return event_from_row(rows[0]) if rows else None
 
     def events_for_call(self, call_id: str) -> list[Event]:
@@ -169,11 +313,13 @@ class LedgerReader:
     def call_seqs(self, call_id: str) -> list[int]:
         """Seqs of one call's events, from the covering index alone."""
         return [int(r[0]) for r in self._q(  # type: ignore[arg-type]
-            "SELECT seq FROM events WHERE call_id = ? ORDER BY seq", (call_id,)
+            f"SELECT seq FROM events WHERE {self._int}call_id = ? ORDER BY seq", (call_id,)
         )]
 
     def last_recorded_at(self) -> str | None:
-        rows = self._q("SELECT recorded_at FROM events ORDER BY seq DESC LIMIT 1")
+        rows = self._q(
+            f"SELECT recorded_at FROM events WHERE {self._int}1 ORDER BY seq DESC LIMIT 1"
+        )
         return str(rows[0][0]) if rows else None
 
 

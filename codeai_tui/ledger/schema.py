@@ -97,14 +97,27 @@ class Event:
         return self.attempt_id or self.call_id or self.compilation_id or self.task_id
 
 
+class UndecodableText(str):
+    """A TEXT (or BLOB) cell whose bytes are not UTF-8, decoded with U+FFFD in place of each
+    bad byte: fit to show, never to trust. The reader makes these (see reader.fetch_all);
+    `event_from_row` turns them into an anomaly at the row's seq."""
+
+    __slots__ = ()
+
+
+NOT_UTF8 = "not valid UTF-8 (bad bytes shown as U+FFFD)"
+
+
 def parse_payload(text: Any) -> tuple[dict[str, Any] | None, str | None]:
     """Parse a payload column; never raises. Returns (object, None) or (None, problem)."""
+    if isinstance(text, UndecodableText):
+        return None, f"payload is {NOT_UTF8}"
     if not isinstance(text, str):
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
             except UnicodeDecodeError:
-                return None, "payload is not UTF-8 text"
+                return None, f"payload is {NOT_UTF8}"
         else:
             return None, f"payload is {type(text).__name__}, not JSON text"
     try:
@@ -129,7 +142,25 @@ def _text_or_none(value: Any) -> str | None:
     return str(value)
 
 
+def _undecodable(value: Any) -> bool:
+    if isinstance(value, UndecodableText):
+        return True
+    if isinstance(value, bytes):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return False
+
+
+def _show_seq(seq: Any) -> str:
+    text = repr(seq)
+    return text if len(text) <= 40 else text[:39] + "\u2026"
+
+
 _TEXT_OR_NONE = (str, type(None))
+_ID_COLUMNS = ("event_id", "recorded_at", "kind", "task_id", "call_id", "attempt_id",
+               "compilation_id")
 
 
 def event_from_row(row: tuple[Any, ...]) -> Event:
@@ -148,10 +179,21 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
     ):  # the well-formed case, without per-column conversions
         return Event(seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,
                      compilation_id, parsed, payload, problem)
-    try:
-        seq_int = int(seq)
-    except (TypeError, ValueError):
+    # A seq that is not an integer (a table without INTEGER PRIMARY KEY) has no place in
+    # the order: -1, and the event is flagged; int(2.5) would quietly pretend it was 2.
+    problems: list[str] = []
+    if type(seq) is int:
+        seq_int = seq
+    else:
         seq_int = -1
+        problems.append(f"seq {_show_seq(seq)} is not an integer")
+    ids = (event_id, recorded_at, kind, task_id, call_id, attempt_id, compilation_id)
+    bad = [name for name, value in zip(_ID_COLUMNS, ids, strict=True) if _undecodable(value)]
+    if bad:
+        problems.append(f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} {NOT_UTF8}")
+    if problems:  # the event is evidence of its kind, but none of its fields can be trusted
+        problem = "; ".join(problems + ([problem] if problem else []))
+        parsed = None
     return Event(
         seq=seq_int,
         event_id=_text_or_none(event_id) or "",

@@ -211,7 +211,8 @@ def test_bundle_discovery(tmp_path: Path) -> None:
 
 
 def test_receipt_log_tolerates_a_torn_last_line() -> None:
-    good = json.dumps({"receipt_id": "r1", "idempotency_key": "k", "body_sha256": "ab", "bytes": 3})
+    good = json.dumps({"receipt_id": "r1", "received_at": "2026-09-13T12:00:00Z",
+                       "idempotency_key": "k", "body_sha256": "ab", "bytes": 3})
     log = parse_receipt_lines(f"{good}\n{good[:20]}".encode())
     assert [r.receipt_id for r in log.receipts] == ["r1"]
     assert log.truncated_tail and not log.problems

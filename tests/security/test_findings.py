@@ -1,0 +1,186 @@
+"""Issue 7, findings 3-5: each reproduced as an operator meets it (`inspect`, 5 s limit)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from inspectrun import run_inspect
+from ledgerfactory import write_ledger
+
+from codeai_tui.ledger import LedgerError, LedgerReader, load_case_config, read_receipts
+
+
+def _loose_ledger(case: Path, rows: list[tuple[object, ...]]) -> None:
+    """A ledger whose events table has no INTEGER PRIMARY KEY: seq can hold anything."""
+    case.mkdir(parents=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO ledger_meta VALUES ('format', 'codeai.ledger.v1')")
+    conn.execute("CREATE TABLE events (seq, event_id, recorded_at, kind, task_id, call_id, "
+                 "attempt_id, compilation_id, payload)")
+    conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows)
+    conn.close()
+
+
+def _row(seq: object, n: int) -> tuple[object, ...]:
+    return (seq, f"ev-{n}", "2026-09-13T12:00:00Z", "task.created", "t", None, None, None,
+            '{"title": "x"}')
+
+
+# ---------------------------------------------------------------- finding 3: seq
+
+
+@pytest.mark.parametrize("bad", [2.5, "2x", None, b"\x02"], ids=["real", "text", "null", "blob"])
+def test_a_non_integer_seq_is_an_anomaly_not_a_hang(tmp_path: Path, bad: object) -> None:
+    case = tmp_path / "case"
+    _loose_ledger(case, [_row(1, 1), _row(bad, 2)])  # the bad seq ends the first page
+    run = run_inspect(case)
+    assert run.rc == 0, run.err
+    assert "is not an integer" in run.out
+    assert "events 2" in run.out  # the bad row is counted, not silently dropped
+
+
+def test_pages_over_a_loose_table_keep_duplicates_and_order(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    rows = [_row(s, n) for n, s in enumerate([1, 2, 2, 3, 5, 4, "x", 6], start=1)]
+    _loose_ledger(case, rows)
+    with LedgerReader(case) as reader:
+        seqs = [e.seq for e in reader.iter_events()]
+        pages = []
+        last = 0
+        while page := reader.read_after(last, 2):  # the caller's cursor, as the console pages
+            pages.append([e.seq for e in page])
+            last = max(last, max(e.seq for e in page))
+        assert reader.stats() == (8, 6)
+    assert seqs.count(2) == 2 and sorted(s for s in seqs if s > 0) == [1, 2, 2, 3, 4, 5, 6]
+    assert seqs.count(-1) == 1  # the text seq, once, marked as not an integer
+    assert sorted(s for p in pages for s in p if s > 0) == [1, 2, 2, 3, 4, 5, 6]
+
+
+# ---------------------------------------------------------------- finding 4: special files
+
+
+def _fifo_case(tmp_path: Path, rel: str) -> Path:
+    case = tmp_path / "case"
+    write_ledger(case, [{"seq": 1, "kind": "task.created", "task_id": "t", "payload": {}}],
+                 receipts=[])
+    target = case / rel
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    return case
+
+
+@pytest.mark.parametrize("rel", ["ledger.sqlite3", "ledger.sqlite3-wal", "ledger.sqlite3-shm",
+                                 "provider/receipts.jsonl"])
+def test_a_fifo_in_the_case_is_refused_without_blocking(tmp_path: Path, rel: str) -> None:
+    case = _fifo_case(tmp_path, rel)
+    run = run_inspect(case)
+    if rel.startswith("ledger"):
+        assert run.rc == 2 and len(run.err_lines) == 1, run.err
+        assert "not a regular file" in run.err
+    else:
+        assert run.rc == 0, run.err
+        assert "receipt log: " in run.out and "not a regular file" in run.out
+
+
+def test_a_fifo_case_json_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    case = _fifo_case(tmp_path, "case.json")
+    result: list[object] = []
+    t = threading.Thread(target=lambda: result.append(_load(case)), daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive(), "load_case_config blocked on a FIFO"
+    assert isinstance(result[0], LedgerError) and "not a regular file" in str(result[0])
+
+
+def _load(case: Path) -> object:
+    try:
+        return load_case_config(case)
+    except LedgerError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("rel", ["ledger.sqlite3", "provider/receipts.jsonl", "case.json"])
+def test_symlinks_inside_the_case_are_refused(tmp_path: Path, rel: str) -> None:
+    outside = tmp_path / "outside"
+    write_ledger(outside, [{"seq": 1, "kind": "task.created", "task_id": "t", "payload": {}}],
+                 receipts=[])
+    (outside / "case.json").write_text("{}")
+    case = tmp_path / "case"
+    write_ledger(case, [{"seq": 1, "kind": "task.created", "task_id": "t", "payload": {}}],
+                 receipts=[])
+    (case / rel).unlink(missing_ok=True)
+    (case / rel).symlink_to(outside / rel)
+    if rel == "case.json":
+        assert "symlink" in str(_load(case))
+        return
+    run = run_inspect(case)
+    if rel == "ledger.sqlite3":
+        assert run.rc == 2 and len(run.err_lines) == 1 and "symlink" in run.err, run.err
+    else:
+        assert run.rc == 0 and "receipt log: " in run.out and "symlink" in run.out, run.out
+        assert read_receipts(case).receipts == ()
+
+
+# ---------------------------------------------------------------- finding 5: bad UTF-8
+
+
+def _bad_utf8_case(tmp_path: Path, column: str = "payload") -> Path:
+    case = tmp_path / "case"
+    events = [{"seq": s, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}}
+              for s in (1, 2, 3)]
+    write_ledger(case, events)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute(f"UPDATE events SET {column} = CAST(X'7B2261223A22FF227D' AS TEXT) "
+                 "WHERE seq = 2")  # '{"a":"\xff"}': TEXT, one invalid byte
+    conn.close()
+    return case
+
+
+@pytest.mark.parametrize("column", ["payload", "kind", "event_id", "recorded_at", "call_id"])
+def test_invalid_utf8_text_is_an_anomaly_at_its_seq(tmp_path: Path, column: str) -> None:
+    case = _bad_utf8_case(tmp_path, column)
+    run = run_inspect(case)
+    assert run.rc == 0, run.err
+    assert "anomaly at seq 2:" in run.out and "not valid UTF-8" in run.out, run.out
+    assert "events 3" in run.out
+
+
+def test_as_of_before_a_bad_byte_projects_cleanly(tmp_path: Path) -> None:
+    case = _bad_utf8_case(tmp_path)
+    run = run_inspect(case, "--as-of", "1")
+    assert run.rc == 0, run.err
+    assert "anomalies 0" in run.out and "as of seq 1" in run.out
+
+
+# ---------------------------------------------------------------- the async reader, same hazards
+
+
+async def test_async_reader_refuses_a_fifo_and_flags_bad_text_and_odd_seqs(tmp_path: Path) -> None:
+    from codeai_tui.ledger.areader import AsyncLedgerReader
+
+    fifo = _fifo_case(tmp_path / "f", "ledger.sqlite3")
+    with pytest.raises(LedgerError, match="FIFO"):
+        await AsyncLedgerReader(fifo).open()
+    bad = _bad_utf8_case(tmp_path / "u")
+    reader = await AsyncLedgerReader(bad).open()
+    try:
+        events = await reader.read_after(0)
+        assert [e.seq for e in events] == [1, 2, 3]
+        assert events[1].payload is None and "not valid UTF-8" in str(events[1].payload_error)
+    finally:
+        await reader.close()
+    loose = tmp_path / "l" / "case"
+    _loose_ledger(loose, [_row(1, 1), _row("2x", 2), _row(3, 3)])
+    reader = await AsyncLedgerReader(loose).open()
+    try:
+        assert [e.seq for e in await reader.read_after(0)] == [1, 3]
+        assert await reader.read_after(3) == []
+        assert await reader.stats() == (3, 3)
+    finally:
+        await reader.close()
