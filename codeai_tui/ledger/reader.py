@@ -225,23 +225,28 @@ class LedgerReader:
         return int(count), int(max_seq)  # type: ignore[arg-type]
 
     def read_after(self, after_seq: int, limit: int = PAGE_SIZE) -> list[Event]:
-        """Events with seq > after_seq in seq order, about `limit` of them (a careful-mode
-        page also holds every duplicate of its last seq and, first, the odd rows)."""
+        """Events with seq > after_seq in seq order, about `limit` of them.
+
+        A read from the start (after_seq <= 0) also returns, first and once, the rows a
+        `seq > 0` cursor can never reach: seq <= 0 and (careful mode) seqs that are not
+        integers; the projection flags each. A careful-mode page also holds every
+        duplicate of its last seq."""
         if not self.careful:
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
                 (after_seq, limit),
             )
-            return [event_from_row(r) for r in rows]
-        rows = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? ORDER BY seq LIMIT ?",
-            (after_seq, limit),
-        )
-        if rows and len(rows) >= limit:  # never split a run of duplicate seqs
-            last = rows[-1][0]
-            rows = [r for r in rows if r[0] != last] + self._q(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (last,)
+        else:
+            rows = self._q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (after_seq, limit),
             )
+            if rows and len(rows) >= limit:  # never split a run of duplicate seqs
+                last = rows[-1][0]
+                rows = [r for r in rows if r[0] != last] + self._q(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (last,)
+                )
         events = [event_from_row(r) for r in rows]
         if after_seq > 0:
             self._odd_sent = False
@@ -249,21 +254,18 @@ class LedgerReader:
         if self._odd_sent:  # the caller's cursor did not move past them: once is enough
             return events
         self._odd_sent = True
-        odd = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer' "
-            "ORDER BY rowid"  # fails on WITHOUT ROWID tables: retried in insertion order
-            if self._has_rowid() else
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer'"
-        )
-        return [event_from_row(r) for r in odd] + events
+        return self._unreachable() + events
 
-    def _has_rowid(self) -> bool:
-        try:
-            with self._lock:
-                self._conn.execute("SELECT rowid FROM events LIMIT 0").fetchall()
-        except sqlite3.Error:
-            return False
-        return True
+    def _unreachable(self) -> list[Event]:
+        """Rows no positive cursor reaches: seq <= 0, or (careful mode) not an integer."""
+        if not self.careful:  # a rowid range: cheap on any size of ledger
+            rows = self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq <= 0 ORDER BY seq")
+        else:
+            rows = self._q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer' OR seq <= 0 "
+                "ORDER BY typeof(seq) != 'integer', seq"
+            )
+        return [event_from_row(r) for r in rows]
 
     def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
         rows = self._q(

@@ -159,6 +159,8 @@ def _show_seq(seq: Any) -> str:
 
 
 _TEXT_OR_NONE = (str, type(None))
+_REQUIRED_COLUMNS = frozenset({"event_id", "recorded_at", "kind", "task_id"})
+_SQL_TYPE = {bytes: "a BLOB", int: "an integer", float: "a real"}
 _ID_COLUMNS = ("event_id", "recorded_at", "kind", "task_id", "call_id", "attempt_id",
                "compilation_id")
 
@@ -191,6 +193,12 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
     bad = [name for name, value in zip(_ID_COLUMNS, ids, strict=True) if _undecodable(value)]
     if bad:
         problems.append(f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} {NOT_UTF8}")
+    for name, value in zip(_ID_COLUMNS, ids, strict=True):
+        if value is None and name in _REQUIRED_COLUMNS:
+            problems.append(f"{name} is NULL")
+        elif value is not None and not isinstance(value, str) and name not in bad:
+            # a BLOB or a number where the schema says TEXT: shown, but not trusted
+            problems.append(f"{name} is {_SQL_TYPE.get(type(value), 'a value')}, not text")
     if problems:  # the event is evidence of its kind, but none of its fields can be trusted
         problem = "; ".join(problems + ([problem] if problem else []))
         parsed = None

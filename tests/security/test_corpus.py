@@ -1,0 +1,233 @@
+"""Issue 7 "Must hold": every hostile case directory, through `inspect` and the console.
+
+For each case: `inspect` (a subprocess, 5 s) exits 2 with exactly one line, or exits 0 and
+reports the problem; the console shows its error screen or flags the problem within 5 s;
+no traceback anywhere; no file in or beside the case changes (SQLite may add an empty -wal
+and a -shm beside a cleanly closed WAL ledger: NOTES.md); nothing reaches the capture
+listener every case.json points at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import hostile
+import pytest
+from apphelpers import SIZE, frozen_clock, wait_for
+from hostile import CORPUS, Expect, Hostile
+from inspectrun import Run, run_inspect
+from textual.widgets import Static
+
+from codeai_tui.app import create_app
+from codeai_tui.app.screens.error import ErrorScreen
+
+CONSOLE_DEADLINE_S = 5.0
+EMPTY_SHA = hashlib.sha256(b"").hexdigest()
+ANOMALIES_WORD = "anomal"
+
+
+def _params() -> list[object]:
+    return [pytest.param(h, id=h.name, marks=[pytest.mark.xfail(strict=True, reason=h.pending)]
+                         if h.pending else []) for h in CORPUS]
+
+
+def test_the_corpus_is_at_least_forty_distinct_cases() -> None:
+    names = [h.name for h in CORPUS]
+    assert len(names) >= 40 and len(set(names)) == len(names)
+    assert {h.expect for h in CORPUS} == set(Expect)
+
+
+@pytest.fixture(scope="module")
+def capture() -> Iterator[socket.socket]:
+    """A listener every case.json in the corpus names as its provider."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.setblocking(False)
+    old = dict(hostile.CAPTURE)
+    hostile.CAPTURE["base_url"] = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    yield sock
+    hostile.CAPTURE.update(old)
+    sock.close()
+
+
+def assert_nothing_sent(sock: socket.socket) -> None:
+    try:
+        conn, _ = sock.accept()
+    except BlockingIOError:
+        return
+    conn.close()
+    raise AssertionError("a connection reached the provider named by the case")
+
+
+def tree_state(root: Path) -> dict[str, tuple[str, str]]:
+    """Every entry below `root` by lstat: files by content hash, links by target, special
+    files by type (never opened: a FIFO would block)."""
+    out: dict[str, tuple[str, str]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            mode = os.lstat(p).st_mode
+            rel = p.relative_to(root).as_posix()
+            if stat.S_ISREG(mode):
+                out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest())
+            elif stat.S_ISLNK(mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(mode):
+                out[rel] = ("dir", "")
+            else:
+                out[rel] = ("special", oct(stat.S_IFMT(mode)))
+    return out
+
+
+def assert_no_write(before: dict[str, tuple[str, str]], after: dict[str, tuple[str, str]]
+                    ) -> None:
+    """Byte-identical except what SQLite adds beside a cleanly closed WAL ledger: a new
+    empty -wal and a -shm (its shared-memory index, which readers update)."""
+    assert set(before) <= set(after), f"removed: {sorted(set(before) - set(after))}"
+    for rel, now in after.items():
+        name = rel.rsplit("/", 1)[-1]
+        if rel not in before:
+            assert name == "ledger.sqlite3-shm" or (
+                name == "ledger.sqlite3-wal" and now == ("file", EMPTY_SHA)), f"created {rel}"
+        elif name == "ledger.sqlite3-shm" and now[0] == before[rel][0] == "file":
+            continue
+        else:
+            assert before[rel] == now, f"changed {rel}"
+
+
+def build(h: Hostile, tmp_path: Path) -> tuple[Path, Path]:
+    """(the directory to watch for writes, the case): the case and any twin beside it."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    case = root / "case"
+    h.build(case)
+    return root, case
+
+
+def _mentions_receipts_or_case_json(h: Hostile) -> str:
+    return "case.json" if h.name.startswith("case_json") else "receipts"
+
+
+# ------------------------------------------------------------------------------ inspect
+
+
+@dataclass
+class Inspected:
+    case: Path
+    run: Run | AssertionError  # AssertionError: still running after 5 s
+    before: dict[str, tuple[str, str]]
+    after: dict[str, tuple[str, str]]
+
+
+def _run_or_hang(case: Path) -> Run | AssertionError:
+    try:
+        return run_inspect(case)
+    except AssertionError as exc:
+        return exc
+
+
+@pytest.fixture(scope="module")
+def inspected(tmp_path_factory: pytest.TempPathFactory, capture: socket.socket
+              ) -> dict[str, Inspected]:
+    """Every case built once and inspected by its own process, a few at a time (each
+    still under its own 5 s deadline): the corpus stays fast on two cores."""
+    root = tmp_path_factory.mktemp("corpus")
+    cases = {}
+    for h in CORPUS:
+        (root / h.name).mkdir()
+        h.build(root / h.name / "case")
+        cases[h.name] = root / h.name / "case"
+    before = {name: tree_state(case.parent) for name, case in cases.items()}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runs = dict(zip(cases, pool.map(_run_or_hang, cases.values()), strict=True))
+    return {name: Inspected(case, runs[name], before[name], tree_state(case.parent))
+            for name, case in cases.items()}
+
+
+@pytest.mark.parametrize("h", _params())
+def test_inspect(h: Hostile, inspected: dict[str, Inspected], capture: socket.socket) -> None:
+    result = inspected[h.name]
+    if isinstance(result.run, AssertionError):
+        raise result.run
+    run = result.run
+    assert "Traceback" not in run.out + run.err
+    if h.expect is Expect.ERROR:
+        assert run.rc == 2, (run.rc, run.out, run.err)
+        assert len(run.err_lines) == 1 and run.out == "", run.err
+        assert run.err.startswith("codeai-tui: ") and h.words in run.err, run.err
+        assert "internal error" not in run.err
+    else:
+        assert run.rc == 0 and run.err == "", (run.rc, run.err)
+        assert h.words in run.out, run.out
+        anomaly_lines = [ln for ln in run.out.splitlines() if "anomaly at seq" in ln]
+        if h.expect is Expect.ANOMALY:
+            assert any(h.words in ln for ln in anomaly_lines), run.out
+        else:
+            assert anomaly_lines == [], run.out
+    assert_no_write(result.before, result.after)
+    assert_nothing_sent(capture)
+
+
+# ------------------------------------------------------------------------------ console
+
+
+def _sentence(app: object) -> str:
+    return str(app.screen.query_one("#error-sentence", Static).render())  # type: ignore[attr-defined]
+
+
+def _status(app: object) -> str:
+    return str(app.query_one("#status", Static).render())  # type: ignore[attr-defined]
+
+
+def _receipt_lines(app: object) -> list[str]:
+    """What the console's model holds about the receipt log, worded as `inspect` words it."""
+    log = app.live.receipts  # type: ignore[attr-defined]
+    lines = [f"receipt log{f' line {n}' if n else ''}: {p}" for n, p in log.problems]
+    if log.truncated_tail:
+        lines.append("receipt log: its last line is cut short")
+    return lines
+
+
+@pytest.mark.parametrize("h", _params())
+async def test_console(h: Hostile, tmp_path: Path, capture: socket.socket) -> None:
+    root, case = build(h, tmp_path)
+    before = tree_state(root)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        if h.expect is Expect.ERROR:
+            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen),
+                           timeout=CONSOLE_DEADLINE_S, what=f"error screen for {h.name}")
+            assert h.words in _sentence(app) and "Traceback" not in _sentence(app)
+        else:
+            await wait_for(pilot, lambda: app.live is not None and app.progress is None,
+                           timeout=CONSOLE_DEADLINE_S, what=f"projection of {h.name}")
+            assert not isinstance(app.screen, ErrorScreen)
+            anomalies = [a.problem for a in app.live.state.anomalies]
+            if h.expect is Expect.ANOMALY:
+                assert any(h.words in p for p in anomalies), anomalies
+                assert f"{len(anomalies)} anomalies" in _status(app)
+            else:
+                assert anomalies == []
+            if h.expect is Expect.NOTE and _mentions_receipts_or_case_json(h) == "receipts":
+                assert any(h.words in line for line in _receipt_lines(app)), _receipt_lines(app)
+            elif h.expect is Expect.NOTE:
+                # the console reads case.json when asked to resume: `r` must say why not
+                await pilot.press("3")
+                await wait_for(pilot, lambda: app.selected_call_id == "call-1",
+                               timeout=CONSOLE_DEADLINE_S, what="call-1 selected")
+                await pilot.press("r")
+                await wait_for(pilot, lambda: any(h.words in n.message
+                                                  for n in app._notifications),
+                               timeout=CONSOLE_DEADLINE_S, what="case.json problem shown")
+                assert len(app.screen_stack) == 1  # no confirmation dialog opened
+        await pilot.press("q")
+    assert_no_write(before, tree_state(root))
+    assert_nothing_sent(capture)
