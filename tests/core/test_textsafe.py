@@ -43,3 +43,19 @@ def test_redaction_is_an_allowlist_of_names_and_value_shapes() -> None:
     assert "sk-" not in out["note"]
     assert redact_headers({"Set-Cookie": "a", "Content-Type": "json"}) == {
         "Set-Cookie": REDACTED, "Content-Type": "json"}
+
+
+def test_every_terminal_attack_of_the_pty_test_is_shown_not_sent() -> None:
+    """The sequences tests/security/test_terminal_pty.py plants, one by one."""
+    cases = {
+        "\x1b]0;pwned\x07": "⟨ESC⟩]0;pwned⟨U+0007⟩",
+        "\x1b]52;c;aGFjaw==\x07": "⟨ESC⟩]52;c;aGFjaw==⟨U+0007⟩",
+        "\x1b]8;;https://e/\x1b\\": "⟨ESC⟩]8;;https://e/⟨ESC⟩\\",
+        "\x9d0;t\x9c": "⟨U+009D⟩0;t⟨U+009C⟩",
+        "\u2066iso\u2069\u061c": "⟨U+2066⟩iso⟨U+2069⟩⟨U+061C⟩",
+        "a\x00b\x0ec": "a⟨NUL⟩b⟨U+000E⟩c",
+        "split\x1b": "split⟨ESC⟩",
+        "[@click=app.quit]x[/]": "[@click=app.quit]x[/]",  # markup is text here
+    }
+    for raw, shown in cases.items():
+        assert visible(raw, one_line=True) == shown
