@@ -184,3 +184,57 @@ async def test_async_reader_refuses_a_fifo_and_flags_bad_text_and_odd_seqs(tmp_p
         assert await reader.stats() == (3, 3)
     finally:
         await reader.close()
+
+
+# ---------------------------------------------------------------- a bundle of them
+
+
+def _bundle(tmp_path: Path) -> Path:
+    import hostile
+
+    bundle = tmp_path / "bundle"
+    for name in ("wal_only_killed_producer", "seq_text", "ledger_fifo", "not_sqlite",
+                 "payload_invalid_utf8_text", "receipts_fifo"):
+        h = next(h for h in hostile.CORPUS if h.name == name)
+        h.build(bundle / name)
+    return bundle
+
+
+def test_a_bundle_with_hostile_cases_reports_each_and_finishes(tmp_path: Path) -> None:
+    """Finding 3 said every later case of a bundle stayed "projecting": each case now ends
+    in its own verdict or its own one-line error, and the bundle exits 0."""
+    run = run_inspect(_bundle(tmp_path))
+    assert run.rc == 0, run.err
+    blocks: dict[str, str] = {}
+    for line in run.out.splitlines():
+        if line.startswith("case "):
+            name = line.rsplit("/", 1)[-1]
+            blocks[name] = ""
+        blocks[name] += line + "\n"
+    assert "is a FIFO" in blocks["ledger_fifo"] and "error:" in blocks["ledger_fifo"]
+    assert "not an SQLite database" in blocks["not_sqlite"]
+    assert "seq '2x' is not an integer" in blocks["seq_text"]
+    assert "payload is not valid UTF-8" in blocks["payload_invalid_utf8_text"]
+    assert "events 2" in blocks["wal_only_killed_producer"]
+    assert "receipt log: unreadable" in blocks["receipts_fifo"]
+
+
+async def test_the_console_summarises_every_case_of_a_hostile_bundle(tmp_path: Path) -> None:
+    from apphelpers import SIZE, frozen_clock, wait_for
+
+    from codeai_tui.app import create_app
+
+    bundle = _bundle(tmp_path)
+    app = create_app(bundle, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        # the first case (ledger_fifo) is opened: its trouble is the banner; the other five
+        # are summarised in the Cases pane, errors included
+        await wait_for(pilot, lambda: len(app.summaries) == 5 and app.trouble is not None,
+                       timeout=5.0, what="the open case's error and 5 summaries")
+        assert app.case is not None and app.case.name == "ledger_fifo"
+        assert "is a FIFO" in app.trouble
+        by_name = {case.name: s for case, s in app.summaries.items()}
+        assert "not an SQLite database" in str(by_name["not_sqlite"])
+        assert by_name["seq_text"][0].label == "anomalies"  # type: ignore[index]
+        assert by_name["payload_invalid_utf8_text"][0].label == "anomalies"  # type: ignore[index]
+        await pilot.press("q")
