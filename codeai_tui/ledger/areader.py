@@ -21,10 +21,13 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite
 from codeai_tui.ledger.reader import (
     BUSY_TIMEOUT_S,
     PAGE_SIZE,
+    SEQ_MAX,
+    SEQ_MIN,
     TABLE_INFO_SQL,
     TABLE_SQL,
     _inode,
     check_ledger_files,
+    clamp_seq,
     decode_cells,
     is_decode_error,
     readonly_uri,
@@ -115,23 +118,29 @@ class AsyncLedgerReader:
         return int(count), int(max_seq)
 
     async def read_after(self, after_seq: int, limit: int = PAGE_SIZE) -> list[Event]:
+        if after_seq >= SEQ_MAX:
+            return []
         rows = await self._q(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? ORDER BY seq LIMIT ?",
-            (after_seq, limit),
+            (clamp_seq(after_seq), limit),
         )
         return [event_from_row(r) for r in rows]
 
     async def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
+        if first_seq > SEQ_MAX or last_seq < SEQ_MIN:
+            return []
         rows = await self._q(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq BETWEEN ? AND ? "
             "ORDER BY seq",
-            (first_seq, last_seq),
+            (clamp_seq(first_seq), clamp_seq(last_seq)),
         )
         return [event_from_row(r) for r in rows]
 
     async def event(self, seq: int) -> Event | None:
+        if clamp_seq(seq) != seq:
+            return None
         rows = await self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?",
-                             (seq,))
+                             (clamp_seq(seq),))
         return event_from_row(rows[0]) if rows else None
 
     async def call_seqs(self, call_id: str) -> list[int]:

@@ -36,6 +36,13 @@ from codeai_tui.ledger.schema import (
 
 BUSY_TIMEOUT_S = 2.0
 PAGE_SIZE = 5000
+SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER range
+
+
+def clamp_seq(seq: int) -> int:
+    """A seq bound as an SQL parameter: a ledger may hold seq 2**63-1, and a page or a
+    cursor computed past it must not raise OverflowError."""
+    return min(max(seq, SEQ_MIN), SEQ_MAX)
 
 
 def resolve_ledger_path(path: str | os.PathLike[str]) -> Path:
@@ -231,16 +238,18 @@ class LedgerReader:
         `seq > 0` cursor can never reach: seq <= 0 and (careful mode) seqs that are not
         integers; the projection flags each. A careful-mode page also holds every
         duplicate of its last seq."""
+        if after_seq >= SEQ_MAX:
+            return []
         if not self.careful:
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                (after_seq, limit),
+                (clamp_seq(after_seq), limit),
             )
         else:
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? "
                 "ORDER BY seq LIMIT ?",
-                (after_seq, limit),
+                (clamp_seq(after_seq), limit),
             )
             if rows and len(rows) >= limit:  # never split a run of duplicate seqs
                 last = rows[-1][0]
@@ -268,10 +277,12 @@ class LedgerReader:
         return [event_from_row(r) for r in rows]
 
     def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
+        if first_seq > SEQ_MAX or last_seq < SEQ_MIN:
+            return []
         rows = self._q(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq BETWEEN ? AND ? "
             "ORDER BY seq",
-            (first_seq, last_seq),
+            (clamp_seq(first_seq), clamp_seq(last_seq)),
         )
         return [event_from_row(r) for r in rows]
 
@@ -295,7 +306,10 @@ class LedgerReader:
         return list(self.iter_events(0, until_seq))
 
     def event(self, seq: int) -> Event | None:
-        rows = self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (seq,))
+        if clamp_seq(seq) != seq:
+            return None
+        rows = self._q(f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?",
+                       (clamp_seq(seq),))
         return event_from_row(rows[0]) if rows else None
 
     def events_for_call(self, call_id: str) -> list[Event]:

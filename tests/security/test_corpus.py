@@ -228,6 +228,9 @@ async def test_console(h: Hostile, tmp_path: Path, capture: socket.socket) -> No
                                                   for n in app._notifications),
                                timeout=CONSOLE_DEADLINE_S, what="case.json problem shown")
                 assert len(app.screen_stack) == 1  # no confirmation dialog opened
+        # no worker died behind the screen (the app names those "internal error")
+        assert not [n.message for n in app._notifications if "internal error" in n.message]
+        assert getattr(app, "status", None) != "stopped"
         await pilot.press("q")
     assert_no_write(before, tree_state(root))
     assert_nothing_sent(capture)

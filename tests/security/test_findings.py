@@ -238,3 +238,14 @@ async def test_the_console_summarises_every_case_of_a_hostile_bundle(tmp_path: P
         assert by_name["seq_text"][0].label == "anomalies"  # type: ignore[index]
         assert by_name["payload_invalid_utf8_text"][0].label == "anomalies"  # type: ignore[index]
         await pilot.press("q")
+
+
+def test_pages_past_the_largest_seq_sqlite_holds_are_empty_not_an_error(tmp_path: Path) -> None:
+    """A ledger may hold seq 2**63-1; the console pages its timeline past it."""
+    case = tmp_path / "case"
+    write_ledger(case, [{"seq": 2**63 - 1, "kind": "task.created", "task_id": "t",
+                         "payload": {}}])
+    with LedgerReader(case) as reader:
+        assert [e.seq for e in reader.read_range(2**63 - 256, 2**63 + 255)] == [2**63 - 1]
+        assert reader.read_range(2**63, 2**63 + 255) == []
+        assert reader.read_after(2**64) == [] and reader.event(2**64) is None
