@@ -40,11 +40,12 @@ def describe_mode(mode: int) -> str:
 
 
 def refusal(path: Path | str, mode: int) -> LedgerError:
-    what = describe_mode(mode)
-    symlink = " (symlinks inside a case are refused)" if stat.S_ISLNK(mode) else ""
+    if stat.S_ISLNK(mode):
+        return LedgerError(LedgerProblem.UNSAFE_FILE,
+                           f"{path}: is a symlink; links inside a case are never followed")
     return LedgerError(
         LedgerProblem.UNSAFE_FILE,
-        f"{path}: is {what}, not a regular file; refusing to read it{symlink}",
+        f"{path}: is {describe_mode(mode)}, not a regular file; refusing to read it",
     )
 
 

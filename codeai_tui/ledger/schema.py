@@ -106,6 +106,8 @@ class UndecodableText(str):
 
 
 NOT_UTF8 = "not valid UTF-8 (bad bytes shown as U+FFFD)"
+_JSON_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
 
 
 def parse_payload(text: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -130,7 +132,7 @@ def parse_payload(text: Any) -> tuple[dict[str, Any] | None, str | None]:
     if type(value) is dict:
         return value, None
     if not isinstance(value, dict):
-        return None, f"payload is a JSON {type(value).__name__}, not an object"
+        return None, f"payload is a JSON {_JSON_NAMES.get(type(value), 'value')}, not an object"
     return value, None
 
 
