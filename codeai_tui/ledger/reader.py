@@ -240,16 +240,17 @@ class LedgerReader:
         duplicate of its last seq."""
         if after_seq >= SEQ_MAX:
             return []
+        cursor = max(after_seq, 0)  # rows at or below 0 come only from _unreachable()
         if not self.careful:
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                (clamp_seq(after_seq), limit),
+                (clamp_seq(cursor), limit),
             )
         else:
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? "
                 "ORDER BY seq LIMIT ?",
-                (clamp_seq(after_seq), limit),
+                (clamp_seq(cursor), limit),
             )
             if rows and len(rows) >= limit:  # never split a run of duplicate seqs
                 last = rows[-1][0]

@@ -249,3 +249,14 @@ def test_pages_past_the_largest_seq_sqlite_holds_are_empty_not_an_error(tmp_path
         assert [e.seq for e in reader.read_range(2**63 - 256, 2**63 + 255)] == [2**63 - 1]
         assert reader.read_range(2**63, 2**63 + 255) == []
         assert reader.read_after(2**64) == [] and reader.event(2**64) is None
+
+
+def test_rows_at_or_below_seq_zero_come_once_whatever_the_cursor(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    write_ledger(case, [{"seq": s, "kind": "task.created", "task_id": "t", "payload": {}}
+                        for s in (-5, 0, 1, 2)])
+    with LedgerReader(case) as reader:
+        assert [e.seq for e in reader.read_after(0)] == [-5, 0, 1, 2]
+        assert [e.seq for e in reader.read_after(-5)] == [1, 2]  # not 0 a second time
+        assert [e.seq for e in reader.read_after(2)] == []
+        assert [e.seq for e in reader.read_after(-1)] == [-5, 0, 1, 2]  # a new pass
