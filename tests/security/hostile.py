@@ -237,6 +237,26 @@ def wal_only(case: Path) -> None:
     (case / "ledger.sqlite3-shm").unlink(missing_ok=True)
 
 
+def wal_only_torn(case: Path) -> None:
+    """The killed producer's -wal with its last frame cut short: that commit never was."""
+    wal_only(case)
+    wal = case / "ledger.sqlite3-wal"
+    data = wal.read_bytes()
+    wal.write_bytes(data[: len(data) - 700])
+
+
+def garbage_beside(suffix: str) -> Callable[[Path], None]:
+    """Random bytes as the -wal or -shm of a cleanly closed ledger."""
+    def build(case: Path) -> None:
+        clean(case)
+        rng = random.Random(suffix)
+        (case / f"ledger.sqlite3{suffix}").write_bytes(rng.randbytes(8192 if suffix == "-wal"
+                                                                     else 32768))
+        if suffix == "-shm":
+            (case / "ledger.sqlite3-wal").write_bytes(b"")
+    return build
+
+
 def _extra_columns(case: Path) -> None:
     schema = SCHEMA.replace("payload TEXT NOT NULL);",
                             "payload TEXT NOT NULL, signature BLOB, note TEXT DEFAULT 'x');")
@@ -335,6 +355,10 @@ CORPUS: list[Hostile] = [
     Hostile("extra_columns", _extra_columns, Expect.OK, "events 2"),
     Hostile("other_meta_rows", _meta_extra_rows, Expect.OK, "events 2"),
     Hostile("wal_only_killed_producer", wal_only, Expect.OK, "events 2"),
+    Hostile("wal_only_torn_last_frame", wal_only_torn, Expect.OK, "events 1"),
+    # SQLite checks the WAL header and the index's checksums: garbage is ignored, not read
+    Hostile("wal_garbage", garbage_beside("-wal"), Expect.OK, "events 2"),
+    Hostile("shm_garbage", garbage_beside("-shm"), Expect.OK, "events 2"),
     # ---- rows of another format: wrong cell types
     Hostile("blob_task_id", loose([row(1, 1), row(2, 2, task_id=b"task-1")]), Expect.ANOMALY,
             "task_id is a BLOB, not text"),
@@ -442,4 +466,6 @@ CORPUS: list[Hostile] = [
     Hostile("wal_symlink", special("ledger.sqlite3-wal", "symlink"), Expect.ERROR,
             "is a symlink"),
     Hostile("shm_fifo", special("ledger.sqlite3-shm", "fifo"), Expect.ERROR, "is a FIFO"),
+    Hostile("journal_fifo", special("ledger.sqlite3-journal", "fifo"), Expect.ERROR,
+            "is a FIFO"),
 ]
