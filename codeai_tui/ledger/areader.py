@@ -91,10 +91,15 @@ class AsyncLedgerReader:
             except sqlite3.OperationalError as exc:
                 if not is_decode_error(exc):
                     raise
+            except UnicodeDecodeError:
+                pass  # a name or an SQLite message that is not UTF-8 (see reader.fetch_all)
             self._conn.text_factory = bytes  # this page only: decode cell by cell
             try:
                 async with self._conn.execute(sql, params) as cur:
                     return decode_cells(list(await cur.fetchall()))
+            except UnicodeDecodeError:
+                raise sqlite3.DatabaseError("database disk image is malformed (text outside "
+                                            "any row is not UTF-8)") from None
             finally:
                 self._conn.text_factory = str
         except sqlite3.Error as exc:

@@ -128,9 +128,14 @@ def fetch_all(conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = (
     except sqlite3.OperationalError as exc:
         if not is_decode_error(exc):
             raise
+    except UnicodeDecodeError:
+        pass  # a name or an SQLite message that is not UTF-8 (a corrupt schema): see below
     conn.text_factory = bytes
     try:
         rows = conn.execute(sql, params).fetchall()
+    except UnicodeDecodeError:
+        raise sqlite3.DatabaseError(
+            "database disk image is malformed (text outside any row is not UTF-8)") from None
     finally:
         conn.text_factory = str
     return decode_cells(rows)
