@@ -108,7 +108,8 @@ def read_regular(base: Path, rel: Path, *, limit: int) -> bytes | None:
             raise refusal(path, st.st_mode)
         if st.st_size > limit:
             raise LedgerError(LedgerProblem.TOO_LARGE,
-                              f"{path}: {st.st_size} bytes, more than the {limit} read here")
+                              f"{path}: is {st.st_size} bytes, more than the {limit} bytes "
+                              "read here")
         chunks: list[bytes] = []
         total = 0
         while True:

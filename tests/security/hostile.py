@@ -452,6 +452,8 @@ CORPUS: list[Hostile] = [
             Expect.NOTE, "provider.model is int, not a string"),
     Hostile("case_json_provider_not_object", case_json('{"provider": "x"}'), Expect.NOTE,
             "'provider' is not an object"),
+    Hostile("case_json_huge", case_json('{"description": "' + "x" * (2 << 20) + '"}'),
+            Expect.NOTE, "more than the 1048576 bytes read here"),
     Hostile("case_json_fifo", special("case.json", "fifo"), Expect.NOTE, "is a FIFO"),
     Hostile("case_json_symlink", special("case.json", "symlink"), Expect.NOTE, "is a symlink"),
     # ---- the ledger's own files as special files

@@ -73,3 +73,31 @@ def test_a_damaged_wal_of_a_killed_producer_never_breaks_inspect(tmp_path: Path,
     assert "internal error" not in err and "Traceback" not in out + err
     assert (rc == 2 and len(err.splitlines()) == 1) if rc else (err == "" and "events" in out)
     assert ((case / "ledger.sqlite3").read_bytes(), wal.read_bytes()) == before
+
+
+@pytest.mark.parametrize("seed", [0, 3, 9, 17])
+async def test_the_console_survives_the_same_damage(tmp_path: Path, seed: int) -> None:
+    """Seeds with both outcomes (a projection, a corrupt ledger): the console shows the
+    projection or its error screen within 5 s and no worker dies behind it."""
+    from apphelpers import SIZE, frozen_clock, wait_for
+
+    from codeai_tui.app import create_app
+    from codeai_tui.app.screens.error import ErrorScreen
+
+    rng = random.Random(seed)
+    case = tmp_path / "case"
+    rollback_ledger(case, n=120)
+    ledger = case / "ledger.sqlite3"
+    ledger.write_bytes(_damage(ledger.read_bytes(), rng, rng.randint(1, 64)))
+    rc, _, _ = _inspect(case)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        if rc == 2:
+            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), timeout=5.0,
+                           what="error screen")
+        else:
+            await wait_for(pilot, lambda: app.live is not None and app.progress is None,
+                           timeout=5.0, what="projection")
+        await pilot.pause()
+        assert not [n.message for n in app._notifications if "internal error" in n.message]
+        await pilot.press("q")
