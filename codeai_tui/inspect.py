@@ -91,6 +91,17 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def _cut(text: str, limit: int = 300) -> str:
+    """One untrusted value inside a report line: a 4 MB kind must not flood the terminal
+    (`--json` keeps every character). The middle goes, so a problem worded after a long
+    id ("<kind>: payload is not valid JSON") still shows its end."""
+    shown = visible(text, one_line=True)
+    if len(shown) <= limit:
+        return shown
+    head = limit * 2 // 5
+    return shown[:head] + "\u2026" + shown[len(shown) - (limit - head - 1):]
+
+
 def render_table(inspection: CaseInspection) -> str:
     lines = [f"case {visible(inspection.case, one_line=True)}"]
     st = inspection.state
@@ -134,17 +145,17 @@ def render_table(inspection: CaseInspection) -> str:
         + ("  duplicates: " + "; ".join(" = ".join(d) for d in rc.duplicates) if rc.duplicates else "")
     )
     for a in st.anomalies[:20]:
-        lines.append(f"  anomaly at seq {a.seq}: {a.problem}")
+        lines.append(f"  anomaly at seq {a.seq}: {_cut(a.problem)}")
     if len(st.anomalies) > 20:
         lines.append(f"  ... {len(st.anomalies) - 20} more anomalies")
     for kind, n in sorted(st.unknown_kinds.items()):
-        lines.append(f"  unknown kind {kind}: {n} event(s), ignored by the projection")
+        lines.append(f"  unknown kind {_cut(kind, 120)}: {n} event(s), ignored by the projection")
     for i, (line_no, problem) in enumerate(rc.problems):
         if i == 5:
             lines.append(f"  ... {len(rc.problems) - 5} more receipt log problems")
             break
         where = f" line {line_no}" if line_no else ""
-        lines.append(f"  receipt log{where}: {problem}")
+        lines.append(f"  receipt log{where}: {_cut(problem)}")
     if inspection.receipts_torn:
         lines.append("  receipt log: its last line is cut short (a crash mid-write?); not counted")
     if inspection.config_problem:
