@@ -20,7 +20,7 @@ from pathlib import Path
 
 import hostile
 import pytest
-from apphelpers import SIZE, frozen_clock, wait_for
+from apphelpers import frozen_clock, wait_for
 from hostile import CORPUS, Expect, Hostile
 from inspectrun import Run, run_inspect
 from textual.widgets import Static
@@ -29,6 +29,7 @@ from codeai_tui.app import create_app
 from codeai_tui.app.screens.error import ErrorScreen
 
 CONSOLE_DEADLINE_S = 5.0
+CONSOLE_SIZE = (100, 30)  # every pane still shows; fewer cells to draw 72 times
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 ANOMALIES_WORD = "anomal"
 
@@ -201,7 +202,7 @@ async def test_console(h: Hostile, tmp_path: Path, capture: socket.socket) -> No
     root, case = build(h, tmp_path)
     before = tree_state(root)
     app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    async with app.run_test(size=CONSOLE_SIZE, notifications=True) as pilot:
         if h.expect is Expect.ERROR:
             await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen),
                            timeout=CONSOLE_DEADLINE_S, what=f"error screen for {h.name}")
