@@ -10,6 +10,7 @@ listener every case.json points at.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import stat
@@ -124,13 +125,14 @@ def _mentions_receipts_or_case_json(h: Hostile) -> str:
 class Inspected:
     case: Path
     run: Run | AssertionError  # AssertionError: still running after 5 s
+    json_run: Run | AssertionError | None  # `inspect --json` (None for an ERROR case)
     before: dict[str, tuple[str, str]]
     after: dict[str, tuple[str, str]]
 
 
-def _run_or_hang(case: Path) -> Run | AssertionError:
+def _run_or_hang(job: tuple[Path, tuple[str, ...]]) -> Run | AssertionError:
     try:
-        return run_inspect(case)
+        return run_inspect(job[0], *job[1])
     except AssertionError as exc:
         return exc
 
@@ -147,9 +149,14 @@ def inspected(tmp_path_factory: pytest.TempPathFactory, capture: socket.socket
         h.build(root / h.name / "case")
         cases[h.name] = root / h.name / "case"
     before = {name: tree_state(case.parent) for name, case in cases.items()}
+    # --json only where a document is expected: an error ends before any output is made
+    jobs = [(cases[h.name], ()) for h in CORPUS] + [
+        (cases[h.name], ("--json",)) for h in CORPUS if h.expect is not Expect.ERROR]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        runs = dict(zip(cases, pool.map(_run_or_hang, cases.values()), strict=True))
-    return {name: Inspected(case, runs[name], before[name], tree_state(case.parent))
+        runs = dict(zip(((str(c), e) for c, e in jobs), pool.map(_run_or_hang, jobs),
+                        strict=True))
+    return {name: Inspected(case, runs[(str(case), ())], runs.get((str(case), ("--json",))),
+                            before[name], tree_state(case.parent))
             for name, case in cases.items()}
 
 
@@ -175,6 +182,24 @@ def test_inspect(h: Hostile, inspected: dict[str, Inspected], capture: socket.so
             assert anomaly_lines == [], run.out
     assert_no_write(result.before, result.after)
     assert_nothing_sent(capture)
+
+
+@pytest.mark.parametrize("h", [p for p in _params()
+                               if p.values[0].expect is not Expect.ERROR])  # type: ignore[union-attr]
+def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
+    """The machine-readable document (LEDGER.md section 7) under the same input."""
+    run = inspected[h.name].json_run
+    if isinstance(run, AssertionError):
+        raise run
+    assert run is not None
+    assert run.rc == 0 and run.err == "", run.err
+    doc = json.loads(run.out)
+    assert doc["format"] == "codeai.work_state.v1"
+    problems = [a["problem"] for a in doc["anomalies"]]
+    if h.expect is Expect.ANOMALY:
+        assert any(h.words in p for p in problems), problems
+    else:
+        assert problems == []
 
 
 # ------------------------------------------------------------------------------ console
