@@ -97,3 +97,23 @@ def test_the_console_on_a_pty_draws_no_payload_control(tmp_path: Path) -> None:
     assert shown in raw and b"[@click=" in raw  # the text is on screen, inert
     for seq in PAYLOAD_SEQUENCES:
         assert seq.encode() not in raw, f"{seq!r} reached the terminal"
+
+
+def test_the_resume_prompt_on_a_pty_shows_hostile_values_inert(tmp_path: Path) -> None:
+    """The confirmation rows carry the call id, key and case.json's model: all inert."""
+    case = tmp_path / "c"
+    call = f"call{OSC_TITLE}{BIDI}"
+    write_ledger(case, [
+        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}},
+        {"seq": 2, "kind": "call.requested", "task_id": "t", "call_id": call,
+         "payload": {"idempotency_key": f"key{OSC_CLIPBOARD}{C1}", "purpose": MARKUP,
+                     "model": "m"}}])
+    (case / "case.json").write_text(json.dumps({"provider": {
+        "base_url": "http://127.0.0.1:9/v1", "model": f"m{CSI}{C0}", "api_key_env": "NOPE"}}))
+    rc, raw = run_on_pty(["resume", str(case), call], timeout=20,
+                         keys=[(b"to resume: ", b"no\n")])
+    text = raw.decode("utf-8")
+    assert rc == 3, text  # the typed id did not match: not resumed
+    assert "not resumed" in text and "\u27e8ESC\u27e9]0;pwned" in text
+    assert "\u27e8ESC\u27e9]52;c;" in text and "\u27e8ESC\u27e9[2J" in text
+    assert_no_control_from_payloads(text)
