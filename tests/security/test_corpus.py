@@ -19,17 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import consoleprobe as probe
 import hostile
 import pytest
 from apphelpers import frozen_clock, wait_for
 from hostile import CORPUS, Expect, Hostile
 from inspectrun import Run, run_inspect
-from textual.widgets import Static
 
 from codeai_tui.app import create_app
-from codeai_tui.app.screens.error import ErrorScreen
 
-CONSOLE_DEADLINE_S = 5.0
 CONSOLE_SIZE = (100, 30)  # every pane still shows; fewer cells to draw 72 times
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 ANOMALIES_WORD = "anomal"
@@ -205,23 +203,6 @@ def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
 # ------------------------------------------------------------------------------ console
 
 
-def _sentence(app: object) -> str:
-    return str(app.screen.query_one("#error-sentence", Static).render())  # type: ignore[attr-defined]
-
-
-def _status(app: object) -> str:
-    return str(app.query_one("#status", Static).render())  # type: ignore[attr-defined]
-
-
-def _receipt_lines(app: object) -> list[str]:
-    """What the console's model holds about the receipt log, worded as `inspect` words it."""
-    log = app.live.receipts  # type: ignore[attr-defined]
-    lines = [f"receipt log{f' line {n}' if n else ''}: {p}" for n, p in log.problems]
-    if log.truncated_tail:
-        lines.append("receipt log: its last line is cut short")
-    return lines
-
-
 @pytest.mark.parametrize("h", _params())
 async def test_console(h: Hostile, tmp_path: Path, capture: socket.socket) -> None:
     root, case = build(h, tmp_path)
@@ -229,34 +210,27 @@ async def test_console(h: Hostile, tmp_path: Path, capture: socket.socket) -> No
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=CONSOLE_SIZE, notifications=True) as pilot:
         if h.expect is Expect.ERROR:
-            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen),
-                           timeout=CONSOLE_DEADLINE_S, what=f"error screen for {h.name}")
-            assert h.words in _sentence(app) and "Traceback" not in _sentence(app)
+            sentence = await probe.error_shown(pilot, h.name)
+            assert h.words in sentence and "Traceback" not in sentence
         else:
-            await wait_for(pilot, lambda: app.live is not None and app.progress is None,
-                           timeout=CONSOLE_DEADLINE_S, what=f"projection of {h.name}")
-            assert not isinstance(app.screen, ErrorScreen)
-            anomalies = [a.problem for a in app.live.state.anomalies]
+            await probe.projected(pilot, h.name)
+            anomalies = probe.anomalies(app)
             if h.expect is Expect.ANOMALY:
                 assert any(h.words in p for p in anomalies), anomalies
-                assert f"{len(anomalies)} anomalies" in _status(app)
+                assert f"{len(anomalies)} anomalies" in probe.status_text(app)
             else:
                 assert anomalies == []
             if h.expect is Expect.NOTE and _mentions_receipts_or_case_json(h) == "receipts":
-                assert any(h.words in line for line in _receipt_lines(app)), _receipt_lines(app)
+                lines = probe.receipt_lines(app)
+                assert any(h.words in line for line in lines), lines
             elif h.expect is Expect.NOTE:
                 # the console reads case.json when asked to resume: `r` must say why not
-                await pilot.press("3")
-                await wait_for(pilot, lambda: app.selected_call_id == "call-1",
-                               timeout=CONSOLE_DEADLINE_S, what="call-1 selected")
+                await probe.select_call(pilot, "call-1")
                 await pilot.press("r")
-                await wait_for(pilot, lambda: any(h.words in n.message
-                                                  for n in app._notifications),
-                               timeout=CONSOLE_DEADLINE_S, what="case.json problem shown")
-                assert len(app.screen_stack) == 1  # no confirmation dialog opened
-        # no worker died behind the screen (the app names those "internal error")
-        assert not [n.message for n in app._notifications if "internal error" in n.message]
-        assert getattr(app, "status", None) != "stopped"
+                await wait_for(pilot, lambda: any(h.words in n for n in probe.notes(app)),
+                               timeout=probe.DEADLINE_S, what="case.json problem shown")
+                assert not probe.dialog_open(app)
+        assert probe.internal_errors(app) == []
         await pilot.press("q")
     assert_no_write(before, tree_state(root))
     assert_nothing_sent(capture)

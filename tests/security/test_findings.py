@@ -220,6 +220,7 @@ def test_a_bundle_with_hostile_cases_reports_each_and_finishes(tmp_path: Path) -
 
 
 async def test_the_console_summarises_every_case_of_a_hostile_bundle(tmp_path: Path) -> None:
+    import consoleprobe as probe
     from apphelpers import SIZE, frozen_clock, wait_for
 
     from codeai_tui.app import create_app
@@ -229,14 +230,15 @@ async def test_the_console_summarises_every_case_of_a_hostile_bundle(tmp_path: P
     async with app.run_test(size=SIZE) as pilot:
         # the first case (ledger_fifo) is opened: its trouble is the banner; the other five
         # are summarised in the Cases pane, errors included
-        await wait_for(pilot, lambda: len(app.summaries) == 5 and app.trouble is not None,
+        await wait_for(pilot, lambda: len(probe.bundle_state(app)[2]) == 5
+                       and probe.bundle_state(app)[1] is not None,
                        timeout=5.0, what="the open case's error and 5 summaries")
-        assert app.case is not None and app.case.name == "ledger_fifo"
-        assert "is a FIFO" in app.trouble
-        by_name = {case.name: s for case, s in app.summaries.items()}
+        opened, trouble, by_name = probe.bundle_state(app)
+        assert opened is not None and opened.name == "ledger_fifo"
+        assert trouble is not None and "is a FIFO" in trouble
         assert "not an SQLite database" in str(by_name["not_sqlite"])
-        assert by_name["seq_text"][0].label == "anomalies"  # type: ignore[index]
-        assert by_name["payload_invalid_utf8_text"][0].label == "anomalies"  # type: ignore[index]
+        assert by_name["seq_text"][0].label == "anomalies"
+        assert by_name["payload_invalid_utf8_text"][0].label == "anomalies"
         await pilot.press("q")
 
 

@@ -79,10 +79,10 @@ def test_a_damaged_wal_of_a_killed_producer_never_breaks_inspect(tmp_path: Path,
 async def test_the_console_survives_the_same_damage(tmp_path: Path, seed: int) -> None:
     """Seeds with both outcomes (a projection, a corrupt ledger): the console shows the
     projection or its error screen within 5 s and no worker dies behind it."""
-    from apphelpers import SIZE, frozen_clock, wait_for
+    import consoleprobe as probe
+    from apphelpers import SIZE, frozen_clock
 
     from codeai_tui.app import create_app
-    from codeai_tui.app.screens.error import ErrorScreen
 
     rng = random.Random(seed)
     case = tmp_path / "case"
@@ -93,11 +93,9 @@ async def test_the_console_survives_the_same_damage(tmp_path: Path, seed: int) -
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         if rc == 2:
-            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), timeout=5.0,
-                           what="error screen")
+            await probe.error_shown(pilot, f"seed {seed}")
         else:
-            await wait_for(pilot, lambda: app.live is not None and app.progress is None,
-                           timeout=5.0, what="projection")
+            await probe.projected(pilot, f"seed {seed}")
         await pilot.pause()
-        assert not [n.message for n in app._notifications if "internal error" in n.message]
+        assert probe.internal_errors(app) == []
         await pilot.press("q")

@@ -24,10 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import consoleprobe as probe
 import pytest
-from apphelpers import SIZE, frozen_clock, ready, wait_for
+from apphelpers import SIZE, frozen_clock, ready
 from ptyrun import run_on_pty
-from textual.widgets import Static
 
 from codeai_tui.app import create_app
 from codeai_tui.ledger import LedgerReader, read_receipts
@@ -218,27 +218,21 @@ def test_cli_confirmation_on_a_pty_decides_the_credential(
 ])
 async def test_console_resume(tmp_path: Path, capture: Capture, env: dict[str, str], name: str,
                               case_env: str, operator: dict[str, str], sent: bool) -> None:
-    from codeai_tui.app.screens.resume import ResumeModal
-
     case = build(tmp_path, capture, url=capture.url, api_key_env=case_env)
     kwargs = {k: v.format(url=capture.url) for k, v in operator.items()}
     app = create_app(case, clock=frozen_clock, **kwargs)
     shots: list[str] = []
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
-        await pilot.press("3", "r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="resume dialog")
-        await pilot.pause()
+        await probe.select_call(pilot, "call-1")
+        shown = await probe.open_resume_dialog(pilot)
         shots.append(app.export_screenshot())
-        shown = str(app.screen.query_one("#resume-destination", Static).render())
         assert capture.url in shown  # the dialog shows where the request goes, and
         assert ("the value of CODEAI_API_KEY is sent as Authorization: Bearer" if sent
                 else "no credential will be sent") in shown  # what happens to the credential
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.last_result is not None
-                       and app.last_result.startswith("\u2714"), timeout=20, what="resume done")
-        await wait_for(pilot, lambda: app.table("calls").row_count == 2, what="new call row")
+        await probe.resumed(pilot, calls=2)
         shots.append(app.export_screenshot())
-        notes = "\n".join(n.message for n in app._notifications)
+        notes = "\n".join(probe.notes(app))
     assert_one_request_as_recorded(case, capture)
     assert_secrets(tmp_path, capture, "\n".join(shots + [notes]).encode(), credential_sent=sent)
