@@ -3,8 +3,8 @@
 Same rules as `reader.py`: read-only URI, autocommit, query_only, every query consumed
 at once so no read transaction outlives a poll. Same hazards too: only regular files are
 opened, a page with text that is not UTF-8 is re-read as bytes and flagged per cell, and
-when seq is not the INTEGER PRIMARY KEY only integer seqs are used as cursors (the
-synchronous reader also returns the other rows, flagged; this one leaves them out).
+when seq is not the INTEGER PRIMARY KEY only integer seqs are used as cursors and the
+other rows come once, first, flagged (as in the synchronous reader).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class AsyncLedgerReader:
         self._inode: tuple[int, int] | None = None
         self._data_version = -1
         self._int = ""  # "typeof(seq) = 'integer' AND " when seq is not the rowid
+        self._odd_sent = False
 
     async def open(self) -> AsyncLedgerReader:
         check_ledger_files(self.path)
@@ -123,13 +124,32 @@ class AsyncLedgerReader:
         return int(count), int(max_seq)
 
     async def read_after(self, after_seq: int, limit: int = PAGE_SIZE) -> list[Event]:
+        """As LedgerReader.read_after: a read from the start also returns, first and once,
+        the rows no positive cursor reaches (seq <= 0, seqs that are not integers), and a
+        careful-mode page never splits a run of duplicate seqs."""
         if after_seq >= SEQ_MAX:
             return []
         rows = await self._q(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? ORDER BY seq LIMIT ?",
-            (clamp_seq(after_seq), limit),
+            (clamp_seq(max(after_seq, 0)), limit),
         )
-        return [event_from_row(r) for r in rows]
+        if self._int and rows and len(rows) >= limit:
+            last = rows[-1][0]
+            rows = [r for r in rows if r[0] != last] + await self._q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq = ?", (last,))
+        events = [event_from_row(r) for r in rows]
+        if after_seq > 0:
+            self._odd_sent = False
+            return events
+        if self._odd_sent:
+            return events
+        self._odd_sent = True
+        odd = await self._q(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE typeof(seq) != 'integer' OR seq <= 0 "
+            "ORDER BY typeof(seq) != 'integer', seq" if self._int else
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq <= 0 ORDER BY seq"
+        )
+        return [event_from_row(r) for r in odd] + events
 
     async def read_range(self, first_seq: int, last_seq: int) -> list[Event]:
         if first_seq > SEQ_MAX or last_seq < SEQ_MIN:

@@ -179,8 +179,11 @@ async def test_async_reader_refuses_a_fifo_and_flags_bad_text_and_odd_seqs(tmp_p
     _loose_ledger(loose, [_row(1, 1), _row("2x", 2), _row(3, 3)])
     reader = await AsyncLedgerReader(loose).open()
     try:
-        assert [e.seq for e in await reader.read_after(0)] == [1, 3]
+        first = await reader.read_after(0)
+        assert [e.seq for e in first] == [-1, 1, 3]  # the '2x' row once, first, flagged
+        assert "seq '2x' is not an integer" in str(first[0].payload_error)
         assert await reader.read_after(3) == []
+        assert [e.seq for e in await reader.read_after(1)] == [3]
         assert await reader.stats() == (3, 3)
     finally:
         await reader.close()
