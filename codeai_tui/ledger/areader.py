@@ -9,6 +9,7 @@ other rows come once, first, flagged (as in the synchronous reader).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -45,6 +46,7 @@ class AsyncLedgerReader:
         self._data_version = -1
         self._int = ""  # "typeof(seq) = 'integer' AND " when seq is not the rowid
         self._odd_sent = False
+        self._lock = asyncio.Lock()
 
     async def open(self) -> AsyncLedgerReader:
         check_ledger_files(self.path)
@@ -83,26 +85,33 @@ class AsyncLedgerReader:
                 await conn.close()
 
     async def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        if self._conn is None:
+        # one query at a time: while a page is re-read as bytes, text_factory is bytes for
+        # the whole connection, and a page read meanwhile would get undecoded cells
+        async with self._lock:
+            return await self._q_locked(sql, params)
+
+    async def _q_locked(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        conn = self._conn
+        if conn is None:
             raise LedgerError(LedgerProblem.GONE, f"{self.path}: reader is closed")
         try:
             try:
-                async with self._conn.execute(sql, params) as cur:
+                async with conn.execute(sql, params) as cur:
                     return list(await cur.fetchall())
             except sqlite3.OperationalError as exc:
                 if not is_decode_error(exc):
                     raise
             except UnicodeDecodeError:
                 pass  # a name or an SQLite message that is not UTF-8 (see reader.fetch_all)
-            self._conn.text_factory = bytes  # this page only: decode cell by cell
+            conn.text_factory = bytes  # this page only: decode cell by cell
             try:
-                async with self._conn.execute(sql, params) as cur:
+                async with conn.execute(sql, params) as cur:
                     return decode_cells(list(await cur.fetchall()))
             except UnicodeDecodeError:
                 raise sqlite3.DatabaseError("database disk image is malformed (text outside "
                                             "any row is not UTF-8)") from None
             finally:
-                self._conn.text_factory = str
+                conn.text_factory = str
         except sqlite3.Error as exc:
             raise classify_sqlite_error(self.path, exc) from None
 

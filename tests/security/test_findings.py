@@ -265,3 +265,4 @@ def test_rows_at_or_below_seq_zero_come_once_whatever_the_cursor(tmp_path: Path)
         assert [e.seq for e in reader.read_after(-5)] == [1, 2]  # not 0 a second time
         assert [e.seq for e in reader.read_after(2)] == []
         assert [e.seq for e in reader.read_after(-1)] == [-5, 0, 1, 2]  # a new pass
+
