@@ -95,3 +95,8 @@ async def resumed(pilot: Any, calls: int) -> None:
 def bundle_state(app: Any) -> tuple[Path | None, str | None, dict[str, Any]]:
     """(the open case, its trouble line, {case name: summary or error line}) of a bundle."""
     return app.case, app.trouble, {case.name: s for case, s in app.summaries.items()}
+
+
+def trouble(app: Any) -> str | None:
+    """The open case's current problem line (the banner), if any."""
+    return app.trouble

@@ -266,3 +266,27 @@ def test_rows_at_or_below_seq_zero_come_once_whatever_the_cursor(tmp_path: Path)
         assert [e.seq for e in reader.read_after(2)] == []
         assert [e.seq for e in reader.read_after(-1)] == [-5, 0, 1, 2]  # a new pass
 
+
+
+async def test_a_ledger_swapped_for_a_fifo_while_followed_is_named_and_q_still_quits(
+    tmp_path: Path,
+) -> None:
+    """The console was following a fine ledger; someone replaces it with a FIFO. The reopen
+    must refuse it (not block a worker forever) and `q` must still quit."""
+    import consoleprobe as probe
+    from apphelpers import SIZE, frozen_clock, wait_for
+
+    from codeai_tui.app import create_app
+
+    case = tmp_path / "case"
+    write_ledger(case, [{"seq": 1, "kind": "task.created", "task_id": "t", "payload": {}}])
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await probe.projected(pilot, "the fine ledger")
+        for suffix in ("", "-wal", "-shm"):
+            (case / f"ledger.sqlite3{suffix}").unlink(missing_ok=True)
+        os.mkfifo(case / "ledger.sqlite3")
+        await wait_for(pilot, lambda: "is a FIFO" in (probe.trouble(app) or ""), timeout=5.0,
+                       what="the FIFO named in the banner")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=5.0, what="quit")
