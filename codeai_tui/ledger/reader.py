@@ -36,6 +36,7 @@ from codeai_tui.ledger.schema import (
 
 BUSY_TIMEOUT_S = 2.0
 PAGE_SIZE = 5000
+CAREFUL_PAGE = 50_000  # careful mode (see LedgerReader): fewer full scans of an unindexed seq
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER range
 
 
@@ -252,6 +253,8 @@ class LedgerReader:
                 (clamp_seq(cursor), limit),
             )
         else:
+            # no index orders these seqs: each page is a full scan, so take big pages
+            limit = max(limit, CAREFUL_PAGE)
             rows = self._q(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq > ? "
                 "ORDER BY seq LIMIT ?",

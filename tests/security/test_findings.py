@@ -45,7 +45,12 @@ def test_a_non_integer_seq_is_an_anomaly_not_a_hang(tmp_path: Path, bad: object)
     assert "events 2" in run.out  # the bad row is counted, not silently dropped
 
 
-def test_pages_over_a_loose_table_keep_duplicates_and_order(tmp_path: Path) -> None:
+def test_pages_over_a_loose_table_keep_duplicates_and_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codeai_tui.ledger.reader as reader_module
+
+    monkeypatch.setattr(reader_module, "CAREFUL_PAGE", 2)  # page boundaries inside the runs
     case = tmp_path / "case"
     rows = [_row(s, n) for n, s in enumerate([1, 2, 2, 3, 5, 4, "x", 6], start=1)]
     _loose_ledger(case, rows)
@@ -56,6 +61,7 @@ def test_pages_over_a_loose_table_keep_duplicates_and_order(tmp_path: Path) -> N
         while page := reader.read_after(last, 2):  # the caller's cursor, as the console pages
             pages.append([e.seq for e in page])
             last = max(last, max(e.seq for e in page))
+        assert pages[0] == [-1, 1, 2, 2]  # the run of 2s is never split across two pages
         assert reader.stats() == (8, 6)
     assert seqs.count(2) == 2 and sorted(s for s in seqs if s > 0) == [1, 2, 2, 3, 4, 5, 6]
     assert seqs.count(-1) == 1  # the text seq, once, marked as not an integer
