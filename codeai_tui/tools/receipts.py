@@ -166,7 +166,8 @@ def check_receipt(text: str, public: Ed25519PublicKey) -> ReceiptCheck:
 def _read_regular(path: Path, what: str, max_bytes: int | None = 64 * 1024) -> bytes:
     """Read a key file or log, refusing symlinks and non-regular files."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO in the case must not hang the open (fstat then refuses it)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise KeyProblem(f"{path}: no such {what}") from None
     except OSError as exc:

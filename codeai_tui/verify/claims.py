@@ -14,7 +14,14 @@ from typing import Any
 
 from codeai_tui.textsafe import visible
 from codeai_tui.verify.rules import Derived, check_receipts, derive
-from codeai_tui.verify.store import LEDGER_FORMAT, CaseData, Row, artifact_files, sha256_file
+from codeai_tui.verify.store import (
+    LEDGER_FORMAT,
+    CaseData,
+    Row,
+    artifact_files,
+    read_file,
+    sha256_file,
+)
 
 CALL_FIELDS = ("stage", "next_operation", "provider_effect", "duplicate_effect_risk",
                "attempts", "superseded_by", "status")
@@ -253,7 +260,7 @@ def inventory_claims(
     if not path.exists():
         return []
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_file(path).decode("utf-8"))
         files, ledgers = doc.get("files"), doc.get("ledgers")
     except (OSError, ValueError, AttributeError):
         files, ledgers = None, None

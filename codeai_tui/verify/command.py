@@ -26,7 +26,7 @@ from codeai_tui.verify.claims import (
 )
 from codeai_tui.verify.experiment import EXPECTED, bundle_claims, copy_source_claim, role_claims
 from codeai_tui.verify.rules import derive
-from codeai_tui.verify.store import CaseData, find_case_dirs, read_case
+from codeai_tui.verify.store import CaseData, find_case_dirs, read_case, read_file
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -40,7 +40,7 @@ def load_manifest(root: Path) -> tuple[dict[str, Any] | None, list[Claim]]:
     if not path.exists():
         return None, []
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_file(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         return None, [Claim(False, "bundle", f"bundle.json is unreadable ({exc})")]
     if not isinstance(doc, dict):

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ class CaseData:
         p = self.path / filename
         if not p.exists():
             return None
-        return json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(read_file(p).decode("utf-8"))
 
 
 def find_case_dirs(root: Path) -> list[Path]:
@@ -73,11 +74,39 @@ def find_case_dirs(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def read_file(path: Path) -> bytes:
+    """A case file's bytes, never through a symlink and never blocking on a FIFO (a case
+    directory is untrusted input); OSError for anything that is not a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_sqlite_files(ledger: Path) -> None:
+    """SQLite would block opening a FIFO: the ledger and its -wal/-shm must be regular."""
+    for path in (ledger, Path(f"{ledger}-wal"), Path(f"{ledger}-shm")):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{path.name} is not a regular file")
+
+
 def read_receipts(case: Path) -> tuple[list[dict[str, Any]], list[str]]:
     try:
-        data = (case / RECEIPTS).read_bytes()
+        data = read_file(case / RECEIPTS)
     except FileNotFoundError:
         return [], []
+    except OSError as exc:
+        return [], [f"receipt log unreadable: {exc.strerror or exc}"]
     receipts: list[dict[str, Any]] = []
     problems: list[str] = []
     for no, raw in enumerate(data.split(b"\n"), start=1):
@@ -107,6 +136,7 @@ def read_case(case: Path) -> CaseData:
     """Read receipts, then every event. Raises sqlite3.Error / OSError on a bad ledger."""
     data = CaseData(case)
     data.receipts, data.receipt_problems = read_receipts(case)
+    check_sqlite_files(case / LEDGER)
     uri = f"file:{quote(str((case / LEDGER).absolute()))}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
     try:
@@ -145,4 +175,7 @@ def artifact_files(case: Path) -> list[Path]:
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        return hashlib.sha256(read_file(path)).hexdigest()
+    except OSError:
+        return "(not a regular file)"

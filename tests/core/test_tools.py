@@ -281,3 +281,16 @@ def test_receipts_are_not_read_through_a_linked_tools_directory(setup: Setup, tm
     (setup.case / "tools").symlink_to(moved)
     proc = cli("receipts", "verify", str(setup.case))
     assert proc.returncode == 2 and "link" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["kernel.pub", "receipts.ndjson"])
+def test_a_fifo_in_tools_is_refused_without_hanging(setup: Setup, name: str) -> None:
+    """A case directory is untrusted: a FIFO where a key or the log should be is one line."""
+    _run_one(setup, 0)
+    target = setup.case / "tools" / name
+    target.unlink()
+    os.mkfifo(target)
+    done = cli("receipts", "verify", str(setup.case), timeout=10)
+    assert done.returncode in (1, 2), done.stdout + done.stderr
+    assert "not a regular file" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

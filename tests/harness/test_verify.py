@@ -238,3 +238,22 @@ def test_an_edited_event_fails_the_ledger_content_claim(bundle_with_inventory: P
     code, lines, _ = verify(bundle_with_inventory)
     assert code == 1
     fails(lines, "FAIL bundle: ledger content:", "02_killed_after_manifest: events differ")
+
+
+def test_special_files_in_a_case_fail_verify_without_hanging(bundle_copy: Path) -> None:
+    """A FIFO as the receipt log or beside the ledger must not block the verifier."""
+    import os
+
+    receipts = bundle_copy / "02_killed_after_manifest" / "provider" / "receipts.jsonl"
+    if receipts.exists():
+        receipts.unlink()
+    receipts.parent.mkdir(exist_ok=True)
+    os.mkfifo(receipts)
+    wal = bundle_copy / "09_resumed" / "ledger.sqlite3-shm"
+    if wal.exists():
+        wal.unlink()
+    os.mkfifo(wal)
+    done = cli("verify", str(bundle_copy), timeout=30)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    fails(done.stdout.splitlines(), "02_killed_after_manifest", "receipt log unreadable")
+    fails(done.stdout.splitlines(), "09_resumed", "not a regular file")
