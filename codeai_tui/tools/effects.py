@@ -12,11 +12,13 @@ its own synthetic provider, kills it at the mode's moment with SIGKILL, and repl
 
 `publications` is counted in the tool's own store, `provider_calls` in the provider's own
 receipt log, `complete` is what the worker reported; none comes from our ledger. The
-demo can call `run_effect_case` for its tool cases (its bundle layout is unchanged here).
+demo's tool cases (11-14) come from `run_effect_run`, which also returns each worker
+process's exit as evidence for the bundle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -44,15 +46,45 @@ class EffectRow:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerPhase:
+    """One worker process as it ended: the evidence that it was killed or refused."""
+
+    step: str  # "run" or "replay"
+    argv: list[str]  # as run, with the case and the private key path named, not spelled
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def as_json(self) -> dict[str, object]:
+        killed = self.exit_code == -signal.SIGKILL
+        return {"step": self.step, "argv": self.argv, "exit_code": self.exit_code,
+                "signal": "SIGKILL" if killed else None, "stdout": self.stdout,
+                "stderr": self.stderr}
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRun:
+    row: EffectRow
+    phases: tuple[WorkerPhase, ...]
+
+
 class ScenarioError(RuntimeError):
     """A worker did not end the way its mode requires (the run proves nothing)."""
 
 
-def _worker(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def _worker(
+    args: list[str], timeout: float, phases: list[WorkerPhase]
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
         [sys.executable, "-m", "codeai_tui.tools.worker", *args],
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )
+    step, _case, base_url, _key, *flags = args
+    shown = ["python", "-m", "codeai_tui.tools.worker", step, "CASE", base_url,
+             "KERNEL_KEY (outside the case)", *flags]
+    phases.append(WorkerPhase(step, shown, proc.returncode, proc.stdout, proc.stderr))
+    return proc
 
 
 def _expect(proc: subprocess.CompletedProcess[str], code: int, step: str) -> dict[str, object]:
@@ -71,26 +103,48 @@ def _expect(proc: subprocess.CompletedProcess[str], code: int, step: str) -> dic
 def run_effect_case(case_dir: Path, mode: str, key_path: Path, timeout: float = 60.0) -> EffectRow:
     """Build one tool case for `mode` in the new directory `case_dir`; the kernel key
     lives at `key_path`, outside the case."""
+    return run_effect_run(case_dir, mode, key_path, timeout).row
+
+
+def run_effect_run(
+    case_dir: Path, mode: str, key_path: Path, timeout: float = 60.0,
+    base_url: str | None = None,
+) -> EffectRun:
+    """`run_effect_case`, also returning how each worker process ended. `base_url`: a
+    running provider that logs this case's requests to `case_dir/provider/receipts.jsonl`
+    (the demo's bundle-mode provider; not for truncated-stream, which needs its own
+    truncating provider); None starts one for this case."""
     if mode not in EFFECT_MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(EFFECT_MODES)}")
-    stream = mode != "generate"
-    flags = ["--stream"] if stream else []
     truncate = TRUNCATE_AFTER if mode == "truncated-stream" else None
+    if base_url is not None and truncate is not None:
+        raise ValueError("truncated-stream needs its own truncating provider; pass no base_url")
     receipts = case_dir / "provider" / "receipts.jsonl"
-    with ProviderProcess(receipts, truncate_after=truncate) as prov:
-        base = [str(case_dir), prov.base_url, str(key_path)]
-        if mode == "truncated-stream":
-            outcome = _expect(_worker(["run", *base, *flags], timeout), 0, "run")
-        else:
-            kill_at = "tool-effect" if mode == "killed-in-tool" else "receipt"
-            _expect(_worker(["run", *base, *flags, "--kill-at", kill_at], timeout),
-                    -signal.SIGKILL, "run until killed")
-            refused = 3 if mode == "killed-in-tool" else 0
-            outcome = _expect(_worker(["replay", *base, *flags], timeout), refused, "replay")
-    return EffectRow(
+    with contextlib.ExitStack() as stack:
+        if base_url is None:
+            prov = stack.enter_context(ProviderProcess(receipts, truncate_after=truncate))
+            base_url = prov.base_url
+        return _run_workers(case_dir, mode, key_path, timeout, base_url)
+
+
+def _run_workers(case_dir: Path, mode: str, key_path: Path, timeout: float,
+                 base_url: str) -> EffectRun:
+    flags = ["--stream"] if mode != "generate" else []
+    phases: list[WorkerPhase] = []
+    base = [str(case_dir), base_url, str(key_path)]
+    if mode == "truncated-stream":
+        outcome = _expect(_worker(["run", *base, *flags], timeout, phases), 0, "run")
+    else:
+        kill_at = "tool-effect" if mode == "killed-in-tool" else "receipt"
+        _expect(_worker(["run", *base, *flags, "--kill-at", kill_at], timeout, phases),
+                -signal.SIGKILL, "run until killed")
+        refused = 3 if mode == "killed-in-tool" else 0
+        outcome = _expect(_worker(["replay", *base, *flags], timeout, phases), refused, "replay")
+    row = EffectRow(
         mode=mode,
         case=case_dir.name,
         publications=count_publications(case_dir),
         provider_calls=len(read_receipts(case_dir).receipts),
         complete=outcome.get("complete") is True,
     )
+    return EffectRun(row, tuple(phases))
