@@ -1,8 +1,8 @@
 """What the harness records around each phase: counts and hashes, before and after.
 
 A snapshot is taken from the harness process while it holds no SQLite connection to the
-case (file hashes first, then one short read-only connection, closed at once), so it
-never drops another connection's POSIX locks (NOTES.md). `events_sha256` is a digest of
+case (one short read-only connection, closed at once, then the file hashes), so it never
+drops another connection's POSIX locks (NOTES.md). `events_sha256` is a digest of
 the rows' meaning, independent of how SQLite laid out the file; the verifier computes it
 with its own code from the same definition (EVENTS_DIGEST_DEFINITION).
 """
@@ -63,9 +63,13 @@ def receipt_count(case: Path) -> int:
 
 
 def snapshot(case: Path) -> dict[str, Any]:
+    """The ledger is read first and its connection closed before any file is hashed: a
+    reader of a cleanly closed ledger (the tool cases' workers close theirs) makes an
+    empty -wal file appear, which must not look like a change made by the phase."""
+    summary = ledger_summary(case)
     files = {name: file_sha256(case / name) for name in HASHED_FILES}
     receipts = receipt_count(case)
-    return {**ledger_summary(case), "receipt_count": receipts, "files_sha256": files}
+    return {**summary, "receipt_count": receipts, "files_sha256": files}
 
 
 def write_json(path: Path, value: Any) -> None:
