@@ -5,6 +5,11 @@ SIGKILL at a durable checkpoint), `codeai-tui inspect --json` (recorded with pro
 appended nothing), `codeai-tui resume` (refusals and the one resume, recorded with exit
 codes and counts) and the naive restart (on a copy). Provider effects are counted by the
 synthetic provider's own fsync'd receipt log, outside the ledger.
+
+The tool cases (11-14, the seed "Model-call recovery") run the report worker
+(`codeai_tui.tools.effects`) per mode, each against its own provider, concurrently with
+the producers above; their effect counts, taken from the tool's own store and the
+provider's own log, go to `effects.json` at the bundle root.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +36,17 @@ from codeai_tui.demo.evidence import (
 )
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
 from codeai_tui.provider import ProviderProcess
+from codeai_tui.tools.effects import EffectRow, ScenarioError, run_effect_run
+from codeai_tui.tools.receipts import load_or_create_signing_key
 
 BUNDLE_FORMAT = "codeai.demo_bundle.v1"
 MODEL = "synthetic-small"
 DRIFT_MODEL = "synthetic-large"
 IN_FLIGHT_LATENCY_S = 120.0
 INVENTORY = "hashes.json"  # the slow provider holds a request far longer than the kill takes
+EFFECTS = "effects.json"
+WORKER_RUNS = "worker_runs.json"
+TOOL_WORKERS = 2  # tool cases built at once (each is a provider and 1-2 worker processes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +60,7 @@ class CaseSpec:
     in_flight: bool = False
     model: str = MODEL
     copy_of: str | None = None
+    effect_mode: str | None = None  # a tool case: the mode of tools.effects it runs
 
 
 CASES: tuple[CaseSpec, ...] = (
@@ -91,6 +103,23 @@ CASES: tuple[CaseSpec, ...] = (
              "task-1 completed end to end; task-2 accepted but killed before its "
              "task.completed: repeat the acceptance.", scenario="accept",
              checkpoint="task.accepted", occurrence=2),
+    CaseSpec("11_tool_generate", "tool_generate",
+             "The \"publish report\" turn, killed right after its first tool receipt was "
+             "saved, then replayed from the saved response and finished: one publication, "
+             "two provider calls (the decision and the follow-up), no decision asked twice.",
+             scenario="tool", checkpoint="receipt", effect_mode="generate"),
+    CaseSpec("12_tool_stream", "tool_stream",
+             "The same with streaming: killed after the first tool receipt, replayed and "
+             "finished: one publication, two provider calls.",
+             scenario="tool", checkpoint="receipt", effect_mode="stream"),
+    CaseSpec("13_tool_truncated_stream", "tool_truncated_stream",
+             "The decision's stream was cut off mid-response: no saved response, no tool "
+             "plan, no publication, one provider call; the call's effect is unknown.",
+             scenario="tool", checkpoint="truncated", effect_mode="truncated-stream"),
+    CaseSpec("14_tool_killed_in_tool", "tool_killed_in_tool",
+             "Killed while the tool ran (after its publication, before the kernel recorded "
+             "the outcome): admitted without an outcome, effect unknown; replay refused.",
+             scenario="tool", checkpoint="tool-effect", effect_mode="killed-in-tool"),
 )
 
 
@@ -105,10 +134,12 @@ def _say(message: str) -> None:
 class Harness:
     """Runs the experiment into one bundle directory with two build-time providers."""
 
-    def __init__(self, bundle: Path, fast: ProviderProcess, slow: ProviderProcess) -> None:
+    def __init__(self, bundle: Path, fast: ProviderProcess, slow: ProviderProcess,
+                 kernel_key: Path) -> None:
         self.bundle = bundle
         self.fast = fast
         self.slow = slow
+        self.kernel_key = kernel_key  # outside the bundle: whoever holds it can forge receipts
 
     def url(self, name: str, provider: ProviderProcess | None = None) -> str:
         return case_base_url(name, (provider or self.fast).port)
@@ -127,6 +158,23 @@ class Harness:
         write_json(case / "termination.json", record)
         _say(f"{spec.name}: SIGKILL pid {record['pid']} after {record['event']} "
              f"(seq {record['seq']}, {record['point']})")
+
+    def tool_case(self, spec: CaseSpec) -> EffectRow:
+        """Run the report worker for the case's mode (kill, replay: separate processes)."""
+        assert spec.effect_mode is not None
+        case = self.bundle / spec.name
+        try:
+            # the truncating provider is the case's own; the others share the fast one
+            shared = None if spec.effect_mode == "truncated-stream" else self.url(spec.name)
+            run = run_effect_run(case, spec.effect_mode, self.kernel_key, base_url=shared)
+        except (ScenarioError, subprocess.TimeoutExpired) as exc:
+            raise DemoError(f"{spec.name}: {exc}") from None
+        write_json(case / WORKER_RUNS, {"mode": spec.effect_mode,
+                                        "phases": [p.as_json() for p in run.phases]})
+        steps = ", ".join(f"{p.step} exit {p.exit_code}" + (" (SIGKILL)" if p.exit_code == -9 else "")
+                          for p in run.phases)
+        _say(f"{spec.name}: {steps}")
+        return run.row
 
     def copy_case(self, spec: CaseSpec) -> None:
         """Copy a dead producer's case; this process holds no connection to it."""
@@ -206,9 +254,17 @@ class Harness:
 
     def run(self) -> None:
         by_role = {spec.role: spec for spec in CASES}
-        for spec in CASES:
-            if spec.copy_of is None:
-                self.produce(spec)
+        load_or_create_signing_key(self.kernel_key)  # made once, before workers race for it
+        with ThreadPoolExecutor(TOOL_WORKERS, thread_name_prefix="tool-case") as pool:
+            tool_runs: list[Future[EffectRow]] = [
+                pool.submit(self.tool_case, spec) for spec in CASES if spec.effect_mode]
+            for spec in CASES:
+                if spec.copy_of is None and spec.effect_mode is None:
+                    self.produce(spec)
+            rows = [f.result() for f in tool_runs]
+        write_json(self.bundle / EFFECTS, [row.as_json() for row in rows])
+        for line in effect_table(rows):
+            _say(line)
         for spec in CASES:
             if spec.copy_of is not None:
                 self.copy_case(spec)
@@ -237,6 +293,15 @@ class Harness:
         write_json(self.bundle / INVENTORY, byte_inventory(self.bundle))
 
 
+def effect_table(rows: list[EffectRow]) -> list[str]:
+    """The seed's table as printed: counted in the tool's store and the provider's log."""
+    lines = [f"{'mode':<17} {'case':<25} {'publications':>12} {'provider_calls':>14} complete"]
+    lines += [f"{r.mode:<17} {r.case:<25} {r.publications:>12} {r.provider_calls:>14} "
+              f"{str(r.complete).lower()}" for r in rows]
+    return ["effects (publications: tools/reports.sqlite3; provider calls: provider/receipts.jsonl)",
+            *lines]
+
+
 def readme() -> str:
     lines = [
         "CodeAI demo bundle: the experiment \"Kill it, reopen it, resume it\".",
@@ -247,6 +312,9 @@ def readme() -> str:
         "resumes, refusals and the naive restart ran as separate processes too",
         "(resume_attempt.json, resume_plan.json, naive_restart.json). Provider effects",
         "are counted by the synthetic provider's own log (provider/receipts.jsonl).",
+        "Tool cases (tools/) ran the report worker, killed and replayed as separate",
+        "processes (worker_runs.json); effects.json counts their publications in",
+        "tools/reports.sqlite3 and their provider calls in provider/receipts.jsonl.",
         "",
         "  codeai-tui verify THIS_DIR     re-derive every state independently",
         "  codeai-tui THIS_DIR            open the console (resumes need the provider:",
@@ -286,9 +354,10 @@ def build_demo(out: Path | None) -> Path:
         bundle.mkdir(parents=True, exist_ok=True)
         bundle = bundle.resolve()
         started = time.monotonic()
-        with ProviderProcess(receipts_root=bundle) as fast, \
+        with tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-") as keys, \
+                ProviderProcess(receipts_root=bundle) as fast, \
                 ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
-            Harness(bundle, fast, slow).run()
+            Harness(bundle, fast, slow, Path(keys) / "kernel.key").run()
     except (DemoError, RuntimeError, OSError, ValueError) as exc:
         print(f"codeai-tui demo: failed: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -24,6 +24,7 @@ from codeai_tui.verify.claims import (
     receipt_claims,
     termination_claims,
 )
+from codeai_tui.verify.effects import TOOL_EXPECTED, effects_claims, tool_case_claims
 from codeai_tui.verify.experiment import EXPECTED, bundle_claims, copy_source_claim, role_claims
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData, find_case_dirs, read_case, read_file
@@ -57,7 +58,7 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
     termination = case.json_doc("termination.json")
     if termination is not None:
         claims += termination_claims(case, termination, resumed=resume.get("exit_code") == 0)
-    elif entry:
+    elif entry and role not in TOOL_EXPECTED:  # tool cases record their workers instead
         claims.append(Claim(False, case.name, "termination.json is missing"))
     for filename, final in (("inspection_before_resume.json", False), ("inspection.json", True)):
         doc = case.json_doc(filename)
@@ -77,6 +78,7 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
         claims += role_claims(case, role, derived)
         copy_of = entry.get("copy_of")
         claims += copy_source_claim(case, copy_of if isinstance(copy_of, str) else None, cases)
+    claims += tool_case_claims(case, role)
     return claims
 
 
@@ -105,6 +107,7 @@ def verify_path(path: str) -> list[Claim]:
     if manifest is not None:
         claims += bundle_claims(manifest, cases)
         claims += inventory_claims(root, cases)
+        claims += effects_claims(root, entries, cases)
     for label, data in cases.items():
         try:
             claims += case_claims(data, entries.get(label, {}), cases)

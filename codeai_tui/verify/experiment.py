@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeai_tui.verify.claims import Claim, as_dict, short
+from codeai_tui.verify.effects import TOOL_EXPECTED
 from codeai_tui.verify.rules import Derived
 from codeai_tui.verify.store import CaseData
 
@@ -222,11 +223,12 @@ def _inventory_claims(case: CaseData, role: str, d: Derived) -> list[Claim]:
 def bundle_claims(manifest: dict[str, Any], found: dict[str, CaseData]) -> list[Claim]:
     cases = [c for c in manifest.get("cases") or [] if isinstance(c, dict)]
     roles = Counter(str(c.get("role")) for c in cases)
-    missing_roles = sorted(set(EXPECTED) - set(roles))
-    unknown = sorted(r for r in roles if r not in EXPECTED)
+    preregistered = set(EXPECTED) | set(TOOL_EXPECTED)
+    missing_roles = sorted(preregistered - set(roles))
+    unknown = sorted(r for r in roles if r not in preregistered)
     absent = sorted(str(c.get("dir")) for c in cases if str(c.get("dir")) not in found)
     ok = not missing_roles and not unknown and not absent and all(v == 1 for v in roles.values())
-    text = (f"bundle.json names all {len(EXPECTED)} preregistered cases and each directory holds a ledger"
+    text = (f"bundle.json names all {len(preregistered)} preregistered cases and each directory holds a ledger"
             if ok else f"bundle.json: missing roles {missing_roles}, unknown {unknown}, "
             f"directories without a ledger {absent}")
     return [Claim(ok, "bundle", text)]

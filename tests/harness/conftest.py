@@ -17,6 +17,7 @@ def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = cli("demo", str(out), timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(out.resolve())
+    (out.parent / "demo.stderr").write_text(done.stderr)  # what the command printed
     return out
 
 

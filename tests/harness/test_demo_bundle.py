@@ -88,9 +88,21 @@ def manifests_of(case: Path) -> list[dict[str, Any]]:
         conn.close()
 
 
+TOOL_CASES = {  # after the ten, in this order (tests/harness/test_tool_cases.py)
+    "11_tool_generate": "tool_generate",
+    "12_tool_stream": "tool_stream",
+    "13_tool_truncated_stream": "tool_truncated_stream",
+    "14_tool_killed_in_tool": "tool_killed_in_tool",
+}
+
+
 def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     manifest = load(demo_bundle / "bundle.json")
-    assert [c["dir"] for c in manifest["cases"]] == list(CASE_VECTORS)
+    dirs = [c["dir"] for c in manifest["cases"]]
+    assert dirs[:10] == list(CASE_VECTORS)  # numbering and roles of the ten unchanged
+    assert [c["role"] for c in manifest["cases"][:10]] == [n.split("_", 1)[1] for n in CASE_VECTORS]
+    assert {c["dir"]: c["role"] for c in manifest["cases"][10:]} == TOOL_CASES
+    assert dirs[10:] == list(TOOL_CASES)
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]
@@ -243,6 +255,7 @@ def test_demo_without_out_dir_is_deterministic_in_its_states(demo_bundle: Path) 
     try:
         assert second.parent == Path(tempfile.gettempdir()).resolve()
         assert _normalised(second) == _normalised(demo_bundle)
+        assert load(second / "effects.json") == load(demo_bundle / "effects.json")
     finally:
         shutil.rmtree(second, ignore_errors=True)
 

@@ -257,3 +257,90 @@ def test_special_files_in_a_case_fail_verify_without_hanging(bundle_copy: Path) 
     assert done.returncode == 1 and "Traceback" not in done.stderr
     fails(done.stdout.splitlines(), "02_killed_after_manifest", "receipt log unreadable")
     fails(done.stdout.splitlines(), "09_resumed", "not a regular file")
+
+
+# ---- tool cases (issue 10 part 6): the stores, the signed receipts and effects.json
+
+
+def _change_one_byte(path: Path, marker: bytes) -> None:
+    """Replace the hex digit right after `marker` with another hex digit (still canonical
+    JSON, so only the signature can catch it)."""
+    data = bytearray(path.read_bytes())
+    at = data.index(marker) + len(marker)
+    data[at] = ord("0") if data[at] != ord("0") else ord("1")
+    path.write_bytes(bytes(data))
+
+
+def test_one_changed_byte_in_a_tool_receipt_fails(bundle_copy: Path) -> None:
+    receipts = bundle_copy / "11_tool_generate" / "tools" / "receipts.ndjson"
+    _change_one_byte(receipts, b'"result_sha256":"')
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 11_tool_generate: tools/receipts.ndjson line 1: signature does not verify "
+                 "against tools/kernel.pub")
+    fails(lines, "11_tool_generate: tools/receipts.ndjson and the ledger disagree")
+    fails(lines, "11_tool_generate: publication 1", "its receipt (line 1) is invalid")
+    assert sum(line.startswith("FAIL 12_tool_stream") for line in lines) == 0  # only that case
+
+
+def test_a_changed_signature_byte_fails(bundle_copy: Path) -> None:
+    receipts = bundle_copy / "12_tool_stream" / "tools" / "receipts.ndjson"
+    data = receipts.read_bytes()
+    at = data.index(b'"sig":"') + len(b'"sig":"') + 5
+    receipts.write_bytes(data[:at] + (b"A" if data[at:at + 1] != b"A" else b"B") + data[at + 1:])
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 12_tool_stream: tools/receipts.ndjson line 1: signature does not verify")
+
+
+def test_a_deleted_publication_row_fails(bundle_copy: Path) -> None:
+    conn = sqlite3.connect(bundle_copy / "12_tool_stream" / "tools" / "reports.sqlite3",
+                           isolation_level=None)
+    conn.execute("DELETE FROM publications")
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL bundle: effects.json stream (12_tool_stream) disagrees with the stores: "
+                 "publications 1, counted 0")
+    fails(lines, "FAIL 12_tool_stream: stream: 0 publication(s) in tools/reports.sqlite3",
+          "preregistered 1 / 2 / true")
+    fails(lines, "FAIL 12_tool_stream: receipt(s) for operation(s) the tool's store has no "
+                 "publication of")
+
+
+def test_a_second_publication_of_one_operation_fails(bundle_copy: Path) -> None:
+    conn = sqlite3.connect(bundle_copy / "11_tool_generate" / "tools" / "reports.sqlite3",
+                           isolation_level=None)
+    conn.execute("INSERT INTO publications (operation_key, tool_call_id, title, body, published_at)"
+                 " SELECT operation_key, tool_call_id, title, body, published_at FROM publications")
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 11_tool_generate: publication 2", "2 publications under this operation")
+    fails(lines, "effects.json generate (11_tool_generate) disagrees", "publications 1, counted 2")
+
+
+def test_effects_json_that_disagrees_with_the_stores_fails(bundle_copy: Path) -> None:
+    path = bundle_copy / "effects.json"
+    rows = json.loads(path.read_text())
+    rows[0]["provider_calls"] = 1  # generate: the seed's "no third request" made to look better
+    rows[2]["complete"] = "false"  # truncated-stream: a string is not the boolean counted
+    path.write_text(json.dumps(rows))
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL bundle: effects.json generate (11_tool_generate) disagrees with the "
+                 "stores: provider_calls 1, counted 2")
+    fails(lines, "effects.json truncated-stream (13_tool_truncated_stream) disagrees",
+          "complete 'false', counted False")
+
+
+def test_effects_json_missing_a_mode_or_missing_fails(bundle_copy: Path) -> None:
+    path = bundle_copy / "effects.json"
+    path.write_text(json.dumps(json.loads(path.read_text())[:3]))
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL bundle: effects.json: rows for modes", "preregistered one each")
+    path.unlink()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL bundle: effects.json is missing")

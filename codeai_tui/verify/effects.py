@@ -1,0 +1,424 @@
+"""The verifier's checks of tool cases and `effects.json`, with its own code.
+
+What a tool case claims (the seed "Model-call recovery", issue 10 part 6) is checked
+from the stores the effects live in, never from the project's tool code: publications
+are rows of the tool's own `tools/reports.sqlite3` (plain sqlite3, read-only), provider
+calls are lines of the provider's own `provider/receipts.jsonl`, and every line of
+`tools/receipts.ndjson` is checked here as canonical JSON signed with Ed25519 by the key
+in `tools/kernel.pub` (`cryptography` directly; the project's `codeai_tui.tools` is not
+used, so a bug there shows up as a disagreement here). The ledger is consulted only for
+what it must agree with: one `tool.admitted` per publication, the `tool.completed`
+receipt byte for byte, and whether the task completed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from codeai_tui.verify.claims import Claim, as_dict
+from codeai_tui.verify.store import CaseData
+
+TOOLS = "tools"
+KERNEL_PUB = f"{TOOLS}/kernel.pub"
+TOOL_RECEIPTS = f"{TOOLS}/receipts.ndjson"
+REPORTS = f"{TOOLS}/reports.sqlite3"
+PROVIDER_LOG = "provider/receipts.jsonl"
+EFFECTS = "effects.json"
+WORKER_RUNS = "worker_runs.json"
+RECEIPT_FORMAT = "codeai.tool_receipt.v1"
+ROW_KEYS = ("mode", "case", "publications", "provider_calls", "complete")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExpect:
+    """One preregistered tool case: the seed's effect row and how its workers ended."""
+
+    mode: str
+    publications: int
+    provider_calls: int
+    complete: bool
+    receipted: bool  # each publication completed with a receipt; False: no outcome recorded
+    phases: tuple[tuple[str, int], ...]  # (step, exit code) of each worker process
+    kill_at: str | None = None
+
+
+_KILLED = -9
+TOOL_EXPECTED: dict[str, ToolExpect] = {
+    "tool_generate": ToolExpect("generate", 1, 2, True, True,
+                                (("run", _KILLED), ("replay", 0)), "receipt"),
+    "tool_stream": ToolExpect("stream", 1, 2, True, True,
+                              (("run", _KILLED), ("replay", 0)), "receipt"),
+    "tool_truncated_stream": ToolExpect("truncated-stream", 0, 1, False, False, (("run", 0),)),
+    "tool_killed_in_tool": ToolExpect("killed-in-tool", 1, 1, False, False,
+                                      (("run", _KILLED), ("replay", 3)), "tool-effect"),
+}
+
+
+# ---- reading, with the verifier's own code
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptLine:
+    number: int
+    text: str
+    body: dict[str, Any] | None
+    problem: str | None  # None exactly when canonical and the signature verifies
+
+
+@dataclass(slots=True)
+class ToolEvidence:
+    publications: list[tuple[int, str, str]] = field(default_factory=list)  # id, op key, call id
+    problems: list[str] = field(default_factory=list)  # unreadable stores
+    lines: list[ReceiptLine] = field(default_factory=list)
+    key_id: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return bool(self.publications or self.lines or self.key_id or self.problems)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_float(v) for v in value)
+    return False
+
+
+def _kid(public: Ed25519PublicKey) -> str:
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def check_line(number: int, raw: bytes, public: Ed25519PublicKey | None) -> ReceiptLine:
+    """One receipt line: canonical JSON {alg, body, kid, sig}, sig = Ed25519 over the
+    canonical bytes of body, kid naming the trusted key (LEDGER extension TOOLS.md)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return ReceiptLine(number, raw.decode("utf-8", "replace"), None, "not UTF-8")
+    try:
+        env = json.loads(text)
+    except (ValueError, RecursionError):
+        return ReceiptLine(number, text, None, "not JSON")
+    if not isinstance(env, dict) or set(env) != {"alg", "body", "kid", "sig"} \
+            or not isinstance(env["body"], dict):
+        return ReceiptLine(number, text, None, "not a receipt {alg, body, kid, sig}")
+    body: dict[str, Any] = env["body"]
+    if _has_float(env) or _canonical(env) != text:
+        return ReceiptLine(number, text, body, "not in canonical form (a byte was changed)")
+    if env["alg"] != "Ed25519" or body.get("format") != RECEIPT_FORMAT:
+        return ReceiptLine(number, text, body, f"alg {env['alg']!r} / format {body.get('format')!r}")
+    if public is None:
+        return ReceiptLine(number, text, body, f"no usable {KERNEL_PUB} to verify it against")
+    if env["kid"] != _kid(public):
+        return ReceiptLine(number, text, body, f"signed by another key than {KERNEL_PUB}")
+    sig = env["sig"]
+    try:
+        if not isinstance(sig, str) or "=" in sig:
+            raise ValueError("not unpadded base64url")
+        public.verify(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)),
+                      _canonical(body).encode("utf-8"))
+    except (InvalidSignature, ValueError):
+        return ReceiptLine(number, text, body, f"signature does not verify against {KERNEL_PUB}")
+    return ReceiptLine(number, text, body, None)
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def read_tool_evidence(case: Path) -> ToolEvidence:
+    ev = ToolEvidence()
+    tools = case / TOOLS
+    if tools.is_symlink():
+        ev.problems.append(f"{TOOLS}/ is a link; nothing is read through it")
+        return ev
+    if not tools.is_dir():
+        return ev
+    public: Ed25519PublicKey | None = None
+    pub = case / KERNEL_PUB
+    if _regular(pub):
+        try:
+            loaded = serialization.load_pem_public_key(pub.read_bytes())
+        except (ValueError, TypeError):
+            loaded = None
+        if isinstance(loaded, Ed25519PublicKey):
+            public, ev.key_id = loaded, _kid(loaded)
+        else:
+            ev.problems.append(f"{KERNEL_PUB} is not an Ed25519 public key")
+    receipts = case / TOOL_RECEIPTS
+    if _regular(receipts):
+        for number, raw in enumerate(receipts.read_bytes().split(b"\n"), start=1):
+            if raw.strip():
+                ev.lines.append(check_line(number, raw, public))
+    reports = case / REPORTS
+    if _regular(reports):
+        uri = f"file:{quote(str(reports.absolute()))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
+            try:
+                conn.execute("PRAGMA query_only=1")
+                rows = conn.execute("SELECT id, operation_key, tool_call_id FROM publications"
+                                    " ORDER BY id").fetchall()
+            finally:
+                conn.close()
+            ev.publications = [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+        except sqlite3.Error as exc:
+            ev.problems.append(f"{REPORTS}: cannot read publications ({exc})")
+    return ev
+
+
+# ---- counting (what effects.json must agree with)
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    publications: int
+    provider_calls: int
+    complete: bool
+    worker_complete: bool | None
+    ledger_complete: bool
+
+
+def _last_json(text: Any) -> dict[str, Any]:
+    lines = str(text or "").strip().splitlines()
+    try:
+        return as_dict(json.loads(lines[-1])) if lines else {}
+    except ValueError:
+        return {}
+
+
+def worker_phases(case: CaseData) -> list[dict[str, Any]]:
+    doc = as_dict(case.json_doc(WORKER_RUNS))
+    return [as_dict(p) for p in doc.get("phases") or [] if isinstance(p, dict)]
+
+
+def count_effects(case: CaseData, ev: ToolEvidence) -> Counted:
+    """Publications from the tool's store, provider calls from the provider's log;
+    complete when the last worker said so and the ledger holds the task's completion."""
+    phases = worker_phases(case)
+    said = _last_json(phases[-1].get("stdout")).get("complete") if phases else None
+    worker = said if isinstance(said, bool) else None
+    ledger = any(r.kind == "task.completed" for r in case.rows)
+    return Counted(len(ev.publications), len(case.receipts), worker is True and ledger,
+                   worker, ledger)
+
+
+# ---- claims per tool case
+
+
+def _ops(case: CaseData, kind: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for r in case.rows:
+        if r.kind == kind and isinstance(r.payload.get("operation_key"), str):
+            out.setdefault(r.payload["operation_key"], []).append(r)
+    return out
+
+
+def _signature_claim(case: CaseData, ev: ToolEvidence) -> Claim:
+    bad = [f"{TOOL_RECEIPTS} line {ln.number}: {ln.problem}" for ln in ev.lines if ln.problem]
+    distinct = len({ln.text for ln in ev.lines})
+    if bad:
+        return Claim(False, case.name, "; ".join(bad[:5]))
+    return Claim(True, case.name,
+                 f"{TOOL_RECEIPTS}: {len(ev.lines)} line(s) ({distinct} distinct), each canonical "
+                 f"JSON with an Ed25519 signature that verifies against {KERNEL_PUB} "
+                 f"(kid {ev.key_id})")
+
+
+def _ledger_agreement_claim(case: CaseData, ev: ToolEvidence) -> Claim:
+    completed = _ops(case, "tool.completed")
+    in_ledger = {str(rows[0].payload.get("receipt")) for rows in completed.values()}
+    in_file = {ln.text for ln in ev.lines}
+    missing = len(in_ledger - in_file)
+    extra = sorted(ln.number for ln in ev.lines if ln.text not in in_ledger)
+    ok = not missing and not extra
+    text = (f"every tool.completed receipt in the ledger ({len(in_ledger)}) is in {TOOL_RECEIPTS} "
+            "byte for byte, and every line there is one of them")
+    if not ok:
+        text = (f"{TOOL_RECEIPTS} and the ledger disagree: {missing} ledger receipt(s) not in the "
+                f"file; line(s) {extra[:5]} match no tool.completed receipt")
+    return Claim(ok, case.name, text)
+
+
+def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None) -> list[Claim]:
+    """Every publication: exactly one admission, and exactly one valid receipt (or, where
+    preregistered, none: admitted without an outcome, its effect unknown)."""
+    admitted = _ops(case, "tool.admitted")
+    completed = _ops(case, "tool.completed")
+    claims: list[Claim] = []
+    keys = Counter(key for _, key, _ in ev.publications)
+    for pid, key, call in ev.publications:
+        adm = admitted.get(key, [])
+        texts = {ln.text: ln for ln in ev.lines if ln.body and ln.body.get("operation_key") == key}
+        done = completed.get(key, [])
+        want_receipt = receipted if receipted is not None else bool(done)
+        problems: list[str] = []
+        if keys[key] != 1:
+            problems.append(f"{keys[key]} publications under this operation")
+        if len(adm) != 1:
+            problems.append(f"{len(adm)} tool.admitted events")
+        elif adm[0].payload.get("tool_call_id") != call:
+            problems.append("its tool_call_id differs from the admission's")
+        if want_receipt:
+            ln = next(iter(texts.values())) if len(texts) == 1 else None
+            result = as_dict((ln.body or {}).get("result")) if ln else {}
+            if len(texts) != 1:
+                problems.append(f"{len(texts)} distinct receipts")
+            elif ln is not None and ln.problem:
+                problems.append(f"its receipt (line {ln.number}) is invalid: {ln.problem}")
+            elif ln is not None and (result.get("publication_id") != pid
+                                     or (ln.body or {}).get("outcome") != "succeeded"):
+                problems.append(f"its receipt names publication {result.get('publication_id')!r}")
+            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}) "
+                    "and one valid receipt naming it")
+        else:
+            if texts or done:
+                problems.append(f"{len(texts)} receipt(s), {len(done)} tool.completed; "
+                                "preregistered: none")
+            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}), "
+                    "no outcome and no receipt: its effect is unknown to the kernel, as preregistered")
+        claims.append(Claim(not problems, case.name,
+                            text if not problems else f"publication {pid} ({key}): "
+                            + "; ".join(problems)))
+    stray = sorted(k for k in admitted if k not in keys and (receipted is not None or k in completed))
+    if stray:
+        claims.append(Claim(False, case.name,
+                            f"{len(stray)} operation(s) admitted with no publication in {REPORTS}: "
+                            f"{', '.join(stray[:3])}"))
+    named = {ln.body.get("operation_key") for ln in ev.lines if ln.body}
+    orphan = sorted(str(k) for k in named if k not in keys)
+    if orphan:
+        claims.append(Claim(False, case.name,
+                            f"receipt(s) for operation(s) the tool's store has no publication of: "
+                            f"{', '.join(orphan[:3])}"))
+    return claims
+
+
+def _phase_claim(case: CaseData, exp: ToolExpect) -> Claim:
+    phases = worker_phases(case)
+    got = tuple((str(p.get("step")), p.get("exit_code")) for p in phases)
+    ok = got == exp.phases and all((p.get("signal") == "SIGKILL") == (p.get("exit_code") == _KILLED)
+                                   for p in phases)
+    if exp.kill_at is not None:
+        ok = ok and bool(phases) and exp.kill_at in [str(a) for a in phases[0].get("argv") or []]
+    if ok and exp.phases[-1] == ("replay", 3):
+        ok = "refused" in _last_json(phases[-1].get("stdout"))
+    shown = ", ".join(f"{s} exit {c}" for s, c in got) or "none recorded"
+    kill = f", killed by SIGKILL at {exp.kill_at}" if exp.kill_at else ""
+    text = f"worker processes ({WORKER_RUNS}): {shown}{kill}" + (
+        ", replay refused" if exp.phases[-1] == ("replay", 3) else "")
+    return Claim(ok, case.name, text if ok else
+                 f"{text}; preregistered {', '.join(f'{s} exit {c}' for s, c in exp.phases)}")
+
+
+def _provider_keys_claim(case: CaseData) -> Claim:
+    keys = Counter(str(r.get("idempotency_key")) for r in case.receipts)
+    twice = sorted(k for k, n in keys.items() if n > 1)
+    return Claim(not twice, case.name,
+                 f"each of the {len(case.receipts)} provider request(s) has its own key: no model "
+                 "decision was asked twice" if not twice else
+                 f"the provider was asked twice under {', '.join(twice[:3])}")
+
+
+def _counts_claim(case: CaseData, exp: ToolExpect, c: Counted) -> Claim:
+    got = (c.publications, c.provider_calls, c.complete)
+    want = (exp.publications, exp.provider_calls, exp.complete)
+    text = (f"{exp.mode}: {c.publications} publication(s) in {REPORTS}, {c.provider_calls} "
+            f"provider call(s) in {PROVIDER_LOG}, complete {str(c.complete).lower()} (worker "
+            f"{c.worker_complete}, task.completed in the ledger {c.ledger_complete})")
+    return Claim(got == want, case.name,
+                 text + (" as preregistered" if got == want else
+                         f"; preregistered {want[0]} / {want[1]} / {str(want[2]).lower()}"))
+
+
+def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
+    """Claims for a case with a tools/ directory (any case; preregistered ones by role)."""
+    exp = TOOL_EXPECTED.get(role or "")
+    ev = read_tool_evidence(case.path)
+    if exp is None and not ev.present:
+        return []
+    claims = [Claim(False, case.name, p) for p in ev.problems]
+    if ev.lines:
+        claims.append(_signature_claim(case, ev))
+    if ev.lines or _ops(case, "tool.completed"):
+        claims.append(_ledger_agreement_claim(case, ev))
+    claims += _publication_claims(case, ev, exp.receipted if exp else None)
+    if exp is not None:
+        claims.append(_counts_claim(case, exp, count_effects(case, ev)))
+        claims.append(_provider_keys_claim(case))
+        claims.append(_phase_claim(case, exp))
+        if not exp.receipted and ev.lines:
+            claims.append(Claim(False, case.name, f"{TOOL_RECEIPTS} holds {len(ev.lines)} line(s); "
+                                "preregistered: none"))
+    return claims
+
+
+# ---- effects.json at the bundle root
+
+
+def effects_claims(root: Path, entries: dict[str, dict[str, Any]],
+                   cases: dict[str, CaseData]) -> list[Claim]:
+    """effects.json has one row per preregistered mode, each naming the case that plays
+    it, with the figures counted here from that case's stores."""
+    by_mode = {TOOL_EXPECTED[str(e.get("role"))].mode: d for d, e in entries.items()
+               if str(e.get("role")) in TOOL_EXPECTED}
+    path = root / EFFECTS
+    if not path.exists():
+        return [Claim(False, "bundle", f"{EFFECTS} is missing")] if by_mode else []
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [Claim(False, "bundle", f"{EFFECTS} is unreadable ({exc})")]
+    rows = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else []
+    modes = [str(r.get("mode")) for r in rows]
+    want = sorted(e.mode for e in TOOL_EXPECTED.values())
+    shaped = isinstance(doc, list) and len(rows) == len(doc) \
+        and all(tuple(sorted(r)) == tuple(sorted(ROW_KEYS)) for r in rows)
+    ok = shaped and sorted(modes) == want
+    claims = [Claim(ok, "bundle",
+                    f"{EFFECTS}: one row {{{', '.join(ROW_KEYS)}}} per preregistered mode "
+                    f"({', '.join(want)})" if ok else
+                    f"{EFFECTS}: rows for modes {modes}, preregistered one each of {want}"
+                    + ("" if shaped else f", each with exactly the keys {list(ROW_KEYS)}"))]
+    for row in rows:
+        mode, name = str(row.get("mode")), str(row.get("case"))
+        case = cases.get(name)
+        if by_mode.get(mode) != name or case is None:
+            claims.append(Claim(False, "bundle", f"{EFFECTS}: mode {mode} names case {name!r}; "
+                                f"bundle.json gives that mode to {by_mode.get(mode)!r}"))
+            continue
+        c = count_effects(case, read_tool_evidence(case.path))
+        counted = {"publications": c.publications, "provider_calls": c.provider_calls,
+                   "complete": c.complete}
+        diff = [f"{k} {row.get(k)!r}, counted {v!r}" for k, v in counted.items()
+                if row.get(k) != v or type(row.get(k)) is not type(v)]
+        claims.append(Claim(not diff, "bundle",
+                            f"{EFFECTS} {mode} ({name}): {c.publications} / {c.provider_calls} / "
+                            f"{str(c.complete).lower()} agrees with {REPORTS}, {PROVIDER_LOG} and "
+                            "the worker" if not diff else
+                            f"{EFFECTS} {mode} ({name}) disagrees with the stores: "
+                            + "; ".join(diff)))
+    return claims
+
+
+__all__ = ["TOOL_EXPECTED", "effects_claims", "tool_case_claims"]
