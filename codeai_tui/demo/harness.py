@@ -262,7 +262,9 @@ class Harness:
                 if spec.copy_of is None and spec.effect_mode is None:
                     self.produce(spec)
             rows = [f.result() for f in tool_runs]
-        write_json(self.bundle / EFFECTS, [row.as_json() for row in rows])
+        # the seed's row order and key order (write_json would sort the keys)
+        (self.bundle / EFFECTS).write_text(
+            json.dumps([row.as_json() for row in rows], indent=1) + "\n", encoding="utf-8")
         for line in effect_table(rows):
             _say(line)
         for spec in CASES:
