@@ -208,7 +208,12 @@ def _last_json(text: Any) -> dict[str, Any]:
 
 
 def worker_phases(case: CaseData) -> list[dict[str, Any]]:
-    doc = as_dict(case.json_doc(WORKER_RUNS))
+    """The recorded worker processes; none when the record is absent or broken (the
+    phase claim then fails; counting must not crash the bundle-level effects check)."""
+    try:
+        doc = as_dict(case.json_doc(WORKER_RUNS))
+    except (OSError, ValueError):
+        return []
     return [as_dict(p) for p in doc.get("phases") or [] if isinstance(p, dict)]
 
 
@@ -296,16 +301,20 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
                 problems.append(f"{len(texts)} receipt(s), {len(done)} tool.completed; "
                                 "preregistered: none")
             text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}), "
-                    "no outcome and no receipt: its effect is unknown to the kernel, as preregistered")
+                    "no outcome and no receipt: its effect is unknown to the kernel"
+                    + (", as preregistered" if receipted is not None else ""))
         claims.append(Claim(not problems, case.name,
                             text if not problems else f"publication {pid} ({key}): "
                             + "; ".join(problems)))
-    stray = sorted(k for k in admitted if k not in keys and (receipted is not None or k in completed))
+    # A failed outcome legitimately published nothing; a preregistered case has none.
+    succeeded = {k for k, rows in completed.items() if rows[0].payload.get("outcome") == "succeeded"}
+    stray = sorted(k for k in admitted if k not in keys and (receipted is not None or k in succeeded))
     if stray:
         claims.append(Claim(False, case.name,
                             f"{len(stray)} operation(s) admitted with no publication in {REPORTS}: "
                             f"{', '.join(stray[:3])}"))
-    named = {ln.body.get("operation_key") for ln in ev.lines if ln.body}
+    named = {ln.body.get("operation_key") for ln in ev.lines
+             if ln.body and (receipted is not None or ln.body.get("outcome") == "succeeded")}
     orphan = sorted(str(k) for k in named if k not in keys)
     if orphan:
         claims.append(Claim(False, case.name,

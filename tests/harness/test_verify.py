@@ -344,3 +344,19 @@ def test_effects_json_missing_a_mode_or_missing_fails(bundle_copy: Path) -> None
     code, lines, _ = verify(bundle_copy)
     assert code == 1
     fails(lines, "FAIL bundle: effects.json is missing")
+
+
+def test_a_single_tool_case_is_checked_on_its_own(demo_bundle: Path) -> None:
+    code, lines, _ = verify(demo_bundle / "11_tool_generate")
+    assert code == 0, "\n".join(lines)
+    assert any("one admission" in line and "one valid receipt naming it" in line for line in lines)
+    code, lines, _ = verify(demo_bundle / "14_tool_killed_in_tool")
+    assert code == 0, "\n".join(lines)
+    assert any("no outcome and no receipt: its effect is unknown" in line for line in lines)
+
+
+def test_a_broken_worker_record_fails_without_traceback(bundle_copy: Path) -> None:
+    (bundle_copy / "12_tool_stream" / "worker_runs.json").write_text("{not json")
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "effects.json stream (12_tool_stream) disagrees", "complete True, counted False")
