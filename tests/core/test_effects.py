@@ -52,3 +52,22 @@ def test_an_exported_tool_case_keeps_its_tool_evidence(tmp_path: Path) -> None:
     assert count_publications(exported) == 1
     report = verify_case_receipts(exported)
     assert report.ok and [v.verdict for v in report.verdicts] == [Verdict.VALID]
+
+
+def test_a_truncated_stream_needs_its_own_truncating_provider(tmp_path: Path) -> None:
+    from codeai_tui.tools.effects import run_effect_run
+
+    with pytest.raises(ValueError, match="its own truncating provider"):
+        run_effect_run(tmp_path / "x", "truncated-stream", tmp_path / "k",
+                       base_url="http://127.0.0.1:9/v1")
+    assert not (tmp_path / "x").exists()  # refused before any process ran
+
+
+def test_worker_phases_record_the_kill_and_the_replay(tmp_path: Path) -> None:
+    from codeai_tui.tools.effects import run_effect_run
+
+    run = run_effect_run(tmp_path / "generate", "generate", tmp_path / "keys" / "kernel.key")
+    got = [(p.as_json()["step"], p.exit_code, p.as_json()["signal"]) for p in run.phases]
+    assert got == [("run", -9, "SIGKILL"), ("replay", 0, None)]
+    assert str(tmp_path / "keys") not in " ".join(run.phases[0].argv)  # the key path is not recorded
+    assert run.phases[0].argv[-2:] == ["--kill-at", "receipt"]
