@@ -7,9 +7,10 @@ codes and counts) and the naive restart (on a copy). Provider effects are counte
 synthetic provider's own fsync'd receipt log, outside the ledger.
 
 The tool cases (11-14, the seed "Model-call recovery") run the report worker
-(`codeai_tui.tools.effects`) per mode, each against its own provider, concurrently with
-the producers above; their effect counts, taken from the tool's own store and the
-provider's own log, go to `effects.json` at the bundle root.
+(`codeai_tui.tools.effects`) per mode, killed and replayed as separate processes, two at
+a time beside the producers above (against the fast provider; truncated-stream against
+its own truncating one); their effect counts, taken from the tool's own store and the
+provider's own log, go to `effects.json` at the bundle root and to stderr.
 """
 
 from __future__ import annotations
