@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from codeai_tui.verify.claims import Claim, as_dict
+from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData
 
 TOOLS = "tools"
@@ -51,18 +52,24 @@ class ToolExpect:
     complete: bool
     receipted: bool  # each publication completed with a receipt; False: no outcome recorded
     phases: tuple[tuple[str, int], ...]  # (step, exit code) of each worker process
+    calls: tuple[tuple[str, str, str], ...]  # (stage, next_operation, provider_effect), sorted
     kill_at: str | None = None
 
 
 _KILLED = -9
+_DONE = ("completed", "none", "happened")
 TOOL_EXPECTED: dict[str, ToolExpect] = {
+    # decision and follow-up both answered; the replay asked for no new decision
     "tool_generate": ToolExpect("generate", 1, 2, True, True,
-                                (("run", _KILLED), ("replay", 0)), "receipt"),
+                                (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt"),
     "tool_stream": ToolExpect("stream", 1, 2, True, True,
-                              (("run", _KILLED), ("replay", 0)), "receipt"),
-    "tool_truncated_stream": ToolExpect("truncated-stream", 0, 1, False, False, (("run", 0),)),
+                              (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt"),
+    # the cut-off stream saved no response: the decision's effect is unknown, no plan
+    "tool_truncated_stream": ToolExpect("truncated-stream", 0, 1, False, False, (("run", 0),),
+                                        (("effect_unknown", "reconcile_effect", "unknown"),)),
+    # the decision answered; no follow-up was ever sent (the replay refused)
     "tool_killed_in_tool": ToolExpect("killed-in-tool", 1, 1, False, False,
-                                      (("run", _KILLED), ("replay", 3)), "tool-effect"),
+                                      (("run", _KILLED), ("replay", 3)), (_DONE,), "tool-effect"),
 }
 
 
@@ -360,6 +367,19 @@ def _counts_claim(case: CaseData, exp: ToolExpect, c: Counted) -> Claim:
                          f"; preregistered {want[0]} / {want[1]} / {str(want[2]).lower()}"))
 
 
+def _calls_claim(case: CaseData, exp: ToolExpect) -> Claim:
+    """The model calls as the verifier's own rules derive them; and no tool plan was
+    journaled where the stream was cut off (nothing may make one up later)."""
+    calls = tuple(sorted((s["stage"], s["next_operation"], s["provider_effect"])
+                         for s in derive(case.rows).calls.values()))
+    plans = sum(1 for r in case.rows if r.kind == "attempt.observed" and r.payload.get("tool_plan"))
+    ok = calls == tuple(sorted(exp.calls)) and plans == (1 if exp.publications else 0)
+    text = (f"{exp.mode}: calls derived as {[c[0] for c in calls]}, {plans} saved response(s) "
+            "with a tool plan")
+    return Claim(ok, case.name, text + (" as preregistered" if ok else
+                                        f"; preregistered calls {list(exp.calls)}"))
+
+
 def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
     """Claims for a case with a tools/ directory (any case; preregistered ones by role)."""
     exp = TOOL_EXPECTED.get(role or "")
@@ -374,6 +394,7 @@ def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
     claims += _publication_claims(case, ev, exp.receipted if exp else None)
     if exp is not None:
         claims.append(_counts_claim(case, exp, count_effects(case, ev)))
+        claims.append(_calls_claim(case, exp))
         claims.append(_provider_keys_claim(case))
         claims.append(_phase_claim(case, exp))
         if not exp.receipted and ev.lines:

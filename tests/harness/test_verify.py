@@ -360,3 +360,19 @@ def test_a_broken_worker_record_fails_without_traceback(bundle_copy: Path) -> No
     code, lines, _ = verify(bundle_copy)
     assert code == 1
     fails(lines, "effects.json stream (12_tool_stream) disagrees", "complete True, counted False")
+
+
+def test_a_plan_made_up_for_the_cut_off_stream_fails(bundle_copy: Path) -> None:
+    """Someone records a tool plan for the truncated decision after the fact: the call no
+    longer derives as effect_unknown, and a saved plan exists where none may."""
+    conn = rw(bundle_copy / "13_tool_truncated_stream")
+    payload = json.dumps({"transport": {"status": 200, "bytes": 1, "stream": True},
+                          "tool_plan": [{"tool_call_id": "call_x", "name": "publish_report",
+                                         "arguments_sha256": "0" * 64}]})
+    conn.execute("INSERT INTO events VALUES (5, ?, '2026-01-01T00:00:00Z', 'attempt.observed', "
+                 "'t1', 'turn-1-m1', 'turn-1-m1-a1', NULL, ?)", (uuid.uuid4().hex, payload))
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 13_tool_truncated_stream: truncated-stream: calls derived as ['observed'], "
+                 "1 saved response(s) with a tool plan; preregistered calls")
