@@ -272,6 +272,15 @@ def _ledger_agreement_claim(case: CaseData, ev: ToolEvidence) -> Claim:
     return Claim(ok, case.name, text)
 
 
+def _names_other_admission(body: dict[str, Any], admitted: Any) -> bool:
+    """A receipt is bound to its admission: same seq, planning call and attempt, tool call,
+    tool and arguments hash."""
+    p = admitted.payload
+    return (body.get("admitted_seq") != admitted.seq or body.get("call_id") != admitted.call_id
+            or body.get("attempt_id") != admitted.attempt_id
+            or any(body.get(k) != p.get(k) for k in ("tool_call_id", "tool", "arguments_sha256")))
+
+
 def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None) -> list[Claim]:
     """Every publication: exactly one admission, and exactly one valid receipt (or, where
     preregistered, none: admitted without an outcome, its effect unknown)."""
@@ -301,6 +310,9 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
             elif ln is not None and (result.get("publication_id") != pid
                                      or (ln.body or {}).get("outcome") != "succeeded"):
                 problems.append(f"its receipt names publication {result.get('publication_id')!r}")
+            elif ln is not None and len(adm) == 1 and _names_other_admission(ln.body or {}, adm[0]):
+                problems.append(f"its receipt (line {ln.number}) names another admission than "
+                                f"the ledger's (seq {adm[0].seq})")
             text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}) "
                     "and one valid receipt naming it")
         else:

@@ -376,3 +376,18 @@ def test_a_plan_made_up_for_the_cut_off_stream_fails(bundle_copy: Path) -> None:
     assert code == 1
     fails(lines, "FAIL 13_tool_truncated_stream: truncated-stream: calls derived as ['observed'], "
                  "1 saved response(s) with a tool plan; preregistered calls")
+
+
+def test_a_receipt_bound_to_another_admission_fails(bundle_copy: Path) -> None:
+    """The admission's arguments hash is rewritten: the valid, signed receipt no longer
+    names the admission the ledger holds."""
+    conn = rw(bundle_copy / "11_tool_generate")
+    ((seq, payload),) = conn.execute(
+        "SELECT seq, payload FROM events WHERE kind = 'tool.admitted'").fetchall()
+    changed = {**json.loads(payload), "arguments_sha256": "0" * 64}
+    conn.execute("UPDATE events SET payload = ? WHERE seq = ?", (json.dumps(changed), seq))
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 11_tool_generate: publication 1", "names another admission than the "
+                 f"ledger's (seq {seq})")
