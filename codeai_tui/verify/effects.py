@@ -154,13 +154,22 @@ def _regular(path: Path) -> bool:
 
 
 def read_tool_evidence(case: Path) -> ToolEvidence:
+    """Never raises: what cannot be read is a problem (a FAIL line), not a crash."""
     ev = ToolEvidence()
+    try:
+        _read_into(case, ev)
+    except OSError as exc:
+        ev.problems.append(f"{TOOLS}/: cannot be read ({exc.strerror or exc})")
+    return ev
+
+
+def _read_into(case: Path, ev: ToolEvidence) -> None:
     tools = case / TOOLS
     if tools.is_symlink():
         ev.problems.append(f"{TOOLS}/ is a link; nothing is read through it")
-        return ev
+        return
     if not tools.is_dir():
-        return ev
+        return
     public: Ed25519PublicKey | None = None
     pub = case / KERNEL_PUB
     if _regular(pub):
@@ -177,6 +186,9 @@ def read_tool_evidence(case: Path) -> ToolEvidence:
         for number, raw in enumerate(receipts.read_bytes().split(b"\n"), start=1):
             if raw.strip():
                 ev.lines.append(check_line(number, raw, public))
+    for name in (KERNEL_PUB, TOOL_RECEIPTS, REPORTS):
+        if (case / name).is_symlink() or ((case / name).exists() and not _regular(case / name)):
+            ev.problems.append(f"{name} is not a regular file; not read")
     reports = case / REPORTS
     if _regular(reports):
         uri = f"file:{quote(str(reports.absolute()))}?mode=ro"
@@ -191,7 +203,6 @@ def read_tool_evidence(case: Path) -> ToolEvidence:
             ev.publications = [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
         except sqlite3.Error as exc:
             ev.problems.append(f"{REPORTS}: cannot read publications ({exc})")
-    return ev
 
 
 # ---- counting (what effects.json must agree with)
@@ -210,7 +221,7 @@ def _last_json(text: Any) -> dict[str, Any]:
     lines = str(text or "").strip().splitlines()
     try:
         return as_dict(json.loads(lines[-1])) if lines else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
 
 
