@@ -314,6 +314,8 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
         if want_receipt:
             ln = next(iter(texts.values())) if len(texts) == 1 else None
             result = as_dict((ln.body or {}).get("result")) if ln else {}
+            if len(done) != 1:
+                problems.append(f"{len(done)} tool.completed events")
             if len(texts) != 1:
                 problems.append(f"{len(texts)} distinct receipts")
             elif ln is not None and ln.problem:
