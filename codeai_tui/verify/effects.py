@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from codeai_tui.verify.claims import Claim, as_dict
 from codeai_tui.verify.rules import derive
-from codeai_tui.verify.store import CaseData
+from codeai_tui.verify.store import CaseData, read_file
 
 TOOLS = "tools"
 KERNEL_PUB = f"{TOOLS}/kernel.pub"
@@ -174,7 +174,7 @@ def _read_into(case: Path, ev: ToolEvidence) -> None:
     pub = case / KERNEL_PUB
     if _regular(pub):
         try:
-            loaded = serialization.load_pem_public_key(pub.read_bytes())
+            loaded = serialization.load_pem_public_key(read_file(pub))
         except (ValueError, TypeError):
             loaded = None
         if isinstance(loaded, Ed25519PublicKey):
@@ -183,7 +183,7 @@ def _read_into(case: Path, ev: ToolEvidence) -> None:
             ev.problems.append(f"{KERNEL_PUB} is not an Ed25519 public key")
     receipts = case / TOOL_RECEIPTS
     if _regular(receipts):
-        for number, raw in enumerate(receipts.read_bytes().split(b"\n"), start=1):
+        for number, raw in enumerate(read_file(receipts).split(b"\n"), start=1):
             if raw.strip():
                 ev.lines.append(check_line(number, raw, public))
     for name in (KERNEL_PUB, TOOL_RECEIPTS, REPORTS):
@@ -441,7 +441,7 @@ def effects_claims(root: Path, entries: dict[str, dict[str, Any]],
     if not path.exists():
         return [Claim(False, "bundle", f"{EFFECTS} is missing")] if by_mode else []
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_file(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         return [Claim(False, "bundle", f"{EFFECTS} is unreadable ({exc})")]
     rows = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else []

@@ -391,3 +391,18 @@ def test_a_receipt_bound_to_another_admission_fails(bundle_copy: Path) -> None:
     assert code == 1
     fails(lines, "FAIL 11_tool_generate: publication 1", "names another admission than the "
                  f"ledger's (seq {seq})")
+
+
+def test_fifos_in_a_tool_case_and_as_effects_json_fail_without_hanging(bundle_copy: Path) -> None:
+    import os
+
+    receipts = bundle_copy / "11_tool_generate" / "tools" / "receipts.ndjson"
+    receipts.unlink()
+    os.mkfifo(receipts)
+    (bundle_copy / "effects.json").unlink()
+    os.mkfifo(bundle_copy / "effects.json")
+    done = cli("verify", str(bundle_copy), timeout=30)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    lines = done.stdout.splitlines()
+    fails(lines, "FAIL 11_tool_generate: tools/receipts.ndjson is not a regular file")
+    fails(lines, "FAIL bundle: effects.json is unreadable", "not a regular file")
