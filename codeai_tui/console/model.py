@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeai_tui.console.severity import SEVERITY, Worst, worst_state
 from codeai_tui.ledger import (
     Event,
     LedgerError,
@@ -24,50 +24,24 @@ from codeai_tui.ledger import (
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.workstate import (
-    SEVERITY,
     CallEvidence,
-    CallStage,
     CallState,
     Projector,
     WorkState,
+    parse_time,
+    receipts_before,
 )
+
+__all__ = [  # the names the app imports from here (the console's model API)
+    "PROJECT_PAGE", "SEVERITY", "TIMELINE_PAGE", "CallPositions", "CaseFollower",
+    "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "TimeMachine", "Worst",
+    "discover_cases", "parse_time", "project_as_of", "summarize_case", "worst_state",
+]
 
 PROJECT_PAGE = 2000  # events per projection page: ~2 MB in flight, ~1 ms per page read
 TIMELINE_PAGE = 256
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Worst:
-    """A case's worst state, for the Cases pane (higher severity is worse)."""
-
-    label: str
-    severity: int
-    effect_unknown: int = 0  # how many calls; `e` uses it to find the next case with one
-
-
-def worst_state(state: WorkState) -> Worst:
-    label, severity = _worst_label(state)
-    return Worst(label, severity, state.effect_unknown_count)
-
-
-def _worst_label(state: WorkState) -> tuple[str, int]:
-    if state.receipts.duplicates:
-        return ("duplicate effect", 7)
-    if state.receipts.uncovered:
-        return ("uncovered effect", 6)
-    worst: CallState | None = None
-    for call in state.calls:
-        if worst is None or SEVERITY.get(call.stage, 0) > SEVERITY.get(worst.stage, 0):
-            worst = call
-    if worst is not None and worst.stage is CallStage.EFFECT_UNKNOWN:
-        return ("effect unknown", 5)
-    if state.anomalies:
-        return ("anomalies", 4)
-    if worst is None:
-        return ("no calls", 0)
-    return (worst.stage.value, SEVERITY.get(worst.stage, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +246,7 @@ class TimeMachine:
                 self._recorded = None
             self._projector = None  # a cancelled run leaves nothing half-fed behind
             last = projector.last_seq
+            next_recorded: str | None = None
             while True:
                 events = reader.read_after(last, PROJECT_PAGE)
                 if not events:
@@ -281,13 +256,14 @@ class TimeMachine:
                 if cut:
                     self._recorded = cut[-1].recorded_at
                 if len(cut) < len(events):
+                    next_recorded = events[len(cut)].recorded_at
                     break
                 last = events[-1].seq
                 if progress is not None:
                     progress(projector.event_count, min(seq, max_seq))
                 if stop is not None and stop():
                     return None
-            receipts = receipts_until(read_receipts(self.case_dir), self._recorded)
+            receipts = receipts_before(read_receipts(self.case_dir), next_recorded)
             if self._receipts is not None and self._receipts.receipts == receipts.receipts:
                 receipts = self._receipts  # same log object: the coverage check is reused
             self._receipts = receipts
@@ -296,26 +272,6 @@ class TimeMachine:
                 self.case_dir, projector, receipts,
                 event_count=count, max_seq=max_seq, last_recorded_at=self._recorded, as_of=seq,
             )
-
-
-def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 time from a ledger or receipt (naive means UTC); None if unreadable."""
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def receipts_until(log: ReceiptLog, recorded_at: str | None) -> ReceiptLog:
-    """The receipts the provider had written by `recorded_at` (time travel: a receipt
-    from the future would otherwise look uncovered). Unparsable times are kept."""
-    limit = parse_time(recorded_at) if recorded_at else None
-    if limit is None:
-        return log
-    kept = tuple(r for r in log.receipts
-                 if (when := parse_time(r.received_at)) is None or when <= limit)
-    return replace(log, receipts=kept)
 
 
 def summarize_case(case_dir: Path) -> tuple[Worst, int]:

@@ -134,7 +134,9 @@ def test_broken_payloads_and_gaps_are_anomalies_not_crashes() -> None:
     assert any("never started" in p for p in problems)
     assert state.unknown_kinds == {"call.teleported": 1}
     call = state.call("c1")
-    assert call is not None and call.provider_effect.value == "happened" and not call.resumable
+    # the orphan observation (attempt a9 never started) does not stand in for an attempt
+    assert call is not None and call.stage is CallStage.REQUESTED
+    assert call.provider_effect.value == "none" and call.anomalous and not call.resumable
 
 
 def test_receipt_check_is_reused_until_coverage_evidence_or_log_changes() -> None:
@@ -170,6 +172,7 @@ def test_a_kept_verdict_never_words_newer_evidence() -> None:
     assert old is not None and old.reason.startswith("call.manifest at seq 2")
     projector.add(Event(3, "e3", "t", "attempt.started", "t1", "c1", "a1", payload={}))
     assert old.stage is CallStage.MANIFEST_RECORDED
-    assert "first 2 events" in old.reason  # not the effect_unknown wording of seq 3
+    # a snapshot: the verdict and its reason are what they were at seq 2
+    assert old.reason.startswith("call.manifest at seq 2, no attempt started")
     new = projector.snapshot().call("c1")
     assert new is not None and new.reason.startswith("attempt a1 started at seq 3")

@@ -1,0 +1,344 @@
+"""Per-entity evidence records and the rules that fold one event into them.
+
+Both projectors use these folds: the event-by-event `Projector` (the oracle) feeds every
+event in seq order; the SQL gatherer feeds one call's events (in seq order) at a time.
+Because the folds are the same code, the two paths cannot drift apart. Payloads are
+untrusted: every field is type-checked before it is kept.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from codeai_tui.ledger.artifacts import is_sha256_hex
+
+Report = Callable[[str], None]  # records an anomaly for the event being folded
+
+# Payload fields that name an artifact (or its hash): 64 lowercase hex or nothing, so an
+# id taken from a ledger can never address a path outside the store. None is allowed
+# where LEDGER.md says "|null"; absent fields are not checked.
+ARTIFACT_FIELDS: dict[str, tuple[str, ...]] = {
+    "call.manifest": ("request_sha256", "request_artifact", "rendered_context_sha256"),
+    "attempt.started": ("request_sha256",),
+    "attempt.observed": ("response_sha256", "response_artifact"),
+    "call.resumed": ("request_sha256",),
+    "context.compilation_completed": ("rendered_sha256",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    seq: int
+    problem: str
+    call_id: str | None = None
+    compilation_id: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "problem": self.problem}
+
+
+@dataclass(slots=True)
+class AttemptEvidence:
+    attempt_id: str
+    first_seq: int
+    started_seq: int | None = None
+    attempt_no: int | None = None
+    request_sha256: str | None = None
+    observed_seq: int | None = None
+    interpreted_seq: int | None = None
+    retry_decided_seq: int | None = None
+    completed_seq: int | None = None
+    transport_status: Any = None
+    outcome: str | None = None
+    decision: str | None = None
+    status: str | None = None
+
+    @property
+    def order_seq(self) -> int:
+        """The seq that orders attempts: its attempt.started, else its first event."""
+        return self.started_seq if self.started_seq is not None else self.first_seq
+
+    @property
+    def has_later_evidence(self) -> bool:
+        return (
+            self.observed_seq is not None
+            or self.interpreted_seq is not None
+            or self.retry_decided_seq is not None
+            or self.completed_seq is not None
+        )
+
+
+@dataclass(slots=True)
+class CallEvidence:
+    call_id: str
+    task_id: str
+    first_seq: int
+    position: int = -1  # order of first appearance: index in WorkState.calls
+    last_seq: int = 0
+    event_count: int = 0
+    requested_seq: int | None = None
+    idempotency_key: str | None = None
+    purpose: str | None = None
+    model: str | None = None
+    resumed_from: str | None = None
+    manifest_seq: int | None = None
+    manifest_key: str | None = None
+    manifest_model: str | None = None
+    request_sha256: str | None = None
+    context_package_id: str | None = None
+    rendered_context_sha256: str | None = None
+    preparation_failed_seq: int | None = None
+    preparation_error: str | None = None
+    completed_seq: int | None = None
+    status: str | None = None
+    adopted_attempt_id: str | None = None
+    resumed_seq: int | None = None
+    resumed_as: str | None = None
+    resumed_by: str | None = None
+    # a list, not a dict: calls have one to three attempts, and at 10^5 calls a dict each
+    # costs 120 bytes more per call than a short list scanned by id. Attempts without
+    # attempt.started (orphans, an anomaly) are kept here too but never decide.
+    attempts: list[AttemptEvidence] = field(default_factory=list)
+
+    @property
+    def key(self) -> str | None:
+        return self.manifest_key or self.idempotency_key
+
+    def last_attempt(self) -> AttemptEvidence | None:
+        """The attempt whose attempt.started has the highest seq (LEDGER.md section 4):
+        evidence for an attempt that never started never stands in for it."""
+        last: AttemptEvidence | None = None
+        for a in self.attempts:
+            if a.started_seq is not None and (last is None or a.started_seq > last.started_seq):  # type: ignore[operator]
+                last = a
+        return last
+
+    def started_attempts(self) -> list[AttemptEvidence]:
+        return sorted(
+            (a for a in self.attempts if a.started_seq is not None),
+            key=lambda a: a.order_seq,
+        )
+
+    def clone(self) -> CallEvidence:
+        """A copy that later folds may change while verdicts keep the original."""
+        return replace(self, attempts=[replace(a) for a in self.attempts])
+
+
+@dataclass(slots=True)
+class CompilationEvidence:
+    compilation_id: str
+    task_id: str
+    first_seq: int
+    last_seq: int = 0
+    requested_seq: int | None = None
+    offered: list[dict[str, Any]] = field(default_factory=list)
+    required_ids: list[str] = field(default_factory=list)
+    completed_seq: int | None = None
+    package_id: str | None = None
+    rendered_sha256: str | None = None
+    selected: list[str] = field(default_factory=list)
+    failed_seq: int | None = None
+    error: dict[str, Any] | None = None
+    missing_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TaskEvidence:
+    task_id: str
+    first_seq: int
+    last_seq: int = 0
+    title: str | None = None
+    objective: str | None = None
+    claimed_by: str | None = None
+    accepted: list[tuple[int, str, str | None]] = field(default_factory=list)  # seq, acc, call
+    completed: list[tuple[int, str | None]] = field(default_factory=list)  # seq, acceptance
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _s(payload: dict[str, Any] | None, key: str) -> str | None:
+    """A payload field as text, or None (payloads are untrusted: never assume types)."""
+    if not payload:
+        return None
+    value = payload.get(key)
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _intern(text: str) -> str:
+    """One shared object for strings that repeat across many calls (task ids, models,
+    statuses): at 10^6 events the projection's memory is mostly such strings."""
+    return sys.intern(text) if type(text) is str and len(text) <= 96 else text
+
+
+def _word(payload: dict[str, Any] | None, key: str) -> str | None:
+    value = _s(payload, key)
+    return _intern(value) if value is not None else None
+
+
+def _str_list(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [v if isinstance(v, str) else str(v) for v in value]
+
+
+def check_artifact_refs(kind: str, payload: dict[str, Any], report: Report) -> bool:
+    """Report every artifact reference of `kind` that is not 64 lowercase hex (a name
+    like `../../x` would leave the store). True if all were fine."""
+    ok = True
+    for name in ARTIFACT_FIELDS.get(kind, ()):
+        value = payload.get(name)
+        if value is not None and not is_sha256_hex(value):
+            report(f"{kind} field {name} is not a sha256 artifact name: {str(value)[:70]!r}")
+            ok = False
+    return ok
+
+
+# --------------------------------------------------------------------------- folds
+
+
+def fold_task_event(task: TaskEvidence, kind: str, seq: int, p: dict[str, Any],
+                    report: Report) -> None:
+    if kind == "task.created":
+        task.title = _s(p, "title")
+    elif kind == "task.objective":
+        task.objective = _s(p, "objective")
+    elif kind == "task.claimed":
+        task.claimed_by = _s(p, "worker")
+    elif kind == "task.accepted":
+        acc = _s(p, "acceptance_id")
+        if acc is None:
+            report("task.accepted without acceptance_id")
+            acc = f"seq-{seq}"
+        task.accepted.append((seq, acc, _s(p, "call_id")))
+    elif kind == "task.completed":
+        task.completed.append((seq, _s(p, "acceptance_id")))
+
+
+def fold_compilation_event(comp: CompilationEvidence, is_new: bool, kind: str, seq: int,
+                           p: dict[str, Any], report: Report) -> None:
+    if is_new and kind != "context.compilation_requested":
+        report(f"{kind} for compilation {comp.compilation_id} never requested")
+    comp.last_seq = seq
+    if kind == "context.compilation_requested":
+        comp.requested_seq = seq
+        offered = p.get("offered")
+        comp.offered = [o for o in offered if isinstance(o, dict)] if isinstance(offered, list) else []
+        comp.required_ids = _str_list(p.get("required_ids"))
+    elif kind == "context.compilation_completed":
+        comp.completed_seq = seq
+        comp.package_id = _s(p, "package_id")
+        comp.rendered_sha256 = _s(p, "rendered_sha256")
+        comp.selected = _str_list(p.get("selected"))
+        check_artifact_refs(kind, p, report)
+    else:
+        comp.failed_seq = seq
+        err = p.get("error")
+        comp.error = err if isinstance(err, dict) else ({"message": str(err)} if err else None)
+        comp.missing_ids = _str_list(p.get("missing_ids"))
+
+
+def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
+                    attempt_id: str | None, p: dict[str, Any], report: Report) -> None:
+    """Fold one call.* / attempt.* event (seq order within the call) into its evidence."""
+    cid = call.call_id
+    if is_new and kind != "call.requested":
+        report(f"{kind} for call {cid} before any call.requested")
+    call.last_seq = seq
+    call.event_count += 1
+    if kind.startswith("attempt."):
+        _fold_attempt(call, kind, seq, attempt_id, p, report)
+    elif kind == "call.requested":
+        if call.requested_seq is not None:
+            report(f"second call.requested for call {cid}")
+        call.requested_seq = call.requested_seq or seq
+        call.idempotency_key = call.idempotency_key or _s(p, "idempotency_key")
+        call.purpose = _word(p, "purpose")
+        call.model = _word(p, "model")
+        call.resumed_from = _s(p, "resumed_from")
+    elif kind == "call.manifest":
+        if call.manifest_seq is not None:
+            report(f"second call.manifest for call {cid}")
+        call.manifest_seq = seq
+        key = _s(p, "idempotency_key")
+        call.manifest_key = call.idempotency_key if key == call.idempotency_key else key
+        call.manifest_model = _word(p, "model")
+        call.request_sha256 = _s(p, "request_sha256")
+        # shared by every call of a compilation: one object each, not one per call
+        call.context_package_id = _word(p, "context_package_id")
+        call.rendered_context_sha256 = _word(p, "rendered_context_sha256")
+        if call.attempts:
+            report(f"call.manifest for call {cid} after an attempt started")
+        check_artifact_refs(kind, p, report)
+    elif kind == "call.preparation_failed":
+        call.preparation_failed_seq = seq
+        err = p.get("error")
+        if isinstance(err, dict):
+            call.preparation_error = f"{_s(err, 'type') or 'error'}: {_s(err, 'message') or ''}"
+        else:
+            call.preparation_error = str(err) if err is not None else None
+    elif kind == "call.completed":
+        if call.completed_seq is not None:
+            report(f"second call.completed for call {cid}")
+        call.completed_seq = seq
+        call.status = _word(p, "status")
+        adopted = _s(p, "adopted_attempt_id")
+        call.adopted_attempt_id = next(
+            (a.attempt_id for a in call.attempts if a.attempt_id == adopted), adopted
+        )
+    elif kind == "call.resumed":
+        check_artifact_refs(kind, p, report)
+        if call.resumed_seq is not None:
+            report(f"call {cid} resumed a second time")
+        else:
+            call.resumed_seq = seq
+            call.resumed_as = _s(p, "resumed_as")
+            by = p.get("by")
+            if isinstance(by, dict):
+                call.resumed_by = f"{_s(by, 'user')}@{_s(by, 'host')} pid {_s(by, 'pid')}"
+
+
+def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
+                  p: dict[str, Any], report: Report) -> None:
+    if not aid:
+        report(f"{kind} without attempt_id")
+        aid = f"(no attempt_id, seq {seq})"
+    att = next((a for a in call.attempts if a.attempt_id == aid), None)
+    if att is None:
+        att = AttemptEvidence(aid, seq)
+        call.attempts.append(att)
+        if kind != "attempt.started":
+            report(f"{kind} for attempt {aid} that never started")
+    if kind == "attempt.started":
+        if att.started_seq is not None:
+            report(f"attempt {aid} started twice")
+            return
+        att.started_seq = seq
+        no = p.get("attempt_no")
+        att.attempt_no = no if isinstance(no, int) and not isinstance(no, bool) else None
+        sha = _s(p, "request_sha256")
+        att.request_sha256 = call.request_sha256 if sha == call.request_sha256 else sha
+        if call.manifest_seq is None:
+            report(f"attempt.started for call {call.call_id} with no call.manifest")
+        check_artifact_refs(kind, p, report)
+    elif kind == "attempt.observed":
+        att.observed_seq = att.observed_seq or seq
+        transport = p.get("transport")
+        att.transport_status = transport.get("status") if isinstance(transport, dict) else None
+        check_artifact_refs(kind, p, report)
+    elif kind == "attempt.interpreted":
+        att.interpreted_seq = att.interpreted_seq or seq
+        att.outcome = _word(p, "outcome")
+    elif kind == "attempt.retry_decided":
+        att.retry_decided_seq = att.retry_decided_seq or seq
+        att.decision = _word(p, "decision")
+        if att.decision not in ("retry", "stop"):
+            report(f"attempt.retry_decided with decision {att.decision!r}")
+    elif kind == "attempt.completed":
+        att.completed_seq = att.completed_seq or seq
+        att.status = _word(p, "status")

@@ -1,0 +1,171 @@
+"""The ladder (LEDGER.md section 4): one function per entity, evidence in, verdict out.
+
+Both projectors call these and nothing else to decide; the first rung that matches wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codeai_tui.workstate.evidence import CallEvidence, CompilationEvidence, TaskEvidence
+from codeai_tui.workstate.verdicts import CallState, CompilationState, TaskState
+from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation, ProviderEffect
+
+
+def _effect_as_completed(call: CallEvidence) -> ProviderEffect:
+    """Rung 2's provider effect: happened if a started attempt was observed, else unknown
+    if one started, else none (orphan attempt evidence never counts)."""
+    started = [a for a in call.attempts if a.started_seq is not None]
+    if any(a.observed_seq is not None for a in started):
+        return ProviderEffect.HAPPENED
+    if started:
+        return ProviderEffect.UNKNOWN
+    return ProviderEffect.NONE
+
+
+def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
+    """The WORK_STATE_V1 ladder for one call. `call` must not be mutated afterwards."""
+    effect = ProviderEffect.NONE
+    risk = False
+    superseded_by: str | None = None
+    last = call.last_attempt()  # the last *started* attempt
+    if call.resumed_seq is not None:
+        stage, op = CallStage.SUPERSEDED, NextOperation.NONE
+        effect = _effect_as_completed(call)
+        superseded_by = call.resumed_as
+    elif call.completed_seq is not None:
+        stage, op = CallStage.COMPLETED, NextOperation.NONE
+        effect = _effect_as_completed(call)
+    elif call.preparation_failed_seq is not None:
+        stage, op = CallStage.PREPARATION_FAILED, NextOperation.FIX_INPUTS
+    elif call.manifest_seq is None and last is None:
+        stage, op = CallStage.REQUESTED, NextOperation.START_CALL
+    elif last is None:
+        stage, op = CallStage.MANIFEST_RECORDED, NextOperation.START_CALL
+    elif not last.has_later_evidence:
+        stage, op = CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
+        effect, risk = ProviderEffect.UNKNOWN, True
+    else:
+        effect = ProviderEffect.HAPPENED
+        if last.interpreted_seq is None:
+            stage, op = CallStage.OBSERVED, NextOperation.REINTERPRET
+        elif last.retry_decided_seq is None and last.completed_seq is None:
+            stage, op = CallStage.INTERPRETED, NextOperation.REDECIDE
+        elif last.completed_seq is None:
+            stage = CallStage.RETRY_DECIDED
+            retry = last.decision == "retry"
+            op = NextOperation.START_NEXT_ATTEMPT if retry else NextOperation.FINALIZE
+        else:
+            stage, op = CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE
+    return CallState(
+        call_id=call.call_id,
+        task_id=call.task_id,
+        idempotency_key=call.key,
+        stage=stage,
+        next_operation=op,
+        provider_effect=effect,
+        duplicate_effect_risk=risk,
+        attempts=sum(1 for a in call.attempts if a.started_seq is not None),
+        superseded_by=superseded_by,
+        resumed_from=call.resumed_from,
+        status=call.status,
+        first_seq=call.first_seq,
+        last_seq=call.last_seq,
+        has_manifest=call.manifest_seq is not None,
+        anomalous=anomalous,
+        evidence=call,
+    )
+
+
+def classify_compilation(comp: CompilationEvidence) -> CompilationState:
+    missing: tuple[str, ...] = ()
+    if comp.completed_seq is not None:
+        stage, op = CompilationStage.COMPLETED, NextOperation.NONE
+        reason = f"context.compilation_completed at seq {comp.completed_seq}: package {comp.package_id}"
+    elif comp.failed_seq is not None:
+        stage, op = CompilationStage.FAILED, NextOperation.FIX_INPUTS
+        offered_ids = {str(o.get("id")) for o in comp.offered}
+        missing = tuple(sorted((set(comp.required_ids) - offered_ids) | set(comp.missing_ids)))
+        err = comp.error or {}
+        reason = (
+            f"context.compilation_failed at seq {comp.failed_seq} "
+            f"({err.get('type', 'error')}: {err.get('message', '')}); "
+            f"missing required: {', '.join(missing) or 'none derived'}"
+        )
+    else:
+        stage, op = CompilationStage.REQUESTED, NextOperation.RECOMPILE
+        reason = (
+            f"context.compilation_requested at seq {comp.requested_seq or comp.first_seq}, "
+            f"never finished: recompile ({len(comp.offered)} offered inputs recorded; "
+            "no external effect)"
+        )
+    return CompilationState(
+        compilation_id=comp.compilation_id,
+        task_id=comp.task_id,
+        stage=stage,
+        next_operation=op,
+        offered=tuple(comp.offered),
+        required_ids=tuple(comp.required_ids),
+        missing_required=missing,
+        error=comp.error,
+        package_id=comp.package_id,
+        rendered_sha256=comp.rendered_sha256,
+        reason=reason,
+        first_seq=comp.first_seq,
+        last_seq=comp.last_seq,
+    )
+
+
+@dataclass(slots=True)
+class TaskRollup:
+    """What a task's verdict needs from its calls and compilations: the first unresolved
+    one (by first seq) and the last call that completed with status succeeded. Fed in
+    first-seq order, one verdict at a time, so a streaming projector keeps no list."""
+
+    first_unresolved: CallState | CompilationState | None = None
+    succeeded: tuple[int, str] | None = None
+
+    def add(self, st: CallState | CompilationState) -> None:
+        if st.next_operation is not NextOperation.NONE:
+            first = self.first_unresolved
+            if first is None or (st.first_seq, _subject(st)) < (first.first_seq, _subject(first)):
+                self.first_unresolved = st
+        elif isinstance(st, CallState) and st.stage is CallStage.COMPLETED and st.status == "succeeded":
+            done_seq = st.evidence.completed_seq or st.last_seq
+            if self.succeeded is None or done_seq > self.succeeded[0]:
+                self.succeeded = (done_seq, st.call_id)
+
+
+def _subject(st: CallState | CompilationState) -> str:
+    return st.call_id if isinstance(st, CallState) else st.compilation_id
+
+
+def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskState:
+    rollup = rollup or TaskRollup()
+
+    def state(op: NextOperation, subject: str | None, reason: str) -> TaskState:
+        return TaskState(task.task_id, op, subject, reason, task.title, task.first_seq, task.last_seq)
+
+    if task.completed:
+        seq, acc = task.completed[-1]
+        return state(NextOperation.NONE, None, f"task.completed at seq {seq} (acceptance {acc})")
+    completed_accs = {acc for _, acc in task.completed}
+    for seq, acc, _call in task.accepted:
+        if acc not in completed_accs:
+            return state(
+                NextOperation.REPEAT_ACCEPTANCE,
+                acc,
+                f"task.accepted {acc} at seq {seq} has no matching task.completed",
+            )
+    first = rollup.first_unresolved
+    if first is not None:
+        subject = _subject(first)
+        return state(first.next_operation, subject, f"{subject}: {first.reason}")
+    if rollup.succeeded is not None:
+        seq, call_id = rollup.succeeded
+        return state(
+            NextOperation.CHECK_AND_ACCEPT,
+            call_id,
+            f"call {call_id} succeeded (seq {seq}) and nothing is unresolved: check and accept",
+        )
+    return state(NextOperation.START_CALL, None, "no call has succeeded and none is pending")

@@ -1,0 +1,46 @@
+"""One-line reasons: the evidence behind a verdict, worded for an operator."""
+
+from __future__ import annotations
+
+from codeai_tui.workstate.evidence import CallEvidence
+from codeai_tui.workstate.vocab import CallStage
+
+
+def call_reason(call: CallEvidence, stage: CallStage) -> str:
+    """The evidence behind the ladder's verdict for `stage`, in one line."""
+    if stage is CallStage.SUPERSEDED:
+        by = f" (by {call.resumed_by})" if call.resumed_by else ""
+        return f"call.resumed at seq {call.resumed_seq}: superseded by {call.resumed_as}{by}"
+    if stage is CallStage.COMPLETED:
+        adopting = f", adopting attempt {call.adopted_attempt_id}" if call.adopted_attempt_id else ""
+        return f"call.completed at seq {call.completed_seq} with status {call.status}{adopting}"
+    if stage is CallStage.PREPARATION_FAILED:
+        return (f"call.preparation_failed at seq {call.preparation_failed_seq}"
+                f" ({call.preparation_error or 'no error recorded'}): nothing was sent")
+    if stage is CallStage.REQUESTED:
+        return (f"call.requested at seq {call.requested_seq or call.first_seq}, no manifest: "
+                "nothing was sent, but no drift check is possible")
+    if stage is CallStage.MANIFEST_RECORDED:
+        return f"call.manifest at seq {call.manifest_seq}, no attempt started: nothing was sent"
+    last = call.last_attempt()
+    assert last is not None  # every later stage has a started attempt
+    aid = last.attempt_id
+    if stage is CallStage.EFFECT_UNKNOWN:
+        reason = (f"attempt {aid} started at seq {last.order_seq}; nothing recorded after it: "
+                  "the provider may have served it (repeating risks a duplicate effect)")
+    elif stage is CallStage.OBSERVED:
+        reason = (f"attempt {aid} observed at seq {last.observed_seq} "
+                  f"(transport status {last.transport_status}), not interpreted: "
+                  "reinterpret the stored response, the provider is not needed")
+    elif stage is CallStage.INTERPRETED:
+        reason = (f"attempt {aid} interpreted as {last.outcome} at seq {last.interpreted_seq}, "
+                  "no retry decision recorded")
+    elif stage is CallStage.RETRY_DECIDED:
+        reason = (f"attempt {aid}: decision {last.decision!r} at seq {last.retry_decided_seq}, "
+                  "no attempt.completed")
+    else:
+        reason = (f"attempt {aid} completed ({last.status}) at seq {last.completed_seq}, "
+                  "no call.completed")
+    if call.manifest_seq is None:
+        reason += "; anomaly: attempt evidence without a call.manifest"
+    return reason

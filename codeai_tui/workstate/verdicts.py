@@ -1,0 +1,189 @@
+"""Verdicts: immutable snapshots handed to the console, `inspect` and resume.
+
+A CallState keeps the evidence it was derived from so that its one-line reason is worded
+only when asked (stored as text it was a third of the projection's memory at 10^5
+calls). The projectors never mutate evidence a verdict holds: they fold later events
+into a copy (copy on write), so a verdict already handed out never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeai_tui.workstate.evidence import Anomaly, CallEvidence
+from codeai_tui.workstate.reasons import call_reason
+from codeai_tui.workstate.vocab import (
+    WORK_STATE_FORMAT,
+    CallStage,
+    CompilationStage,
+    NextOperation,
+    ProviderEffect,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CallState:
+    call_id: str
+    task_id: str
+    idempotency_key: str | None
+    stage: CallStage
+    next_operation: NextOperation
+    provider_effect: ProviderEffect
+    duplicate_effect_risk: bool
+    attempts: int
+    superseded_by: str | None
+    resumed_from: str | None
+    status: str | None
+    first_seq: int
+    last_seq: int
+    has_manifest: bool
+    anomalous: bool
+    evidence: CallEvidence = field(compare=False, repr=False)
+
+    @property
+    def reason(self) -> str:
+        """One line naming the evidence behind this verdict."""
+        return call_reason(self.evidence, self.stage)
+
+    @property
+    def effect_unknown(self) -> bool:
+        return self.stage is CallStage.EFFECT_UNKNOWN
+
+    @property
+    def resumable(self) -> bool:
+        """The projection permits resume: rung 4 or 5, not superseded, no anomaly."""
+        return (
+            self.next_operation is NextOperation.START_CALL
+            and self.stage in (CallStage.REQUESTED, CallStage.MANIFEST_RECORDED)
+            and self.superseded_by is None
+            and not self.anomalous
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "task_id": self.task_id,
+            "idempotency_key": self.idempotency_key,
+            "stage": self.stage.value,
+            "next_operation": self.next_operation.value,
+            "provider_effect": self.provider_effect.value,
+            "duplicate_effect_risk": self.duplicate_effect_risk,
+            "attempts": self.attempts,
+            "superseded_by": self.superseded_by,
+            "resumed_from": self.resumed_from,
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompilationState:
+    compilation_id: str
+    task_id: str
+    stage: CompilationStage
+    next_operation: NextOperation
+    offered: tuple[dict[str, Any], ...]
+    required_ids: tuple[str, ...]
+    missing_required: tuple[str, ...]
+    error: dict[str, Any] | None
+    package_id: str | None
+    rendered_sha256: str | None
+    reason: str
+    first_seq: int
+    last_seq: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "compilation_id": self.compilation_id,
+            "task_id": self.task_id,
+            "stage": self.stage.value,
+            "next_operation": self.next_operation.value,
+            "offered": list(self.offered),
+            "required_ids": list(self.required_ids),
+            "missing_required": list(self.missing_required),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    task_id: str
+    next_operation: NextOperation
+    subject_id: str | None
+    reason: str
+    title: str | None
+    first_seq: int
+    last_seq: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "next_operation": self.next_operation.value,
+            "subject_id": self.subject_id,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptCheck:
+    count: int
+    uncovered: tuple[str, ...]
+    duplicates: tuple[tuple[str, ...], ...]
+    covered_by: dict[str, str | None]  # receipt_id -> attempt_id that covers it
+    problems: tuple[tuple[int, str], ...] = ()
+    log_present: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "uncovered": list(self.uncovered),
+            "duplicates": [list(d) for d in self.duplicates],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkState:
+    as_of_seq: int
+    event_count: int
+    anomalies: tuple[Anomaly, ...]
+    unknown_kinds: dict[str, int]
+    tasks: tuple[TaskState, ...]
+    calls: tuple[CallState, ...]
+    compilations: tuple[CompilationState, ...]
+    receipts: ReceiptCheck
+    # how the evidence was gathered: "sql" (grouped reads through the covering index)
+    # or "events" (event by event), with why when the fast path was not taken
+    gathered: str = field(default="events", compare=False)
+
+    def call(self, call_id: str) -> CallState | None:
+        return next((c for c in self.calls if c.call_id == call_id), None)
+
+    def compilation(self, compilation_id: str) -> CompilationState | None:
+        return next((c for c in self.compilations if c.compilation_id == compilation_id), None)
+
+    def task(self, task_id: str) -> TaskState | None:
+        return next((t for t in self.tasks if t.task_id == task_id), None)
+
+    @property
+    def effect_unknown_count(self) -> int:
+        return sum(1 for c in self.calls if c.effect_unknown)
+
+    def as_json(self, case: str) -> dict[str, Any]:
+        return document_head(case, self.as_of_seq, self.event_count) | {
+            "anomalies": [a.as_json() for a in self.anomalies],
+            "tasks": [t.as_json() for t in self.tasks],
+            "calls": [c.as_json() for c in self.calls],
+            "compilations": [c.as_json() for c in self.compilations],
+            "receipts": self.receipts.as_json(),
+        }
+
+    def iter_call_json(self) -> Iterator[dict[str, Any]]:
+        for c in self.calls:
+            yield c.as_json()
+
+
+def document_head(case: str, as_of_seq: int, event_count: int) -> dict[str, Any]:
+    return {"format": WORK_STATE_FORMAT, "case": case, "as_of_seq": as_of_seq,
+            "event_count": event_count}

@@ -1,0 +1,46 @@
+"""The projection's vocabulary (LEDGER.md section 4): stages, next operations, effects."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+WORK_STATE_FORMAT = "codeai.work_state.v1"
+
+
+class NextOperation(StrEnum):
+    NONE = "none"
+    START_CALL = "start_call"
+    FIX_INPUTS = "fix_inputs"
+    RECONCILE_EFFECT = "reconcile_effect"
+    REINTERPRET = "reinterpret"
+    REDECIDE = "redecide"
+    START_NEXT_ATTEMPT = "start_next_attempt"
+    FINALIZE = "finalize"
+    RECOMPILE = "recompile"
+    REPEAT_ACCEPTANCE = "repeat_acceptance"
+    CHECK_AND_ACCEPT = "check_and_accept"
+
+
+class CallStage(StrEnum):
+    SUPERSEDED = "superseded"
+    COMPLETED = "completed"
+    PREPARATION_FAILED = "preparation_failed"
+    REQUESTED = "requested"
+    MANIFEST_RECORDED = "manifest_recorded"
+    EFFECT_UNKNOWN = "effect_unknown"
+    OBSERVED = "observed"
+    INTERPRETED = "interpreted"
+    RETRY_DECIDED = "retry_decided"
+    ATTEMPT_COMPLETED = "attempt_completed"
+
+
+class CompilationStage(StrEnum):
+    REQUESTED = "requested"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class ProviderEffect(StrEnum):
+    NONE = "none"
+    UNKNOWN = "unknown"
+    HAPPENED = "happened"
