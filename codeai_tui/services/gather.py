@@ -1,0 +1,250 @@
+"""The fast path: evidence gathered in SQLite, verdicts from workstate's own ladder.
+
+Per call, the (seq, kind, attempt) skeleton comes from the covering index in one grouped
+row; payloads are read (and parsed) only for the kinds whose fields a verdict needs;
+seq gaps, reused event ids, unknown kinds and payloads that are not JSON objects are
+found by SQLite. Each call's events are folded in seq order by `fold_call_event`, the
+fold the event-by-event oracle uses, and judged by `classify_call`, so the two paths
+cannot drift apart (tests/core/test_fast_path.py checks they give the same document).
+
+Calls come out in first-seq order as they are finished, so `inspect --json` can write
+them without holding them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, unpack
+from codeai_tui.ledger.receipts import ReceiptLog
+from codeai_tui.ledger.schema import (
+    CALL_KINDS,
+    COMPILATION_KINDS,
+    KNOWN_KINDS,
+    TASK_KINDS,
+    parse_payload,
+)
+from codeai_tui.workstate import (
+    Anomaly,
+    CallEvidence,
+    CallStage,
+    CallState,
+    CompilationEvidence,
+    CompilationState,
+    ReceiptCheck,
+    TaskEvidence,
+    TaskRollup,
+    TaskState,
+    WorkState,
+    classify_call,
+    classify_compilation,
+    classify_task,
+    fold_call_event,
+    fold_compilation_event,
+    fold_task_event,
+    receipts_before,
+)
+from codeai_tui.workstate.evidence import _intern
+from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
+from codeai_tui.workstate.receipts import add_coverage, check_log
+
+ALL_SEQS = (1 << 63) - 1
+CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
+# Kinds whose payload no verdict field needs, except the reason of a call whose last
+# attempt stops there (such calls are re-read from their own events): skipping them
+# keeps 2 of every 7 events of a typical call out of Python.
+SKIPPED_PAYLOADS = frozenset({"attempt.interpreted", "attempt.completed"})
+PAYLOAD_CALL_KINDS = tuple(k for k in CALL_EVENT_KINDS if k not in SKIPPED_PAYLOADS)
+SCAN_KINDS = tuple(sorted(TASK_KINDS | COMPILATION_KINDS)) + PAYLOAD_CALL_KINDS
+_NEEDS_SKIPPED = (CallStage.INTERPRETED, CallStage.ATTEMPT_COMPLETED)
+
+# anomaly order within one event, as the oracle records them
+_SEQ, _DUP, _PAYLOAD, _FOLD = range(4)
+
+
+@dataclass(slots=True)
+class _Anomalies:
+    items: list[tuple[int, int, int, Anomaly]] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
+
+    def add(self, seq: int, phase: int, problem: str, call_id: str | None = None,
+            flag_call: bool = False) -> None:
+        self.items.append((seq, phase, len(self.items),
+                           Anomaly(seq, problem, call_id if flag_call else None)))
+        if flag_call and call_id:
+            self.calls.add(call_id)
+
+    def ordered(self) -> tuple[Anomaly, ...]:
+        return tuple(a for *_, a in sorted(self.items, key=lambda t: t[:3]))
+
+    def reporter(self, seq: int, call_id: str | None, flag_call: bool) -> Callable[[str], None]:
+        return lambda problem: self.add(seq, _FOLD, problem, call_id, flag_call)
+
+
+def _payload(text: Any) -> dict[str, Any]:
+    parsed, _problem = parse_payload(text)
+    return parsed or {}
+
+
+def fold_call_rows(call_id: str, rows: list[tuple[int, str, str, str | None, str | None, str]],
+                   position: int, report: Callable[[int], Callable[[str], None]] | None = None,
+                   ) -> CallEvidence | None:
+    """One call's evidence from its own rows (seq, kind, task_id, attempt_id, event_id,
+    payload), folded like the oracle folds them: re-deriving costs its own events."""
+    call: CallEvidence | None = None
+    for seq, kind, task_id, attempt_id, _eid, text in rows:
+        if kind not in CALL_EVENT_KINDS:
+            continue
+        is_new = call is None
+        if call is None:
+            call = CallEvidence(call_id, _intern(task_id), seq, position)
+        fold_call_event(call, is_new, kind, seq, attempt_id, _payload(text),
+                        report(seq) if report else _ignore)
+    return call
+
+
+def _ignore(_problem: str) -> None:
+    return None
+
+
+class Gathered:
+    """One projection gathered in SQL. Iterate `calls()` once (first-seq order), then
+    ask `finish()` for the rest; or call `work_state()` for everything at once."""
+
+    def __init__(self, sql: EvidenceSQL, as_of: int | None = None,
+                 receipt_log: ReceiptLog | None = None) -> None:
+        self.sql = sql
+        self.limit = ALL_SEQS if as_of is None else as_of
+        self.receipt_log = receipt_log
+        self.anomalies = _Anomalies()
+        self.unknown_kinds: dict[str, int] = {}
+        self.tasks: dict[str, TaskEvidence] = {}
+        self.compilations: dict[str, CompilationEvidence] = {}
+        self.rollups: dict[str, TaskRollup] = {}
+        self.coverage: dict[tuple[str, str], str] = {}
+        self.event_count, _lo, hi = sql.stats(self.limit)
+        self.as_of_seq = max(0, hi)
+        self.call_extents: dict[str, tuple[int, int]] = {}  # call_id -> first, last seq
+        self._prepare(_lo, hi)
+
+    def _prepare(self, lo: int, hi: int) -> None:
+        sql, limit, an = self.sql, self.limit, self.anomalies
+        if self.event_count and (lo != 1 or hi - lo + 1 != self.event_count):
+            for seq, prev in sql.seq_breaks(limit):
+                problem = seq_problem(seq, max(0, prev))
+                if problem is not None:
+                    an.add(seq, _SEQ, problem)
+        if not sql.event_ids_unique():
+            for seq, event_id, call_id, first in sql.duplicate_event_ids(limit):
+                an.add(seq, _DUP, duplicate_id_problem(event_id, first), call_id, True)
+        for seq, kind, call_id, _comp, text, known in sql.suspect_rows(limit, sorted(KNOWN_KINDS)):
+            _parsed, problem = parse_payload(text)
+            if problem is not None:
+                an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
+            if not known:
+                self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
+        for task_id, first, last in sql.task_extents(limit):
+            self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
+        for seq, kind in sql.call_events_without_id(limit, CALL_EVENT_KINDS):
+            an.add(seq, _FOLD, f"{kind} without call_id")
+
+    # ---- calls, in first-seq order
+
+    def calls(self) -> Iterator[CallState]:
+        sql, limit = self.sql, self.limit
+        skeletons = sorted(
+            (int(first), str(cid), None if ready is None else int(ready), str(packed))
+            for cid, first, ready, packed in sql.call_skeletons(limit, CALL_EVENT_KINDS,
+                                                                PAYLOAD_CALL_KINDS)
+        )
+        ready_at: dict[int, int] = {}
+        done: dict[int, CallState] = {}
+        pending: dict[str, dict[int, tuple[str, dict[str, Any]]]] = {}
+        next_out = 0
+        for pos, (_first, cid, ready, _packed) in enumerate(skeletons):
+            if ready is None:
+                done[pos] = self._assemble(pos, skeletons[pos], {})
+            else:
+                ready_at[ready] = pos
+                pending[cid] = {}
+        while next_out in done:
+            yield self._emit(done.pop(next_out))
+            next_out += 1
+        for seq, kind, task_id, call_id, comp_id, text in sql.payload_rows(limit, SCAN_KINDS):
+            if kind in TASK_KINDS:
+                fold_task_event(self.tasks[task_id], kind, seq, _payload(text),
+                                self.anomalies.reporter(seq, call_id, False))
+            elif kind in COMPILATION_KINDS:
+                self._compilation(seq, kind, task_id, call_id, comp_id, text)
+            elif call_id:
+                pending[call_id][seq] = (task_id, _payload(text))
+                pos = ready_at.pop(seq, None)
+                if pos is not None:
+                    done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id))
+                    skeletons[pos] = (0, "", None, "")  # release the packed skeleton
+                    while next_out in done:
+                        yield self._emit(done.pop(next_out))
+                        next_out += 1
+        while next_out in done:
+            yield self._emit(done.pop(next_out))
+            next_out += 1
+
+    def _compilation(self, seq: int, kind: str, task_id: str, call_id: str | None,
+                     comp_id: str | None, text: str) -> None:
+        report = self.anomalies.reporter(seq, call_id, False)
+        if not comp_id:
+            report(f"{kind} without compilation_id")
+            return
+        comp = self.compilations.get(comp_id)
+        is_new = comp is None
+        if comp is None:
+            comp = self.compilations[comp_id] = CompilationEvidence(comp_id, task_id, seq)
+        fold_compilation_event(comp, is_new, kind, seq, _payload(text), report)
+
+    def _assemble(self, pos: int, skeleton: tuple[int, str, int | None, str],
+                  payloads: dict[int, tuple[str, dict[str, Any]]]) -> CallState:
+        first, cid, _ready, packed = skeleton
+        events = unpack(packed)
+        got = payloads.get(first)
+        task_id = got[0] if got is not None else self.sql.task_of(first)
+        call = CallEvidence(cid, _intern(task_id), first, pos)
+        an = self.anomalies
+        for i, (seq, kind, attempt_id) in enumerate(events):
+            entry = payloads.get(seq)
+            fold_call_event(call, i == 0, kind, seq, attempt_id,
+                            entry[1] if entry is not None else {},
+                            an.reporter(seq, cid, True))
+        state = classify_call(call, anomalous=cid in an.calls)
+        if state.stage in _NEEDS_SKIPPED:
+            # the reason words the skipped payload (outcome, status): re-read this call
+            full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
+            if full is not None:
+                state = classify_call(full, anomalous=cid in an.calls)
+        self.call_extents[cid] = (call.first_seq, call.last_seq)
+        return state
+
+    def _emit(self, state: CallState) -> CallState:
+        self.rollups.setdefault(state.task_id, TaskRollup()).add(state)
+        add_coverage(self.coverage, state.evidence)
+        return state
+
+    # ---- the rest, once the calls are out
+
+    def finish(self) -> tuple[tuple[Anomaly, ...], tuple[TaskState, ...],
+                              tuple[CompilationState, ...], ReceiptCheck]:
+        comps = tuple(classify_compilation(c) for c in self.compilations.values())
+        for cs in comps:
+            self.rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
+        tasks = tuple(classify_task(t, self.rollups.get(t.task_id)) for t in self.tasks.values())
+        log = self.receipt_log
+        if log is not None and self.limit != ALL_SEQS:
+            log = receipts_before(log, self.sql.next_recorded_at(self.limit))
+        return self.anomalies.ordered(), tasks, comps, check_log(log, self.coverage)
+
+    def work_state(self) -> WorkState:
+        calls = tuple(self.calls())
+        anomalies, tasks, comps, receipts = self.finish()
+        return WorkState(self.as_of_seq, self.event_count, anomalies, dict(self.unknown_kinds),
+                         tasks, calls, comps, receipts, gathered="sql")

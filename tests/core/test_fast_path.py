@@ -1,0 +1,232 @@
+"""The SQL fast path and the event-by-event oracle give the same document, on random
+ledgers (hostile ones included) and at every as_of; the rules issue 8 fixed hold on both."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ledgerfactory import write_ledger
+
+from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.ledger.schema import KNOWN_KINDS
+from codeai_tui.services.projection import project_case
+from codeai_tui.workstate import project
+
+SHA = "ab" * 32
+KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "task.created\x1b[31m"]
+CALL_HEAVY = ["call.requested", "call.manifest", "attempt.started", "attempt.observed",
+              "attempt.interpreted", "attempt.retry_decided", "attempt.completed",
+              "call.completed", "call.resumed"]
+
+payload_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6) | st.just(SHA)
+    | st.just("../../etc/passwd"),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=5,
+)
+payload_texts = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["idempotency_key", "decision", "status", "resumed_as", "outcome",
+                         "acceptance_id", "offered", "required_ids", "missing_ids", "error",
+                         "request_sha256", "request_artifact", "response_sha256",
+                         "response_artifact", "rendered_sha256", "by", "transport",
+                         "resumed_from", "adopted_attempt_id"]),
+        payload_values, max_size=5,
+    ).map(json.dumps),
+    st.sampled_from(["[]", "null", "42", "{", "\"text\"", "{\"decision\": \"retry\"}",
+                     "{\"a\": NaN}", "{\"status\": \"succeeded\"}"]),
+)
+
+
+@st.composite
+def ledgers(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    n = draw(st.integers(0, 28))
+    events: list[dict[str, Any]] = []
+    seq = 0
+    for i in range(n):
+        seq += draw(st.sampled_from([1, 1, 1, 1, 1, 2]))
+        kind = draw(st.sampled_from(CALL_HEAVY + CALL_HEAVY + KINDS))
+        events.append({
+            "seq": seq,
+            "event_id": draw(st.sampled_from([f"e{i}", f"e{i}", "dup"])),
+            "recorded_at": f"2026-09-13T12:00:{seq % 60:02d}Z",
+            "kind": kind,
+            "task_id": draw(st.sampled_from(["t1", "t2"])),
+            "call_id": draw(st.sampled_from(["c1", "c2", "c3", None, ""])),
+            "attempt_id": draw(st.sampled_from(["a1", "a2", None])),
+            "compilation_id": draw(st.sampled_from(["k1", None])),
+            "payload": draw(payload_texts),
+        })
+    receipts = [
+        {"receipt_id": f"r{j}", "received_at": f"2026-09-13T12:00:{draw(st.integers(0, 40)):02d}Z",
+         "idempotency_key": draw(st.sampled_from(["k1", "k2"])),
+         "body_sha256": draw(st.sampled_from([SHA, "cd" * 32])), "bytes": 1}
+        for j in range(draw(st.integers(0, 3)))
+    ]
+    return events, receipts
+
+
+def _write(root: Path, events: list[dict[str, Any]], receipts: list[dict[str, Any]],
+           unique_ids: bool, index: bool = True) -> Path:
+    case = root / "case"
+    write_ledger(case, [], receipts=receipts)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    if not unique_ids or not index:  # rebuild the table the way another writer might
+        conn.executescript("""
+            DROP TABLE events;
+            CREATE TABLE events (seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL,
+              recorded_at TEXT NOT NULL, kind TEXT NOT NULL, task_id TEXT NOT NULL,
+              call_id TEXT, attempt_id TEXT, compilation_id TEXT, payload TEXT NOT NULL);""")
+        if index:
+            conn.execute("CREATE INDEX events_call ON events(call_id, attempt_id, kind, seq)")
+    for ev in events:
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", (
+            ev["seq"], ev["event_id"] if not unique_ids else f"u{ev['seq']}", ev["recorded_at"],
+            ev["kind"], ev["task_id"], ev["call_id"], ev["attempt_id"], ev["compilation_id"],
+            ev["payload"]))
+    conn.close()
+    return case
+
+
+def _oracle(case: Path, as_of: int | None) -> dict[str, Any]:
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    return project(events, read_receipts(case), as_of).as_json(str(case))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_fast_path_equals_oracle_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        case = _write(Path(tmp), events, receipts, unique_ids)
+        last = events[-1]["seq"] if events else 0
+        for as_of in [None, *range(0, last + 2)]:
+            fast = project_case(case, as_of)
+            assert fast.gathered == "sql"
+            assert fast.as_json(str(case)) == _oracle(case, as_of), as_of
+
+
+def test_without_the_covering_index_the_event_path_is_taken_and_says_so(tmp_path: Path) -> None:
+    events = [{"seq": 1, "event_id": "e1", "recorded_at": "2026-09-13T12:00:01Z",
+               "kind": "call.requested", "task_id": "t1", "call_id": "c1", "attempt_id": None,
+               "compilation_id": None, "payload": json.dumps({"idempotency_key": "k"})}]
+    case = _write(tmp_path, events, [], unique_ids=True, index=False)
+    state = project_case(case)
+    assert state.gathered.startswith("events (no covering index")
+    assert state.as_json("x") == _oracle(case, None) | {"case": "x"}
+
+
+# ---------------------------------------------------------------- rules, both paths
+
+
+def _ev(seq: int, kind: str, call: str | None = "c1", attempt: str | None = None,
+        payload: dict[str, Any] | None = None, event_id: str | None = None,
+        minute: int = 0) -> dict[str, Any]:
+    return {"seq": seq, "event_id": event_id or f"e{seq}",
+            "recorded_at": f"2026-09-13T12:{minute:02d}:{seq:02d}Z", "kind": kind,
+            "task_id": "t1", "call_id": call, "attempt_id": attempt, "compilation_id": None,
+            "payload": json.dumps(payload or {})}
+
+
+def _both(case: Path, as_of: int | None = None) -> list[dict[str, Any]]:
+    fast = project_case(case, as_of).as_json("x")
+    slow = project_case(case, as_of, fast=False).as_json("x")
+    assert fast == slow
+    return [fast, slow]
+
+
+def test_orphan_attempt_evidence_never_stands_in_for_the_started_attempt(tmp_path: Path) -> None:
+    events = [
+        _ev(1, "call.requested", payload={"idempotency_key": "k"}),
+        _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+        _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}),
+        _ev(4, "attempt.observed", attempt="a9", payload={"transport": {"status": 200}}),
+        _ev(5, "attempt.interpreted", attempt="a9", payload={"outcome": "success"}),
+        _ev(6, "attempt.completed", attempt="a9", payload={"status": "succeeded"}),
+    ]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    for doc in _both(case):
+        (call,) = doc["calls"]
+        assert (call["stage"], call["next_operation"], call["provider_effect"]) == (
+            "effect_unknown", "reconcile_effect", "unknown")
+        assert call["duplicate_effect_risk"] is True
+        assert "attempt a1 started at seq 3" in call["reason"]
+        assert [a["seq"] for a in doc["anomalies"]] == [4]
+
+
+def test_receipts_as_of_are_those_received_before_the_next_event(tmp_path: Path) -> None:
+    events = [
+        _ev(1, "call.requested", payload={"idempotency_key": "k"}),
+        _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+        _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}, minute=5),
+    ]
+    # received after seq 2 was recorded but before seq 3 was: as of 2 it exists and is
+    # not covered yet (the attempt.started comes at seq 3); a later one is not there yet
+    receipts = [
+        {"receipt_id": "r-early", "received_at": "2026-09-13T12:03:00Z",
+         "idempotency_key": "k", "body_sha256": SHA, "bytes": 1},
+        {"receipt_id": "r-late", "received_at": "2026-09-13T12:06:00Z",
+         "idempotency_key": "k", "body_sha256": SHA, "bytes": 1},
+    ]
+    case = _write(tmp_path, events, receipts, unique_ids=True)
+    for doc in _both(case, as_of=2):
+        assert doc["receipts"] == {"count": 1, "uncovered": ["r-early"], "duplicates": []}
+    for doc in _both(case, as_of=3):  # the last seq: every receipt, as live
+        assert doc["receipts"]["count"] == 2 and doc["receipts"]["uncovered"] == []
+        assert doc["receipts"]["duplicates"] == [["r-early", "r-late"]]
+
+
+def test_two_events_sharing_an_event_id_are_an_anomaly(tmp_path: Path) -> None:
+    events = [
+        _ev(1, "call.requested", payload={"idempotency_key": "k"}, event_id="same"),
+        _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA},
+            event_id="same"),
+    ]
+    case = _write(tmp_path, events, [], unique_ids=False)
+    for doc in _both(case):
+        assert doc["anomalies"] == [
+            {"seq": 2, "problem": "event_id 'same' was already used by seq 1"}]
+
+
+@pytest.mark.parametrize(("kind", "attempt", "field"), [
+    ("call.manifest", None, "request_artifact"),
+    ("call.manifest", None, "request_sha256"),
+    ("attempt.observed", "a1", "response_artifact"),
+    ("attempt.observed", "a1", "response_sha256"),
+    ("call.manifest", None, "rendered_context_sha256"),
+])
+def test_artifact_references_that_leave_the_store_are_anomalies(
+        tmp_path: Path, kind: str, attempt: str | None, field: str) -> None:
+    from codeai_tui.resume import ResumeRefused, check_resumable
+    from codeai_tui.workstate import Projector
+
+    manifest = {"idempotency_key": "k", "request_sha256": SHA, "request_artifact": SHA}
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload=manifest)]
+    if kind == "attempt.observed":
+        events += [_ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}),
+                   _ev(4, kind, attempt=attempt, payload={field: "../../../etc/passwd"})]
+    else:
+        events[1]["payload"] = json.dumps(manifest | {field: "../../../etc/passwd"})
+    case = _write(tmp_path, events, [], unique_ids=True)
+    bad_seq = events[-1]["seq"]
+    for doc in _both(case):
+        (anomaly,) = doc["anomalies"]
+        assert anomaly["seq"] == bad_seq and field in anomaly["problem"]
+    with LedgerReader(case) as reader:
+        projector = Projector()
+        projector.feed(reader.events())
+    state = projector.call_state("c1")
+    assert state.anomalous
+    if kind == "call.manifest":  # rung 5, but resume refuses an anomalous call
+        with pytest.raises(ResumeRefused, match="anomaly"):
+            check_resumable(state, "c1")
