@@ -10,7 +10,6 @@ internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -194,15 +193,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from codeai_tui.inspect import inspect_path, render_table, to_json
+    from codeai_tui.inspect import inspect_path, render_table, write_json
 
     if args.as_of is not None and args.as_of < 0:
         raise CliError("--as-of must be a seq >= 0")
-    is_bundle, inspections = inspect_path(args.path, args.as_of)
-    if args.json:
-        print(json.dumps(to_json(is_bundle, inspections), indent=1, ensure_ascii=True))
-    else:
-        print("\n\n".join(render_table(i) for i in inspections))
+    if args.json:  # streamed: calls are written as the projection finishes them
+        write_json(args.path, args.as_of, sys.stdout)
+        return EXIT_OK
+    _is_bundle, inspections = inspect_path(args.path, args.as_of)
+    print("\n\n".join(render_table(i) for i in inspections))
     return EXIT_OK
 
 

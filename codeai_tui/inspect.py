@@ -6,17 +6,21 @@ Reads only (LedgerReader); every untrusted string printed in the table goes thro
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from codeai_tui.ledger.case import case_config_problem, find_cases
 from codeai_tui.ledger.errors import LedgerError
-from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
+from codeai_tui.services.projection import project_case as _project_case
+from codeai_tui.services.projection import stream_case
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import Projector, WorkState
+from codeai_tui.workstate import WorkState
+from codeai_tui.workstate.verdicts import document_head
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +38,21 @@ class CaseInspection:
 
 
 def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None) -> WorkState:
-    """Project one case directory (raises LedgerError)."""
+    """Project one case directory (raises LedgerError): the fast path when the ledger
+    allows it, else event by event (`WorkState.gathered` says which)."""
     return _project(case_dir, as_of, read_receipts(case_dir))
 
 
 def _project(case_dir: str | os.PathLike[str], as_of: int | None, receipts: ReceiptLog
              ) -> WorkState:
-    projector = Projector()
-    with LedgerReader(case_dir) as reader:
-        projector.feed(reader.iter_events(0, as_of))
-    return projector.snapshot(receipts)
+    del receipts  # read again by the projection (passed through in a later step)
+    return _project_case(case_dir, as_of)
+
+
+def _is_bundle(path: str) -> bool:
+    p = Path(path)
+    # lexists: a ledger that is a symlink or special file is this case's error, not a bundle
+    return p.is_dir() and not os.path.lexists(p / "ledger.sqlite3")
 
 
 def _inspect_one(label: str, case_dir: Path, as_of: int | None) -> CaseInspection:
@@ -58,9 +67,7 @@ def inspect_path(path: str, as_of: int | None = None) -> tuple[bool, list[CaseIn
     """(is_bundle, inspections). A single case that fails raises LedgerError; in a bundle
     a failing case is reported in place so the others still show."""
     cases = find_cases(path)
-    p = Path(path)
-    # lexists: a ledger that is a symlink or special file is this case's error, not a bundle
-    is_bundle = p.is_dir() and not os.path.lexists(p / "ledger.sqlite3")
+    is_bundle = _is_bundle(path)
     if not is_bundle:
         return False, [_inspect_one(path, cases[0], as_of)]
     out: list[CaseInspection] = []
@@ -77,6 +84,52 @@ def to_json(is_bundle: bool, inspections: list[CaseInspection]) -> dict[str, Any
     if is_bundle:
         return {"cases": [i.as_json() for i in inspections]}
     return inspections[0].as_json()
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> None:
+    """One case's document, written as it is produced: the calls one per line as the
+    projection finishes them (memory stays flat), then what depends on all of them.
+    Key order differs from `WorkState.as_json` (calls come first); the content is the
+    same, which tests/core/test_fast_path.py checks."""
+    with EvidenceSQL(case_dir) as sql:
+        streamed = stream_case(sql, case_dir, as_of)
+        head = document_head(label, streamed.as_of_seq, streamed.event_count)
+        out.write(_dump(head)[:-1] + ', "calls": [')
+        for i, call in enumerate(streamed.calls):
+            out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json()))
+        anomalies, tasks, comps, receipts, _unknown = streamed.rest()
+    out.write("\n ],\n \"anomalies\": " + _dump([a.as_json() for a in anomalies]))
+    out.write(",\n \"tasks\": " + _dump([t.as_json() for t in tasks]))
+    out.write(",\n \"compilations\": " + _dump([c.as_json() for c in comps]))
+    out.write(",\n \"receipts\": " + _dump(receipts.as_json()) + "}")
+
+
+def write_json(path: str, as_of: int | None, out: TextIO) -> None:
+    """`inspect --json`: a case's document, or a bundle's `{"cases": [...]}`, streamed.
+    A single case that fails raises LedgerError before anything is written; in a bundle
+    a failing case is reported in place."""
+    cases = find_cases(path)
+    if not _is_bundle(path):
+        with EvidenceSQL(cases[0]):  # fail before writing anything
+            pass
+        _stream_case(cases[0], path, as_of, out)
+        out.write("\n")
+        return
+    out.write('{"cases": [')
+    for i, case in enumerate(cases):
+        out.write("\n" if i == 0 else ",\n")
+        try:
+            with EvidenceSQL(case):
+                pass
+        except LedgerError as exc:
+            out.write(_dump(CaseInspection(str(case), None, str(exc)).as_json()))
+            continue
+        _stream_case(case, str(case), as_of, out)
+    out.write("\n]}\n")
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -148,6 +201,8 @@ def render_table(inspection: CaseInspection) -> str:
         lines.append(f"  anomaly at seq {a.seq}: {_cut(a.problem)}")
     if len(st.anomalies) > 20:
         lines.append(f"  ... {len(st.anomalies) - 20} more anomalies")
+    if st.gathered != "sql":
+        lines.append(f"  read event by event: {st.gathered}")
     for kind, n in sorted(st.unknown_kinds.items()):
         lines.append(f"  unknown kind {_cut(kind, 120)}: {n} event(s), ignored by the projection")
     for i, (line_no, problem) in enumerate(rc.problems):
