@@ -18,20 +18,31 @@ from pathlib import Path
 from codeai_tui.ledger.errors import classify_sqlite_error
 from codeai_tui.ledger.reader import connect_readonly, resolve_ledger_path
 
+
+class FastPathUnfit(Exception):
+    """The grouped reads cannot be trusted on this ledger (the caller reads it event by
+    event instead); the message says why."""
+
+
 _SEP_FIELD = "\x1f"
 _SEP_EVENT = "\x1d"
 _NULL = "\x1e"
 _BATCH = 4096
 
 
-def _text(raw: bytes) -> str:
-    """TEXT cells as str; bytes that are not UTF-8 become U+FFFD instead of failing
-    the whole read (sqlite3's default decoder raises on the first bad cell)."""
-    return raw.decode("utf-8", "replace")
+def _error(path: Path, exc: sqlite3.Error) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc).lower():
+        return FastPathUnfit("text that is not UTF-8")
+    return classify_sqlite_error(path, exc)
 
 
 def _in(names: Sequence[str]) -> str:
     return ",".join("'" + n.replace("'", "''") + "'" for n in names)
+
+
+def well_packed(packed: str, count: int) -> bool:
+    """True if a packed skeleton splits into exactly `count` events of three fields."""
+    return packed.count(_SEP_EVENT) == count - 1 and packed.count(_SEP_FIELD) == 2 * count
 
 
 def unpack(packed: str) -> list[tuple[int, str, str | None]]:
@@ -50,7 +61,6 @@ class EvidenceSQL:
     def __init__(self, path: str | Path) -> None:
         self.path = resolve_ledger_path(path)
         self._conn = connect_readonly(self.path)
-        self._conn.text_factory = _text
 
     def close(self) -> None:
         self._conn.close()
@@ -65,7 +75,7 @@ class EvidenceSQL:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise classify_sqlite_error(self.path, exc) from None
+            raise _error(self.path, exc) from None
 
     def _stream(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
         """Rows in batches; the statement is finished (or reset) before returning."""
@@ -77,7 +87,7 @@ class EvidenceSQL:
             finally:
                 cur.close()
         except sqlite3.Error as exc:
-            raise classify_sqlite_error(self.path, exc) from None
+            raise _error(self.path, exc) from None
 
     # ---- can this ledger take the fast path?
 
@@ -108,29 +118,7 @@ class EvidenceSQL:
                     return True
         return False
 
-    def odd_rows(self, as_of: int) -> int:
-        """Rows whose cells are not the types LEDGER.md gives them, or whose ids carry
-        the separators the grouped reads use: any such row sends the ledger down the
-        event-by-event path, which handles every type."""
-        return int(self._all("""
-            SELECT count(*) FROM events WHERE seq <= ? AND NOT (
-              typeof(event_id)='text' AND typeof(recorded_at)='text' AND typeof(kind)='text'
-              AND typeof(task_id)='text' AND typeof(payload)='text'
-              AND typeof(call_id) IN ('text','null') AND typeof(attempt_id) IN ('text','null')
-              AND typeof(compilation_id) IN ('text','null')
-              AND instr(kind, char(29)) + instr(kind, char(30)) + instr(kind, char(31)) = 0
-              AND ifnull(instr(attempt_id, char(29)) + instr(attempt_id, char(30))
-                         + instr(attempt_id, char(31)), 0) = 0)
-        """, (as_of,))[0][0])  # type: ignore[arg-type]
-
     # ---- extents and anomalies found in SQL
-
-    def stats(self, as_of: int) -> tuple[int, int, int]:
-        """(count, min seq, max seq) of the events with seq <= as_of."""
-        n, lo, hi = self._all(
-            "SELECT count(*), ifnull(min(seq), 0), ifnull(max(seq), 0) FROM events WHERE seq <= ?",
-            (as_of,))[0]
-        return int(n), int(lo), int(hi)  # type: ignore[arg-type]
 
     def seq_breaks(self, as_of: int) -> list[tuple[int, int]]:
         """(seq, previous seq) wherever seq is not previous + 1 (gaps; a first seq != 1)."""
@@ -150,34 +138,63 @@ class EvidenceSQL:
                 out.append((int(seq), str(event_id), call_id, int(first)))  # type: ignore[arg-type]
         return out
 
-    def suspect_rows(self, as_of: int, known: Sequence[str]
-                     ) -> Iterator[tuple[int, str, str | None, str | None, str, bool]]:
-        """(seq, kind, call_id, compilation_id, payload, known kind) of events of unknown
-        kinds and of events whose payload SQLite does not see as a JSON object (the
-        caller re-parses those the way the oracle does), in seq order."""
+    def odd_cells(self, as_of: int) -> int:
+        """Rows whose id or kind cells are not the types LEDGER.md gives them, or carry the
+        separators the grouped reads use: read from the indexes alone (no table rows).
+        Any such row sends the ledger down the event-by-event path."""
+        call_index = self._index_on(("call_id", "attempt_id", "kind", "seq"))
+        n = int(self._all(f"""
+            SELECT count(*) FROM events INDEXED BY {call_index} WHERE seq <= ? AND NOT (
+              typeof(kind)='text' AND typeof(call_id) IN ('text','null')
+              AND typeof(attempt_id) IN ('text','null'))""", (as_of,))[0][0])  # type: ignore[arg-type]
+        task_index = self._index_on(("task_id", "seq"))
+        by = f"INDEXED BY {task_index}" if task_index else ""
+        n += int(self._all(f"SELECT count(*) FROM events {by} WHERE seq <= ? "
+                           "AND typeof(task_id) != 'text'", (as_of,))[0][0])  # type: ignore[arg-type]
+        comp_index = self._index_on(("compilation_id", "seq"))
+        by = f"INDEXED BY {comp_index}" if comp_index else ""
+        n += int(self._all(f"SELECT count(*) FROM events {by} WHERE seq <= ? "
+                           "AND typeof(compilation_id) NOT IN ('text', 'null')",
+                           (as_of,))[0][0])  # type: ignore[arg-type]
+        return n
+
+    def suspect_rows(self, as_of: int, known: Sequence[str], scanned: Sequence[str],
+                     flagging: Sequence[str]
+                     ) -> Iterator[tuple[int, str, str | None, object, bool]]:
+        """One scan in C for (seq, kind, call_id, payload, known kind) of: events of
+        unknown kinds; and, among kinds the payload scan will not parse, events whose
+        payload SQLite does not see as a JSON object text (the caller re-parses those
+        the way the oracle does). `flagging` kinds are checked too when they name a
+        call, since a broken payload there flags the call before the call is judged."""
+        bad = ("CASE WHEN typeof(payload) = 'text' AND json_valid(payload) "
+               "THEN json_type(payload) ELSE 'bad' END != 'object'")
         return self._stream(f"""
-            SELECT seq, kind, call_id, compilation_id, payload, kind IN ({_in(known)})
+            SELECT seq, kind, call_id, payload, kind IN ({_in(known)})
             FROM events WHERE seq <= ? AND (kind NOT IN ({_in(known)})
-              OR CASE WHEN json_valid(payload) THEN json_type(payload) ELSE 'bad' END != 'object')
+              OR (kind NOT IN ({_in(scanned)}) AND {bad})
+              OR (kind IN ({_in(flagging)}) AND call_id IS NOT NULL AND call_id != ''
+                  AND {bad}))
             ORDER BY seq""", (as_of,))  # type: ignore[return-value]
 
-    def task_extents(self, as_of: int) -> list[tuple[str, int, int]]:
-        """(task_id, first seq, last seq) of every task id, in first-seq order."""
+    def task_extents(self, as_of: int) -> list[tuple[str, int, int, int]]:
+        """(task_id, first seq, last seq, events) of every task id, in first-seq order
+        (the covering index events_task when present)."""
         return self._all(  # type: ignore[return-value]
-            "SELECT task_id, min(seq) AS f, max(seq) FROM events WHERE seq <= ? "
+            "SELECT task_id, min(seq) AS f, max(seq), count(*) FROM events WHERE seq <= ? "
             "GROUP BY task_id ORDER BY f", (as_of,))
 
     # ---- calls
 
     def call_skeletons(self, as_of: int, call_kinds: Sequence[str], payload_kinds: Sequence[str]
-                       ) -> Iterator[tuple[str, int, int | None, str]]:
+                       ) -> Iterator[tuple[str, int, int | None, str, int]]:
         """Per call id: (call_id, first seq, last seq of an event whose payload matters,
         packed skeleton), read from the covering index alone, one grouped row per call.
-        `unpack` turns the skeleton into (seq, kind, attempt_id) triples."""
+        `unpack` turns the skeleton into (seq, kind, attempt_id) triples; `count` lets
+        the caller check that no id smuggled a separator in."""
         return self._stream(f"""
             SELECT call_id, min(seq), max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END),
                    group_concat(seq || char(31) || kind || char(31)
-                                || ifnull(attempt_id, char(30)), char(29))
+                                || ifnull(attempt_id, char(30)), char(29)), count(*)
             FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
             WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
               AND kind IN ({_in(call_kinds)})
@@ -189,14 +206,28 @@ class EvidenceSQL:
             f"SELECT seq, kind FROM events WHERE (call_id IS NULL OR call_id = '') "
             f"AND seq <= ? AND kind IN ({_in(call_kinds)}) ORDER BY seq", (as_of,))
 
-    def payload_rows(self, as_of: int, kinds: Sequence[str]
-                     ) -> Iterator[tuple[int, str, str, str | None, str | None, str]]:
-        """(seq, kind, task_id, call_id, compilation_id, payload) of the events of
-        `kinds`, in seq order (SQLite filters; only these rows reach Python)."""
+    def payload_rows(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
+                     ) -> Iterator[tuple[int, str | None, str | None, str | None, str | None,
+                                         bytes]]:
+        """(seq, call_id, kind, task_id, compilation_id, payload bytes) of the events of
+        `call_kinds` and `other_kinds`, in seq order: SQLite filters, only these rows
+        reach Python. For call kinds, kind, task_id (but on call.requested) and
+        compilation_id are NULL: the skeleton already has them, and every cell not
+        decoded is time saved. Payloads come as bytes: orjson reads them directly and
+        invalid UTF-8 in one payload is that event's anomaly, not a failed read."""
         return self._stream(f"""
-            SELECT seq, kind, task_id, call_id, compilation_id, payload FROM events
-            WHERE seq <= ? AND kind IN ({_in(kinds)}) ORDER BY seq""",
-            (as_of,))  # type: ignore[return-value]
+            SELECT seq, call_id,
+                   CASE WHEN kind IN ({_in(other_kinds)}) THEN kind END,
+                   CASE WHEN kind IN ({_in(other_kinds)}) OR kind = 'call.requested'
+                        THEN task_id END,
+                   CASE WHEN kind IN ({_in(other_kinds)}) THEN compilation_id END,
+                   CASE WHEN typeof(payload) = 'text' THEN CAST(payload AS BLOB) ELSE payload END
+            FROM events WHERE seq <= ? AND kind IN ({_in(list(call_kinds) + list(other_kinds))})
+            ORDER BY seq""", (as_of,))  # type: ignore[return-value]
+
+    def kind_of(self, seq: int) -> str:
+        rows = self._all("SELECT kind FROM events WHERE seq = ?", (seq,))
+        return str(rows[0][0]) if rows else ""
 
     def task_of(self, seq: int) -> str:
         rows = self._all("SELECT task_id FROM events WHERE seq = ?", (seq,))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeai_tui.ledger.evidence_sql import EvidenceSQL, unpack
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit, unpack, well_packed
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import (
     CALL_KINDS,
@@ -57,8 +57,11 @@ CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | {k for k in KNOWN_KINDS if k.starts
 # keeps 2 of every 7 events of a typical call out of Python.
 SKIPPED_PAYLOADS = frozenset({"attempt.interpreted", "attempt.completed"})
 PAYLOAD_CALL_KINDS = tuple(k for k in CALL_EVENT_KINDS if k not in SKIPPED_PAYLOADS)
-SCAN_KINDS = tuple(sorted(TASK_KINDS | COMPILATION_KINDS)) + PAYLOAD_CALL_KINDS
+OTHER_KINDS = tuple(sorted(TASK_KINDS | COMPILATION_KINDS))
+SCAN_KINDS = OTHER_KINDS + PAYLOAD_CALL_KINDS
 _NEEDS_SKIPPED = (CallStage.INTERPRETED, CallStage.ATTEMPT_COMPLETED)
+
+_RELEASED = (0, "", None, "")
 
 # anomaly order within one event, as the oracle records them
 _SEQ, _DUP, _PAYLOAD, _FOLD = range(4)
@@ -115,6 +118,8 @@ class Gathered:
 
     def __init__(self, sql: EvidenceSQL, as_of: int | None = None,
                  receipt_log: ReceiptLog | None = None) -> None:
+        """Raises FastPathUnfit (before anything was produced) when the ledger must be
+        read event by event."""
         self.sql = sql
         self.limit = ALL_SEQS if as_of is None else as_of
         self.receipt_log = receipt_log
@@ -124,13 +129,30 @@ class Gathered:
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
         self.coverage: dict[tuple[str, str], str] = {}
-        self.event_count, _lo, hi = sql.stats(self.limit)
-        self.as_of_seq = max(0, hi)
+        self.event_count = 0
+        self.as_of_seq = 0
         self.call_extents: dict[str, tuple[int, int]] = {}  # call_id -> first, last seq
-        self._prepare(_lo, hi)
+        self._skeletons: list[tuple[int, str, int | None, str]] = []
+        self._prepare()
 
-    def _prepare(self, lo: int, hi: int) -> None:
+    def _prepare(self) -> None:
         sql, limit, an = self.sql, self.limit, self.anomalies
+        odd = sql.odd_cells(limit)
+        if odd:
+            raise FastPathUnfit(f"{odd} id or kind cell(s) of types LEDGER.md does not give them")
+        for seq, kind, call_id, text, known in sql.suspect_rows(
+                limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS):
+            _parsed, problem = parse_payload(text)
+            if problem is not None:
+                an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
+            if not known:
+                self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
+        lo, hi = ALL_SEQS, 0
+        for task_id, first, last, n in sql.task_extents(limit):
+            self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
+            self.event_count += int(n)
+            lo, hi = min(lo, int(first)), max(hi, int(last))
+        self.as_of_seq = max(0, hi)
         if self.event_count and (lo != 1 or hi - lo + 1 != self.event_count):
             for seq, prev in sql.seq_breaks(limit):
                 problem = seq_problem(seq, max(0, prev))
@@ -139,60 +161,75 @@ class Gathered:
         if not sql.event_ids_unique():
             for seq, event_id, call_id, first in sql.duplicate_event_ids(limit):
                 an.add(seq, _DUP, duplicate_id_problem(event_id, first), call_id, True)
-        for seq, kind, call_id, _comp, text, known in sql.suspect_rows(limit, sorted(KNOWN_KINDS)):
-            _parsed, problem = parse_payload(text)
-            if problem is not None:
-                an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
-            if not known:
-                self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
-        for task_id, first, last in sql.task_extents(limit):
-            self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
         for seq, kind in sql.call_events_without_id(limit, CALL_EVENT_KINDS):
             an.add(seq, _FOLD, f"{kind} without call_id")
+        # the skeletons are read before anything is produced: ids that cannot be
+        # decoded send the ledger down the event path while that is still possible
+        skeletons = []
+        for cid, first, ready, packed, count in sql.call_skeletons(limit, CALL_EVENT_KINDS,
+                                                                   PAYLOAD_CALL_KINDS):
+            if not well_packed(packed, count):
+                raise FastPathUnfit(f"an id of call {cid[:40]!r} holds a control character")
+            skeletons.append((first, cid, ready, packed))
+        skeletons.sort()
+        self._skeletons = skeletons
 
     # ---- calls, in first-seq order
 
     def calls(self) -> Iterator[CallState]:
-        sql, limit = self.sql, self.limit
-        skeletons = sorted(
-            (int(first), str(cid), None if ready is None else int(ready), str(packed))
-            for cid, first, ready, packed in sql.call_skeletons(limit, CALL_EVENT_KINDS,
-                                                                PAYLOAD_CALL_KINDS)
-        )
+        sql, limit, an = self.sql, self.limit, self.anomalies
+        skeletons, self._skeletons = self._skeletons, []
         ready_at: dict[int, int] = {}
         done: dict[int, CallState] = {}
-        pending: dict[str, dict[int, tuple[str, dict[str, Any]]]] = {}
+        pending: dict[str, dict[int, Any]] = {}
         next_out = 0
         for pos, (_first, cid, ready, _packed) in enumerate(skeletons):
             if ready is None:
-                done[pos] = self._assemble(pos, skeletons[pos], {})
+                done[pos] = self._assemble(pos, skeletons[pos], {}, None)
             else:
                 ready_at[ready] = pos
                 pending[cid] = {}
         while next_out in done:
             yield self._emit(done.pop(next_out))
             next_out += 1
-        for seq, kind, task_id, call_id, comp_id, text in sql.payload_rows(limit, SCAN_KINDS):
-            if kind in TASK_KINDS:
-                fold_task_event(self.tasks[task_id], kind, seq, _payload(text),
-                                self.anomalies.reporter(seq, call_id, False))
-            elif kind in COMPILATION_KINDS:
-                self._compilation(seq, kind, task_id, call_id, comp_id, text)
-            elif call_id:
-                pending[call_id][seq] = (task_id, _payload(text))
-                pos = ready_at.pop(seq, None)
-                if pos is not None:
-                    done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id))
-                    skeletons[pos] = (0, "", None, "")  # release the packed skeleton
-                    while next_out in done:
-                        yield self._emit(done.pop(next_out))
-                        next_out += 1
+        tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
+        for seq, call_id, kind, task_id, comp_id, raw in sql.payload_rows(
+                limit, PAYLOAD_CALL_KINDS, OTHER_KINDS):
+            payload, problem = parse_payload(raw)
+            if kind is not None:  # a task or compilation event
+                if problem is not None and not call_id:  # else reported by suspect_rows
+                    an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
+                if kind in TASK_KINDS:
+                    fold_task_event(self.tasks[task_id], kind, seq, payload or {},  # type: ignore[index]
+                                    an.reporter(seq, call_id, False))
+                else:
+                    self._compilation(seq, kind, task_id or "", call_id, comp_id, payload or {})
+                continue
+            if problem is not None:
+                an.add(seq, _PAYLOAD, f"{self._kind_at(seq, call_id)}: {problem}", call_id, True)
+            if not call_id:
+                continue  # "without call_id" was reported from the index
+            if task_id is not None and call_id not in tasks:
+                tasks[call_id] = task_id
+            pending[call_id][seq] = payload or {}
+            pos = ready_at.pop(seq, None)
+            if pos is not None:
+                done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id),
+                                           tasks.pop(call_id, None))
+                skeletons[pos] = _RELEASED
+                while next_out in done:
+                    yield self._emit(done.pop(next_out))
+                    next_out += 1
         while next_out in done:
             yield self._emit(done.pop(next_out))
             next_out += 1
 
+    def _kind_at(self, seq: int, _call_id: str | None) -> str:
+        """The kind of a call event whose payload is broken (rare: read it back)."""
+        return self.sql.kind_of(seq) or "event"
+
     def _compilation(self, seq: int, kind: str, task_id: str, call_id: str | None,
-                     comp_id: str | None, text: str) -> None:
+                     comp_id: str | None, payload: dict[str, Any]) -> None:
         report = self.anomalies.reporter(seq, call_id, False)
         if not comp_id:
             report(f"{kind} without compilation_id")
@@ -201,21 +238,26 @@ class Gathered:
         is_new = comp is None
         if comp is None:
             comp = self.compilations[comp_id] = CompilationEvidence(comp_id, task_id, seq)
-        fold_compilation_event(comp, is_new, kind, seq, _payload(text), report)
+        fold_compilation_event(comp, is_new, kind, seq, payload, report)
 
     def _assemble(self, pos: int, skeleton: tuple[int, str, int | None, str],
-                  payloads: dict[int, tuple[str, dict[str, Any]]]) -> CallState:
+                  payloads: dict[int, dict[str, Any]], task_id: str | None) -> CallState:
         first, cid, _ready, packed = skeleton
         events = unpack(packed)
-        got = payloads.get(first)
-        task_id = got[0] if got is not None else self.sql.task_of(first)
+        if task_id is None or events[0][1] != "call.requested":
+            task_id = self.sql.task_of(first)  # the call did not start with call.requested
         call = CallEvidence(cid, _intern(task_id), first, pos)
         an = self.anomalies
-        for i, (seq, kind, attempt_id) in enumerate(events):
-            entry = payloads.get(seq)
-            fold_call_event(call, i == 0, kind, seq, attempt_id,
-                            entry[1] if entry is not None else {},
-                            an.reporter(seq, cid, True))
+        empty: dict[str, Any] = {}
+        at = first
+
+        def report(problem: str) -> None:
+            an.add(at, _FOLD, problem, cid, True)
+
+        is_new = True
+        for at, kind, attempt_id in events:
+            fold_call_event(call, is_new, kind, at, attempt_id, payloads.get(at, empty), report)
+            is_new = False
         state = classify_call(call, anomalous=cid in an.calls)
         if state.stage in _NEEDS_SKIPPED:
             # the reason words the skipped payload (outcome, status): re-read this call

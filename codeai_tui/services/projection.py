@@ -10,10 +10,10 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
-from codeai_tui.services.gather import ALL_SEQS, Gathered
+from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import (
     Anomaly,
     CallState,
@@ -25,15 +25,16 @@ from codeai_tui.workstate import (
 )
 
 
-def fast_path_refusal(sql: EvidenceSQL, as_of: int | None = None) -> str | None:
-    """Why this ledger must be read event by event, or None."""
+def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None
+           ) -> Gathered | str:
+    """The fast path's projection, or why this ledger must be read event by event."""
     problem = sql.fast_path_problem()
     if problem is not None:
         return problem
-    odd = sql.odd_rows(ALL_SEQS if as_of is None else as_of)
-    if odd:
-        return f"{odd} row(s) hold cells of types LEDGER.md does not give them"
-    return None
+    try:
+        return Gathered(sql, as_of, receipts)
+    except FastPathUnfit as exc:
+        return str(exc)
 
 
 def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
@@ -51,10 +52,13 @@ def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,
     if not fast:
         return project_events(case_dir, as_of, receipts, "asked for")
     with EvidenceSQL(case_dir) as sql:
-        why = fast_path_refusal(sql, as_of)
-        if why is None:
-            return Gathered(sql, as_of, receipts).work_state()
-    return project_events(case_dir, as_of, receipts, why)
+        got = gather(sql, as_of, receipts)
+        if isinstance(got, Gathered):
+            try:
+                return got.work_state()
+            except FastPathUnfit as exc:
+                got = str(exc)
+    return project_events(case_dir, as_of, receipts, got)
 
 
 @dataclass(slots=True)
@@ -83,9 +87,8 @@ def stream_case(sql: EvidenceSQL, case_dir: str | os.PathLike[str],
                 as_of: int | None = None) -> StreamedCase:
     """The projection of an open ledger, calls streamed (fast path) or all at once."""
     receipts = read_receipts(case_dir)
-    why = fast_path_refusal(sql, as_of)
-    if why is None:
-        g = Gathered(sql, as_of, receipts)
-        return StreamedCase(g.as_of_seq, g.event_count, g.calls(), "sql", g, None)
-    st = project_events(case_dir, as_of, receipts, why)
+    got = gather(sql, as_of, receipts)
+    if isinstance(got, Gathered):
+        return StreamedCase(got.as_of_seq, got.event_count, got.calls(), "sql", got, None)
+    st = project_events(case_dir, as_of, receipts, got)
     return StreamedCase(st.as_of_seq, st.event_count, iter(st.calls), st.gathered, None, st)

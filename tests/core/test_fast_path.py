@@ -230,3 +230,24 @@ def test_artifact_references_that_leave_the_store_are_anomalies(
     if kind == "call.manifest":  # rung 5, but resume refuses an anomalous call
         with pytest.raises(ResumeRefused, match="anomaly"):
             check_resumable(state, "c1")
+
+
+@pytest.mark.parametrize(("column", "value", "fast"), [
+    ("payload", 42, True),            # parsed the oracle's way on the fast path
+    ("payload", b'{"idempotency_key": "k"}', True),
+    ("call_id", b"c1", False),        # id cells of other types: event by event, and said
+    ("kind", b"call.requested", False),
+    ("attempt_id", "a\x1fcall.completed\x1fx", False),  # smuggles the skeleton's separator
+])
+def test_cells_of_other_types_give_the_oracle_document(
+        tmp_path: Path, column: str, value: object, fast: bool) -> None:
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA})]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute(f"UPDATE events SET {column} = ? WHERE seq = 3", (value,))
+    conn.close()
+    state = project_case(case)
+    assert (state.gathered == "sql") is fast, state.gathered
+    assert state.as_json("x") == _oracle(case, None) | {"case": "x"}
