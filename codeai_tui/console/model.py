@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,16 @@ from codeai_tui.ledger import (
     read_receipts,
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
+from codeai_tui.services.gather import projector_from
+from codeai_tui.services.projection import gather
+from codeai_tui.services.time_travel import state_as_of
 from codeai_tui.workstate import (
     CallEvidence,
     CallState,
     Projector,
     WorkState,
     parse_time,
-    receipts_before,
 )
 
 __all__ = [  # the names the app imports from here (the console's model API)
@@ -150,29 +154,63 @@ def _receipts_stamp(case_dir: Path) -> tuple[int, int, int] | None:
 
 
 class CaseFollower:
-    """Projects one case in pages, then follows appends (one instance per worker)."""
+    """Projects one case, then follows appends (one instance per worker).
+
+    The first catch-up takes the SQL fast path when the ledger allows it (grouped reads
+    through the covering index, the same ladder); later appends are read by key after
+    the last seq and folded event by event, so each poll costs what arrived. `lock` is
+    held while the projector changes; time travel reads the projector under it.
+    """
 
     def __init__(self, case_dir: Path) -> None:
         self.case_dir = case_dir
         self.reader = LedgerReader(case_dir)
-        self.projector = FollowProjector()
+        self.sql = EvidenceSQL(case_dir)
+        self.lock = threading.Lock()
+        self.projector: Projector = FollowProjector(event_ids_unique=self.sql.event_ids_unique())
+        self.gathered = "events"  # how the first catch-up gathered its evidence
         self.receipts = read_receipts(case_dir)
         self._receipts_stamp = _receipts_stamp(case_dir)
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
+        _register(self)
 
     def close(self) -> None:
+        _unregister(self)
         self.reader.close()
+        self.sql.close()
+
+    def _fast_start(self) -> None:
+        """The first catch-up through the fast path, when the ledger allows it."""
+        if self.projector.last_seq or not self.projector.event_ids_unique:
+            return
+        got = gather(self.sql, self.max_seq, None)
+        if isinstance(got, str):
+            self.gathered = f"events ({got})"
+            return
+        try:
+            projector = projector_from(got)
+        except FastPathUnfit as exc:
+            self.gathered = f"events ({exc})"
+            return
+        with self.lock:
+            self.projector = projector
+        self.gathered = "sql"
 
     def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                  page: int = PROJECT_PAGE) -> int:
         """Feed every event after the projector's last seq; returns how many were fed."""
-        fed = 0
+        before = self.projector.event_count
+        self._fast_start()
+        fed = self.projector.event_count - before
+        if fed and progress is not None:
+            progress(self.projector.event_count, max(self.event_count, self.projector.event_count))
         while True:
             events = self.reader.read_after(self.projector.last_seq, page)
             if not events:
                 return fed
-            self.projector.feed(events)
+            with self.lock:
+                self.projector.feed(events)
             fed += len(events)
             if progress is not None:
                 progress(self.projector.event_count, max(self.event_count, self.projector.event_count))
@@ -180,14 +218,15 @@ class CaseFollower:
                 return fed
 
     def snapshot(self) -> CaseSnapshot:
-        return _snapshot(
-            self.case_dir,
-            self.projector,
-            self.receipts,
-            event_count=self.projector.event_count,
-            max_seq=self.projector.last_seq,
-            last_recorded_at=self.last_recorded_at,
-        )
+        with self.lock:
+            return _snapshot(
+                self.case_dir,
+                self.projector,
+                self.receipts,
+                event_count=self.projector.event_count,
+                max_seq=self.projector.last_seq,
+                last_recorded_at=self.last_recorded_at,
+            )
 
     def poll(self) -> CaseSnapshot | None:
         """A fresh snapshot if another process committed or the receipt log changed."""
@@ -209,6 +248,46 @@ class CaseFollower:
                 return None
         return self.snapshot()
 
+    def as_of(self, seq: int) -> CaseSnapshot:
+        """The snapshot as of `seq` (<= what this follower has seen), re-deriving only
+        the entities in flight at `seq` (see services.time_travel)."""
+        with self.lock:
+            state = state_as_of(self.projector, self.sql, seq, self.receipts)
+            index = CallPositions(self.projector.calls, len(state.calls))
+            count, max_seq = self.projector.event_count, self.projector.last_seq
+        unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
+        return CaseSnapshot(
+            self.case_dir, state, count, max_seq, self.sql.recorded_at_upto(seq),
+            self.receipts, index, seq, unknown, worst_state(state),
+        )
+
+
+_LIVE: dict[Path, weakref.ref[CaseFollower]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _key(case_dir: Path) -> Path:
+    return Path(os.path.abspath(case_dir))
+
+
+def _register(follower: CaseFollower) -> None:
+    with _LIVE_LOCK:
+        _LIVE[_key(follower.case_dir)] = weakref.ref(follower)
+
+
+def _unregister(follower: CaseFollower) -> None:
+    with _LIVE_LOCK:
+        ref = _LIVE.get(_key(follower.case_dir))
+        if ref is not None and ref() is follower:
+            del _LIVE[_key(follower.case_dir)]
+
+
+def live_follower(case_dir: Path) -> CaseFollower | None:
+    """The follower that keeps this case's live projection, if one is open."""
+    with _LIVE_LOCK:
+        ref = _LIVE.get(_key(case_dir))
+    return ref() if ref is not None else None
+
 
 def project_as_of(
     case_dir: Path,
@@ -218,60 +297,51 @@ def project_as_of(
 ) -> CaseSnapshot | None:
     """The same projection over the events with seq <= `seq` (time travel).
     Returns None when `stop()` turned true midway."""
-    return TimeMachine(case_dir).to(seq, progress, stop)
+    machine = TimeMachine(case_dir)
+    try:
+        return machine.to(seq, progress, stop)
+    finally:
+        machine.close()
 
 
 class TimeMachine:
-    """Projections as of a seq. Stepping forward feeds only the events in between (the
-    projector is incremental); stepping back rebuilds from seq 1. One per time-travel
-    session, released when the operator returns to live."""
+    """Projections as of a seq, from the case's live projection (the console's
+    follower): only what was in flight at that seq is re-derived, from its own events,
+    and no second projection is held. Without a live follower for the case (a script,
+    a test) the machine keeps one of its own for the session."""
 
     def __init__(self, case_dir: Path) -> None:
         self.case_dir = case_dir
-        self._projector: Projector | None = None
-        self._recorded: str | None = None
-        self._stats: tuple[int, int] | None = None
-        self._receipts: ReceiptLog | None = None
+        self._own: CaseFollower | None = None
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._own is not None:
+                self._own.close()
+                self._own = None
 
     def to(self, seq: int, progress: Progress | None = None,
            stop: Callable[[], bool] | None = None) -> CaseSnapshot | None:
-        with self._lock, LedgerReader(self.case_dir) as reader:
-            if self._stats is None:
-                self._stats = reader.stats()  # count(*) is O(events): once per session
-            count, max_seq = self._stats
-            projector = self._projector
-            if projector is None or projector.last_seq > seq:
-                projector = FollowProjector()
-                self._recorded = None
-            self._projector = None  # a cancelled run leaves nothing half-fed behind
-            last = projector.last_seq
-            next_recorded: str | None = None
-            while True:
-                events = reader.read_after(last, PROJECT_PAGE)
-                if not events:
-                    break
-                cut = [e for e in events if e.seq <= seq]
-                projector.feed(cut)
-                if cut:
-                    self._recorded = cut[-1].recorded_at
-                if len(cut) < len(events):
-                    next_recorded = events[len(cut)].recorded_at
-                    break
-                last = events[-1].seq
-                if progress is not None:
-                    progress(projector.event_count, min(seq, max_seq))
+        with self._lock:
+            follower = live_follower(self.case_dir)
+            if follower is not None and follower is not self._own \
+                    and follower.projector.last_seq >= seq:
+                return follower.as_of(seq)
+            if self._own is None:
+                own = CaseFollower(self.case_dir)
+                try:
+                    own.catch_up(progress, stop)
+                except BaseException:
+                    own.close()
+                    raise
                 if stop is not None and stop():
+                    own.close()
                     return None
-            receipts = receipts_before(read_receipts(self.case_dir), next_recorded)
-            if self._receipts is not None and self._receipts.receipts == receipts.receipts:
-                receipts = self._receipts  # same log object: the coverage check is reused
-            self._receipts = receipts
-            self._projector = projector
-            return _snapshot(
-                self.case_dir, projector, receipts,
-                event_count=count, max_seq=max_seq, last_recorded_at=self._recorded, as_of=seq,
-            )
+                self._own = own
+            else:
+                self._own.catch_up()
+            return self._own.as_of(seq)
 
 
 def summarize_case(case_dir: Path) -> tuple[Worst, int]:

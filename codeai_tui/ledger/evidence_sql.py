@@ -245,3 +245,33 @@ class EvidenceSQL:
         rows = self._all("SELECT recorded_at FROM events WHERE seq > ? ORDER BY seq LIMIT 1",
                          (as_of,))
         return str(rows[0][0]) if rows else None
+
+    # ---- one entity as of a seq (time travel)
+
+    def count_upto(self, n: int) -> tuple[int, int]:
+        """(events with seq <= n, the highest such seq or 0)."""
+        count, hi = self._all("SELECT count(*), ifnull(max(seq), 0) FROM events WHERE seq <= ?",
+                              (n,))[0]
+        return int(count), max(0, int(hi))  # type: ignore[arg-type]
+
+    def compilation_rows(self, comp_id: str, n: int, kinds: Sequence[str]
+                         ) -> list[tuple[int, str, str, str]]:
+        return self._all(  # type: ignore[return-value]
+            f"SELECT seq, kind, task_id, payload FROM events WHERE compilation_id = ? "
+            f"AND seq <= ? AND kind IN ({_in(kinds)}) ORDER BY seq", (comp_id, n))
+
+    def task_span(self, task_id: str, n: int) -> tuple[int, int]:
+        lo, hi = self._all("SELECT min(seq), max(seq) FROM events WHERE task_id = ? AND seq <= ?",
+                           (task_id, n))[0]
+        return int(lo or 0), int(hi or 0)  # type: ignore[arg-type]
+
+    def task_rows(self, task_id: str, n: int, kinds: Sequence[str]
+                  ) -> list[tuple[int, str, str]]:
+        return self._all(  # type: ignore[return-value]
+            f"SELECT seq, kind, payload FROM events WHERE task_id = ? AND seq <= ? "
+            f"AND kind IN ({_in(kinds)}) ORDER BY seq", (task_id, n))
+
+    def recorded_at_upto(self, n: int) -> str | None:
+        rows = self._all("SELECT recorded_at FROM events WHERE seq <= ? ORDER BY seq DESC "
+                         "LIMIT 1", (n,))
+        return str(rows[0][0]) if rows else None

@@ -33,6 +33,7 @@ from codeai_tui.workstate import (
     CallState,
     CompilationEvidence,
     CompilationState,
+    Projector,
     ReceiptCheck,
     TaskEvidence,
     TaskRollup,
@@ -75,7 +76,7 @@ class _Anomalies:
     def add(self, seq: int, phase: int, problem: str, call_id: str | None = None,
             flag_call: bool = False) -> None:
         self.items.append((seq, phase, len(self.items),
-                           Anomaly(seq, problem, call_id if flag_call else None)))
+                           Anomaly(seq, problem, call_id if flag_call and call_id else None)))
         if flag_call and call_id:
             self.calls.add(call_id)
 
@@ -121,10 +122,12 @@ class Gathered:
         """Raises FastPathUnfit (before anything was produced) when the ledger must be
         read event by event."""
         self.sql = sql
-        self.limit = ALL_SEQS if as_of is None else as_of
+        # pinned at the start: every grouped read sees the same prefix of a live ledger
+        self.limit = sql.count_upto(ALL_SEQS)[1] if as_of is None else as_of
         self.receipt_log = receipt_log
         self.anomalies = _Anomalies()
         self.unknown_kinds: dict[str, int] = {}
+        self.unknown_seqs: list[tuple[int, str]] = []
         self.tasks: dict[str, TaskEvidence] = {}
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
@@ -147,6 +150,7 @@ class Gathered:
                 an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
             if not known:
                 self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
+                self.unknown_seqs.append((seq, kind))
         lo, hi = ALL_SEQS, 0
         for task_id, first, last, n in sql.task_extents(limit):
             self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
@@ -281,7 +285,7 @@ class Gathered:
             self.rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
         tasks = tuple(classify_task(t, self.rollups.get(t.task_id)) for t in self.tasks.values())
         log = self.receipt_log
-        if log is not None and self.limit != ALL_SEQS:
+        if log is not None:
             log = receipts_before(log, self.sql.next_recorded_at(self.limit))
         return self.anomalies.ordered(), tasks, comps, check_log(log, self.coverage)
 
@@ -290,3 +294,14 @@ class Gathered:
         anomalies, tasks, comps, receipts = self.finish()
         return WorkState(self.as_of_seq, self.event_count, anomalies, dict(self.unknown_kinds),
                          tasks, calls, comps, receipts, gathered="sql")
+
+
+def projector_from(g: Gathered) -> Projector:
+    """The gathered projection as an incremental projector (the console follows appends
+    from there, event by event)."""
+    calls = list(g.calls())
+    anomalies, _tasks, _comps, _receipts = g.finish()
+    return Projector.from_evidence(
+        calls=calls, compilations=g.compilations.values(), tasks=g.tasks.values(),
+        anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
+        last_seq=g.as_of_seq)

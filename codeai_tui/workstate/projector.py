@@ -9,7 +9,8 @@ snapshot, i.e. in proportion to what arrived.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
@@ -38,6 +39,12 @@ from codeai_tui.workstate.verdicts import (
     TaskState,
     WorkState,
 )
+
+# Re-derive one entity's evidence from its own events with seq <= n (time travel); the
+# services layer reads them through an index. Arguments: id, n, position (calls only).
+CallBefore = Callable[[str, int, int], CallEvidence | None]
+CompilationBefore = Callable[[str, int], CompilationEvidence | None]
+TaskBefore = Callable[[str, int], TaskEvidence]
 
 _COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
 
@@ -70,6 +77,7 @@ class Projector:
         self.tasks: dict[str, TaskEvidence] = {}
         self.anomalies: list[Anomaly] = []
         self.unknown_kinds: dict[str, int] = {}
+        self._unknown_seqs: list[tuple[int, str]] = []  # for unknown kinds as of a seq
         self.event_count = 0
         self.last_seq = 0
         self._event_ids: dict[str, int] | None = None if event_ids_unique else {}
@@ -86,6 +94,49 @@ class Projector:
         # task_id -> its calls and compilations, in first-seq order
         self._task_calls: dict[str, list[str]] = {}
         self._task_comps: dict[str, list[str]] = {}
+
+    @property
+    def event_ids_unique(self) -> bool:
+        """True when the source guarantees distinct event ids (none are remembered)."""
+        return self._event_ids is None
+
+    @classmethod
+    def from_evidence(
+        cls,
+        *,
+        calls: Iterable[CallState],
+        compilations: Iterable[CompilationEvidence],
+        tasks: Iterable[TaskEvidence],
+        anomalies: Iterable[Anomaly],
+        unknown: Iterable[tuple[int, str]],
+        event_count: int,
+        last_seq: int,
+    ) -> Projector:
+        """A projector that continues from evidence gathered another way (the SQL fast
+        path), as if it had been fed every event up to `last_seq`. Its later `add`s fold
+        into copies of the evidence the given verdicts hold. Only for ledgers whose
+        event ids SQLite keeps unique (the ids are not re-read)."""
+        p = cls(event_ids_unique=True)
+        for st in calls:
+            ev = st.evidence
+            p.calls[st.call_id] = ev
+            p._call_cache[st.call_id] = st
+            p._task_calls.setdefault(ev.task_id, []).append(st.call_id)
+        for comp in compilations:
+            p.compilations[comp.compilation_id] = comp
+            p._task_comps.setdefault(comp.task_id, []).append(comp.compilation_id)
+        for task in tasks:
+            p.tasks[task.task_id] = task
+        p.anomalies = list(anomalies)
+        for a in p.anomalies:
+            if a.call_id:
+                p.call_anomalies.setdefault(a.call_id, []).append(a.seq)
+        for seq, kind in unknown:
+            p.unknown_kinds[kind] = p.unknown_kinds.get(kind, 0) + 1
+            p._unknown_seqs.append((seq, kind))
+        p.event_count = event_count
+        p.last_seq = last_seq
+        return p
 
     # ---- feeding
 
@@ -123,6 +174,7 @@ class Projector:
         kind = ev.kind
         if kind not in KNOWN_KINDS:
             self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
+            self._unknown_seqs.append((ev.seq, kind))
             return
         payload = ev.payload or {}
         if kind.startswith("task."):
@@ -231,6 +283,76 @@ class Projector:
             calls=calls,
             compilations=tuple(self.compilation_state(c) for c in self.compilations),
             receipts=self.receipt_check(receipt_log),
+        )
+
+    def snapshot_as_of(
+        self,
+        n: int,
+        *,
+        event_count: int,
+        as_of_seq: int,
+        call_before: CallBefore,
+        compilation_before: CompilationBefore,
+        task_before: TaskBefore,
+        receipt_log: ReceiptLog | None = None,
+        next_recorded_at: str | None = None,
+    ) -> WorkState:
+        """The projection as of seq `n`, from this (later) one, in proportion to what was
+        in flight: an entity whose events all lie at or before `n` has its live verdict;
+        one whose first event is after `n` does not exist yet; only entities straddling
+        `n` are re-derived from their own events (`*_before`). Equals projecting the
+        prefix (tests/core/test_time_travel.py). Anomalies and unknown kinds are kept
+        with their seqs, so their prefix is a filter."""
+        calls: list[CallState] = []
+        for cid, ev in self.calls.items():
+            if ev.first_seq > n:
+                continue
+            flagged = any(s <= n for s in self.call_anomalies.get(cid, ()))
+            if ev.last_seq <= n:
+                st = self.call_state(cid)
+                if st.anomalous != flagged:
+                    st = replace(st, anomalous=flagged)
+            else:
+                before = call_before(cid, n, len(calls))
+                if before is None:
+                    continue
+                st = classify_call(before, anomalous=flagged)
+            calls.append(st)
+        comps: list[CompilationState] = []
+        for comp_id, comp in self.compilations.items():
+            if comp.first_seq > n:
+                continue
+            if comp.last_seq <= n:
+                comps.append(self.compilation_state(comp_id))
+            elif (cb := compilation_before(comp_id, n)) is not None:
+                comps.append(classify_compilation(cb))
+        rollups: dict[str, TaskRollup] = {}
+        for cs in comps:
+            rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
+        for st in calls:
+            rollups.setdefault(st.task_id, TaskRollup()).add(st)
+        tasks: list[TaskState] = []
+        for task_id, task in self.tasks.items():
+            if task.first_seq > n:
+                continue
+            evidence = task if task.last_seq <= n else task_before(task_id, n)
+            tasks.append(classify_task(evidence, rollups.get(task_id)))
+        log = receipts_before(receipt_log, next_recorded_at) if receipt_log else None
+        unknown: dict[str, int] = {}
+        for seq, kind in self._unknown_seqs:
+            if seq <= n:
+                unknown[kind] = unknown.get(kind, 0) + 1
+        return WorkState(
+            as_of_seq=as_of_seq,
+            event_count=event_count,
+            anomalies=tuple(a for a in self.anomalies if a.seq <= n),
+            unknown_kinds=unknown,
+            tasks=tuple(tasks),
+            calls=tuple(calls),
+            compilations=tuple(comps),
+            receipts=check_receipts(
+                log.receipts if log else (), (c.evidence for c in calls),
+                problems=log.problems if log else (), log_present=bool(log and log.exists)),
         )
 
 

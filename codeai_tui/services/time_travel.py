@@ -1,0 +1,66 @@
+"""Time travel in proportion to what was in flight.
+
+`Projector.snapshot_as_of` decides from each entity's first and last seq; only entities
+whose events straddle the target seq are re-derived, each from its own events read
+through an index (`events_call`, `events_compilation`, `events_task`). No second
+projection is built or held.
+"""
+
+from __future__ import annotations
+
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.receipts import ReceiptLog
+from codeai_tui.ledger.schema import COMPILATION_KINDS, TASK_KINDS, parse_payload
+from codeai_tui.services.gather import fold_call_rows
+from codeai_tui.workstate import (
+    CallEvidence,
+    CompilationEvidence,
+    Projector,
+    TaskEvidence,
+    WorkState,
+    fold_compilation_event,
+    fold_task_event,
+)
+
+
+def _ignore(_problem: str) -> None:
+    """Anomalies of a re-derived entity are already in the live projection, with seqs."""
+
+
+class EntityHistory:
+    """One entity's evidence as of a seq, from its own events (index reads)."""
+
+    def __init__(self, sql: EvidenceSQL) -> None:
+        self.sql = sql
+
+    def call(self, call_id: str, n: int, position: int) -> CallEvidence | None:
+        return fold_call_rows(call_id, self.sql.call_rows(call_id, n), position)
+
+    def compilation(self, comp_id: str, n: int) -> CompilationEvidence | None:
+        comp: CompilationEvidence | None = None
+        for seq, kind, task_id, payload in self.sql.compilation_rows(comp_id, n,
+                                                                     sorted(COMPILATION_KINDS)):
+            is_new = comp is None
+            if comp is None:
+                comp = CompilationEvidence(comp_id, task_id, seq)
+            fold_compilation_event(comp, is_new, kind, seq, parse_payload(payload)[0] or {},
+                                   _ignore)
+        return comp
+
+    def task(self, task_id: str, n: int) -> TaskEvidence:
+        first, last = self.sql.task_span(task_id, n)
+        task = TaskEvidence(task_id, first, last)
+        for seq, kind, payload in self.sql.task_rows(task_id, n, sorted(TASK_KINDS)):
+            fold_task_event(task, kind, seq, parse_payload(payload)[0] or {}, _ignore)
+        return task
+
+
+def state_as_of(projector: Projector, sql: EvidenceSQL, n: int,
+                receipts: ReceiptLog | None) -> WorkState:
+    """The projection as of seq `n` from a live projector that has seen at least `n`."""
+    history = EntityHistory(sql)
+    count, as_of_seq = sql.count_upto(n)
+    return projector.snapshot_as_of(
+        n, event_count=count, as_of_seq=as_of_seq, call_before=history.call,
+        compilation_before=history.compilation, task_before=history.task,
+        receipt_log=receipts, next_recorded_at=sql.next_recorded_at(n))
