@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit, unpack, well_packed
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import (
@@ -197,9 +199,16 @@ class Gathered:
             yield self._emit(done.pop(next_out))
             next_out += 1
         tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
+        loads, dict_ = orjson.loads, dict
         for seq, call_id, kind, task_id, comp_id, raw in sql.payload_rows(
                 limit, PAYLOAD_CALL_KINDS, OTHER_KINDS):
-            payload, problem = parse_payload(raw)
+            try:  # the common case without parse_payload's wrapping (same parser)
+                payload = loads(raw)
+                problem = None if type(payload) is dict_ else "retry"
+            except (orjson.JSONDecodeError, TypeError):
+                problem = "retry"
+            if problem is not None:
+                payload, problem = parse_payload(raw)
             if kind is not None:  # a task or compilation event
                 if problem is not None and not call_id:  # else reported by suspect_rows
                     an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)

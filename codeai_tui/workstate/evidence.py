@@ -8,12 +8,15 @@ untrusted: every field is type-checked before it is kept.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codeai_tui.ledger.artifacts import is_sha256_hex
+
+_HEX64 = re.compile(r"[0-9a-f]{64}").fullmatch
 
 Report = Callable[[str], None]  # records an anomaly for the event being folded
 
@@ -165,8 +168,8 @@ def _s(payload: dict[str, Any] | None, key: str) -> str | None:
     if not payload:
         return None
     value = payload.get(key)
-    if value is None:
-        return None
+    if value is None or type(value) is str:
+        return value
     return value if isinstance(value, str) else str(value)
 
 
@@ -177,8 +180,15 @@ def _intern(text: str) -> str:
 
 
 def _word(payload: dict[str, Any] | None, key: str) -> str | None:
-    value = _s(payload, key)
-    return _intern(value) if value is not None else None
+    """A short repeated payload field (status, model, outcome), shared (`_intern`)."""
+    if not payload:
+        return None
+    value = payload.get(key)
+    if value is None:
+        return None
+    if type(value) is not str:
+        value = str(value)
+    return sys.intern(value) if len(value) <= 96 else value
 
 
 def _str_list(value: Any) -> list[str]:
@@ -193,7 +203,9 @@ def check_artifact_refs(kind: str, payload: dict[str, Any], report: Report) -> b
     ok = True
     for name in ARTIFACT_FIELDS.get(kind, ()):
         value = payload.get(name)
-        if value is not None and not is_sha256_hex(value):
+        if value is None or (type(value) is str and len(value) == 64 and _HEX64(value)):
+            continue
+        if not is_sha256_hex(value):
             report(f"{kind} field {name} is not a sha256 artifact name: {str(value)[:70]!r}")
             ok = False
     return ok
