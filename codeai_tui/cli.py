@@ -120,9 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the tool kernel's private key (kept outside the case)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
-    p = sub.add_parser("bench", help="measure projection and reader speed on a synthetic ledger")
-    p.add_argument("--events", type=int, default=100_000)
-    p.add_argument("--keep", default=None, help="write the ledger here and keep it")
+    p = sub.add_parser("bench", help="print the speed and memory target table (issue 8)")
+    p.add_argument("--events", type=int, default=1_000_000,
+                   help="events in the interleaved ledger (default 1,000,000)")
+    p.add_argument("--runs", type=int, default=3, help="runs per measure (medians)")
+    p.add_argument("--cases", type=int, default=1000, help="cases in the bundle measure (0: skip)")
+    p.add_argument("--live-seconds", type=float, default=30.0,
+                   help="how long the live measure follows a writer (0: skip)")
+    p.add_argument("--keep", default=None, help="write the ledgers here and keep them")
     return parser
 
 
@@ -188,7 +193,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 
-        return run_bench(args.events, args.keep)
+        return run_bench(args.events, args.keep, args.runs, args.cases, args.live_seconds)
     raise CliError(f"unknown command {args.command}")
 
 
