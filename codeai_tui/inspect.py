@@ -16,6 +16,7 @@ from codeai_tui.ledger.case import case_config_problem, find_cases
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
+from codeai_tui.services.heap import building
 from codeai_tui.services.projection import project_case as _project_case
 from codeai_tui.services.projection import stream_case
 from codeai_tui.textsafe import visible
@@ -95,7 +96,7 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
     projection finishes them (memory stays flat), then what depends on all of them.
     Key order differs from `WorkState.as_json` (calls come first); the content is the
     same, which tests/core/test_fast_path.py checks."""
-    with EvidenceSQL(case_dir) as sql:
+    with building(), EvidenceSQL(case_dir) as sql:
         streamed = stream_case(sql, case_dir, as_of)
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')

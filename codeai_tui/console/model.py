@@ -26,6 +26,7 @@ from codeai_tui.ledger import (
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.gather import projector_from
+from codeai_tui.services.heap import building
 from codeai_tui.services.projection import gather
 from codeai_tui.services.time_travel import state_as_of
 from codeai_tui.workstate import (
@@ -204,7 +205,9 @@ class CaseFollower:
                  page: int = PROJECT_PAGE) -> int:
         """Feed every event after the projector's last seq; returns how many were fed."""
         before = self.projector.event_count
-        self._fast_start()
+        if not before:
+            with building():
+                self._fast_start()
         fed = self.projector.event_count - before
         if fed and progress is not None:
             progress(self.projector.event_count, max(self.event_count, self.projector.event_count))

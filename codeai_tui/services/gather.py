@@ -51,7 +51,7 @@ from codeai_tui.workstate import (
 )
 from codeai_tui.workstate.evidence import _intern
 from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
-from codeai_tui.workstate.receipts import add_coverage, check_log
+from codeai_tui.workstate.receipts import Coverage, add_coverage, check_log
 
 ALL_SEQS = (1 << 63) - 1
 CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
@@ -133,7 +133,7 @@ class Gathered:
         self.tasks: dict[str, TaskEvidence] = {}
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
-        self.coverage: dict[tuple[str, str], str] = {}
+        self.coverage: Coverage = {}
         self.event_count = 0
         self.as_of_seq = 0
         self.call_extents: dict[str, tuple[int, int]] = {}  # call_id -> first, last seq

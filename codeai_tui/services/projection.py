@@ -14,6 +14,7 @@ from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
 from codeai_tui.services.gather import Gathered
+from codeai_tui.services.heap import building
 from codeai_tui.workstate import (
     Anomaly,
     CallState,
@@ -40,7 +41,7 @@ def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None
 def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
                    receipts: ReceiptLog | None, why: str) -> WorkState:
     """The oracle over the ledger, event by event."""
-    with LedgerReader(case_dir) as reader:
+    with building(), LedgerReader(case_dir) as reader:
         state = project(reader.iter_events(0), receipts, as_of)
     return replace(state, gathered=f"events ({why})")
 
@@ -51,7 +52,7 @@ def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,
     receipts = read_receipts(case_dir)
     if not fast:
         return project_events(case_dir, as_of, receipts, "asked for")
-    with EvidenceSQL(case_dir) as sql:
+    with building(), EvidenceSQL(case_dir) as sql:
         got = gather(sql, as_of, receipts)
         if isinstance(got, Gathered):
             try:

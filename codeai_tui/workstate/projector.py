@@ -31,7 +31,15 @@ from codeai_tui.workstate.ladder import (
     classify_compilation,
     classify_task,
 )
-from codeai_tui.workstate.receipts import check_receipts, receipts_before
+from codeai_tui.workstate.receipts import (
+    Coverage,
+    LiveReceiptCheck,
+    Pair,
+    add_coverage,
+    check_receipts,
+    coverage_pairs,
+    receipts_before,
+)
 from codeai_tui.workstate.verdicts import (
     CallState,
     CompilationState,
@@ -87,10 +95,13 @@ class Projector:
         self._task_cache: dict[str, TaskState] = {}
         # call_id -> seqs of anomalies naming it (resume refuses such calls)
         self.call_anomalies: dict[str, list[int]] = {}
-        # receipt coverage depends only on the log and on keys/request hashes; the last
-        # check is reused while neither changed (0.25 s per snapshot at 140k calls)
-        self._coverage_version = 0
-        self._coverage: tuple[ReceiptLog | None, int, ReceiptCheck] | None = None
+        # receipt coverage: (key, request hash) of started attempts, kept as calls change,
+        # and a check per log object updated with the pairs that changed (a full check
+        # costs 0.5-2 s at 140k receipts: never once per poll)
+        self._pairs: Coverage = {}
+        self._pairs_stale = False
+        self._changed_pairs: list[Pair] = []
+        self._live_check: LiveReceiptCheck | None = None
         # task_id -> its calls and compilations, in first-seq order
         self._task_calls: dict[str, list[str]] = {}
         self._task_comps: dict[str, list[str]] = {}
@@ -136,6 +147,7 @@ class Projector:
             p._unknown_seqs.append((seq, kind))
         p.event_count = event_count
         p.last_seq = last_seq
+        p._pairs = coverage_pairs(p.calls.values())
         return p
 
     # ---- feeding
@@ -214,10 +226,14 @@ class Projector:
             # a verdict holding this evidence was handed out: fold into a copy
             call = self.calls[cid] = call.clone()
         self._dirty_tasks.add(call.task_id)
-        if ev.kind in _COVERAGE_KINDS:
-            self._coverage_version += 1
+        key_before = call.key
         fold_call_event(call, is_new, ev.kind, ev.seq, ev.attempt_id, p,
                         lambda problem: self._anomaly(ev, problem))
+        if ev.kind in _COVERAGE_KINDS and not self._pairs_stale:
+            if call.key != key_before and any(a.started_seq is not None for a in call.attempts):
+                self._pairs_stale = True  # a key changed under started attempts: rebuild
+            else:
+                self._changed_pairs += add_coverage(self._pairs, call)
 
     # ---- verdicts
 
@@ -254,17 +270,19 @@ class Projector:
         self._dirty_tasks.clear()
 
     def receipt_check(self, receipt_log: ReceiptLog | None) -> ReceiptCheck:
-        cached = self._coverage
-        if cached is not None and cached[0] is receipt_log and cached[1] == self._coverage_version:
-            return cached[2]
-        check = check_receipts(
-            receipt_log.receipts if receipt_log else (),
-            self.calls.values(),
-            problems=receipt_log.problems if receipt_log else (),
-            log_present=bool(receipt_log and receipt_log.exists),
-        )
-        self._coverage = (receipt_log, self._coverage_version, check)
-        return check
+        """Section 5's check of `receipt_log` against the attempts fed so far; the same
+        log object again costs only the pairs that changed since."""
+        if self._pairs_stale:
+            self._pairs = coverage_pairs(self.calls.values())
+            self._pairs_stale = False
+            self._live_check = None
+        live = self._live_check
+        if live is None or live.log is not receipt_log:
+            live = self._live_check = LiveReceiptCheck(receipt_log, self._pairs)
+        else:
+            live.update(self._pairs, self._changed_pairs)
+        self._changed_pairs = []
+        return live.check()
 
     def snapshot(self, receipt_log: ReceiptLog | None = None,
                  next_recorded_at: str | None = None) -> WorkState:

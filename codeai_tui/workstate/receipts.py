@@ -41,26 +41,40 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
     return replace(log, receipts=kept)
 
 
-def coverage_pairs(calls: Iterable[CallEvidence]) -> dict[tuple[str, str], str]:
-    """(idempotency key, request hash) of every started attempt -> the first such attempt."""
-    started: dict[tuple[str, str], str] = {}
+Pair = tuple[str, str]  # (idempotency key, request hash)
+Coverage = dict[Pair, tuple[int, str]]  # pair -> (started seq, attempt id) of its earliest
+
+
+def coverage_pairs(calls: Iterable[CallEvidence]) -> Coverage:
+    """Every started attempt's (key, request hash) -> the earliest such attempt (by its
+    attempt.started seq: the same answer whatever order calls are visited in, so an
+    incremental check and a batch check agree)."""
+    started: Coverage = {}
     for call in calls:
         add_coverage(started, call)
     return started
 
 
-def add_coverage(started: dict[tuple[str, str], str], call: CallEvidence) -> None:
+def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
+    """Add one call's started attempts; returns the pairs whose covering attempt changed."""
     key = call.key
+    changed: list[Pair] = []
     if key is None:
-        return
+        return changed
     for att in call.attempts:
-        if att.started_seq is not None and att.request_sha256:
-            started.setdefault((key, att.request_sha256), att.attempt_id)
+        seq = att.started_seq
+        if seq is not None and att.request_sha256:
+            pair = (key, att.request_sha256)
+            have = started.get(pair)
+            if have is None or seq < have[0]:
+                started[pair] = (seq, att.attempt_id)
+                changed.append(pair)
+    return changed
 
 
 def check_coverage(
     receipts: Sequence[Receipt],
-    started: dict[tuple[str, str], str],
+    started: Coverage,
     *,
     problems: Sequence[tuple[int, str]] = (),
     log_present: bool = False,
@@ -70,7 +84,8 @@ def check_coverage(
     covered_by: dict[str, str | None] = {}
     groups: dict[tuple[str, str], list[str]] = {}
     for r in receipts:
-        covered_by[r.receipt_id] = started.get((r.idempotency_key, r.body_sha256))
+        have = started.get((r.idempotency_key, r.body_sha256))
+        covered_by[r.receipt_id] = have[1] if have is not None else None
         groups.setdefault((r.idempotency_key, r.body_sha256), []).append(r.receipt_id)
     return ReceiptCheck(
         count=len(receipts),
@@ -94,8 +109,42 @@ def check_receipts(
                           log_present=log_present)
 
 
-def check_log(log: ReceiptLog | None, started: dict[tuple[str, str], str]) -> ReceiptCheck:
+def check_log(log: ReceiptLog | None, started: Coverage) -> ReceiptCheck:
     return check_coverage(
         log.receipts if log else (), started,
         problems=log.problems if log else (), log_present=bool(log and log.exists),
     )
+
+
+class LiveReceiptCheck:
+    """Section 5's check kept up to date as attempts start, in proportion to what changed:
+    a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
+    on the log alone. Gives the same ReceiptCheck as `check_coverage` (tests)."""
+
+    def __init__(self, log: ReceiptLog | None, started: Coverage) -> None:
+        self.log = log
+        receipts = log.receipts if log else ()
+        full = check_coverage(receipts, started, problems=log.problems if log else (),
+                              log_present=bool(log and log.exists))
+        self._covered_by = dict(full.covered_by)
+        self._uncovered = dict.fromkeys(full.uncovered)
+        self._by_pair: dict[Pair, list[str]] = {}
+        for r in receipts:
+            self._by_pair.setdefault((r.idempotency_key, r.body_sha256), []).append(r.receipt_id)
+        self._template = full
+        self._check: ReceiptCheck | None = full
+
+    def update(self, started: Coverage, pairs: Iterable[Pair]) -> None:
+        for pair in pairs:
+            for rid in self._by_pair.get(pair, ()):
+                self._covered_by[rid] = started[pair][1]
+                self._uncovered.pop(rid, None)
+                self._check = None
+
+    def check(self) -> ReceiptCheck:
+        if self._check is None:
+            t = self._template
+            self._check = ReceiptCheck(len(self._covered_by), tuple(self._uncovered),
+                                       t.duplicates, dict(self._covered_by), t.problems,
+                                       t.log_present)
+        return self._check

@@ -176,3 +176,42 @@ def test_a_kept_verdict_never_words_newer_evidence() -> None:
     assert old.reason.startswith("call.manifest at seq 2, no attempt started")
     new = projector.snapshot().call("c1")
     assert new is not None and new.reason.startswith("attempt a1 started at seq 3")
+
+
+receipt_lines = st.lists(
+    st.tuples(st.sampled_from(["k", "k2", ""]), st.sampled_from(["h1", "h2"])), max_size=6,
+).map(lambda rs: "".join(
+    json.dumps({"receipt_id": f"r{i}", "idempotency_key": k, "body_sha256": h, "bytes": 1}) + "\n"
+    for i, (k, h) in enumerate(rs)).encode())
+
+
+@st.composite
+def coverage_events(draw: st.DrawFn) -> list[Event]:
+    """Calls whose keys and request hashes collide with the receipts' often."""
+    kinds = ["call.requested", "call.manifest", "attempt.started", "attempt.observed"]
+    events = []
+    for seq in range(1, draw(st.integers(0, 25)) + 1):
+        kind = draw(st.sampled_from(kinds))
+        payload = {"idempotency_key": draw(st.sampled_from(["k", "k2", ""])),
+                   "request_sha256": draw(st.sampled_from(["h1", "h2", None]))}
+        events.append(Event(seq, f"e{seq}", "t", kind, "t1", draw(st.sampled_from(["c1", "c2"])),
+                            draw(st.sampled_from(["a1", "a2"])) if kind.startswith("attempt")
+                            else None, payload=payload))
+    return events
+
+
+@settings(max_examples=200, deadline=None)
+@given(coverage_events(), receipt_lines)
+def test_receipt_check_kept_up_to_date_equals_a_fresh_check(events: list[Event], log_bytes: bytes) -> None:
+    """The live check (updated with the pairs that changed) gives what a fresh check of
+    the same evidence gives, after every event."""
+    from codeai_tui.ledger.receipts import parse_receipt_lines
+    from codeai_tui.workstate import check_receipts
+
+    log = parse_receipt_lines(log_bytes)
+    projector = Projector()
+    for ev in events:
+        projector.add(ev)
+        got = projector.receipt_check(log)
+        fresh = check_receipts(log.receipts, projector.calls.values(), log_present=True)
+        assert got == fresh
