@@ -35,6 +35,7 @@ from codeai_tui.workstate import (
     Projector,
     WorkState,
     parse_time,
+    receipts_before,
 )
 
 __all__ = [  # the names the app imports from here (the console's model API)
@@ -258,13 +259,15 @@ class CaseFollower:
         """The snapshot as of `seq` (<= what this follower has seen), re-deriving only
         the entities in flight at `seq` (see services.time_travel)."""
         with self.lock:
-            state = state_as_of(self.projector, self.sql, seq, self.receipts)
+            # the receipts pane shows the log as of `seq` too (the projection's cut-off)
+            receipts = receipts_before(self.receipts, self.sql.next_recorded_at(seq))
+            state = state_as_of(self.projector, self.sql, seq, receipts)
             index = CallPositions(self.projector.calls, len(state.calls))
             count, max_seq = self.projector.event_count, self.projector.last_seq
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
         return CaseSnapshot(
             self.case_dir, state, count, max_seq, self.sql.recorded_at_upto(seq),
-            self.receipts, index, seq, unknown, worst_state(state),
+            receipts, index, seq, unknown, worst_state(state),
         )
 
 

@@ -70,3 +70,20 @@ def test_time_machine_uses_the_live_follower_and_sees_later_appends(tmp_path: Pa
         machine.close()
     finally:
         follower.close()
+
+
+def test_the_snapshot_as_of_shows_the_receipt_log_as_of_that_seq(tmp_path: Path) -> None:
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}, minute=5)]
+    receipts = [{"receipt_id": "r-late", "received_at": "2026-09-13T12:06:00Z",
+                 "idempotency_key": "k", "body_sha256": SHA, "bytes": 1}]
+    case = _write(tmp_path, events, receipts, unique_ids=True)
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        early, last = follower.as_of(2), follower.as_of(3)
+        assert early.receipts.receipts == () and early.state.receipts.count == 0
+        assert [r.receipt_id for r in last.receipts.receipts] == ["r-late"]
+    finally:
+        follower.close()
