@@ -88,7 +88,9 @@ def _snapshot(
 ) -> CaseSnapshot:
     state = projector.snapshot(receipts)
     index = CallPositions(projector.calls, len(state.calls))
-    unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
+    unknown = state.effect_unknown_ids
+    if unknown is None:
+        unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
         unknown, worst_state(state),
@@ -258,10 +260,10 @@ class CaseFollower:
     def as_of(self, seq: int) -> CaseSnapshot:
         """The snapshot as of `seq` (<= what this follower has seen), re-deriving only
         the entities in flight at `seq` (see services.time_travel)."""
-        with self.lock:
+        with self.lock, building():
             # the receipts pane shows the log as of `seq` too (the projection's cut-off)
             receipts = receipts_before(self.receipts, self.sql.next_recorded_at(seq))
-            state = state_as_of(self.projector, self.sql, seq, receipts)
+            state = state_as_of(self.projector, self.sql, seq, self.receipts)
             index = CallPositions(self.projector.calls, len(state.calls))
             count, max_seq = self.projector.event_count, self.projector.last_seq
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)

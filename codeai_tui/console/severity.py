@@ -40,6 +40,10 @@ def _worst_label(state: WorkState) -> tuple[str, int]:
         return ("duplicate effect", 7)
     if state.receipts.uncovered:
         return ("uncovered effect", 6)
+    if state.effect_unknown_count:  # the only stage of severity 5: no pass over the calls
+        return ("effect unknown", 5)
+    if state.anomalies:
+        return ("anomalies", 4)
     worst: CallState | None = None
     for call in state.calls:
         if worst is None or SEVERITY.get(call.stage, 0) > SEVERITY.get(worst.stage, 0):

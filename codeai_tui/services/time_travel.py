@@ -59,7 +59,11 @@ def state_as_of(projector: Projector, sql: EvidenceSQL, n: int,
                 receipts: ReceiptLog | None) -> WorkState:
     """The projection as of seq `n` from a live projector that has seen at least `n`."""
     history = EntityHistory(sql)
-    count, as_of_seq = sql.count_upto(n)
+    if projector.seq_dense:  # 1, 2, 3 ...: the count as of n is the last seq by n
+        as_of_seq = min(n, projector.last_seq)
+        count = as_of_seq
+    else:
+        count, as_of_seq = sql.count_upto(n)
     return projector.snapshot_as_of(
         n, event_count=count, as_of_seq=as_of_seq, call_before=history.call,
         compilation_before=history.compilation, task_before=history.task,

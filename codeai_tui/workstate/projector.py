@@ -9,6 +9,7 @@ snapshot, i.e. in proportion to what arrived.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -36,6 +37,7 @@ from codeai_tui.workstate.receipts import (
     LiveReceiptCheck,
     Pair,
     add_coverage,
+    check_coverage,
     check_receipts,
     coverage_pairs,
     receipts_before,
@@ -102,6 +104,18 @@ class Projector:
         self._pairs_stale = False
         self._changed_pairs: list[Pair] = []
         self._live_check: LiveReceiptCheck | None = None
+        # verdicts by position (first-seq order), refreshed only where a call changed, so
+        # a snapshot costs what changed plus one tuple copy, not a pass over every call
+        self._ids: list[str] = []
+        self._states: list[CallState | None] = []
+        self._firsts: list[int] = []
+        self._stale: set[int] = set()
+        self._unknown_ids: set[str] = set()
+        self._keys_moved = False  # a call's key changed under started attempts (hostile)
+        self.seq_dense = True  # seqs so far were 1, 2, 3 ... (then count as of n is n)
+        # task_id -> the last seq of any event of the task or of its calls/compilations:
+        # a task whose extent ends by n has its live verdict as of n
+        self._extent: dict[str, int] = {}
         # task_id -> its calls and compilations, in first-seq order
         self._task_calls: dict[str, list[str]] = {}
         self._task_comps: dict[str, list[str]] = {}
@@ -133,6 +147,11 @@ class Projector:
             p.calls[st.call_id] = ev
             p._call_cache[st.call_id] = st
             p._task_calls.setdefault(ev.task_id, []).append(st.call_id)
+            p._ids.append(st.call_id)
+            p._states.append(st)
+            p._firsts.append(st.first_seq)
+            if st.effect_unknown:
+                p._unknown_ids.add(st.call_id)
         for comp in compilations:
             p.compilations[comp.compilation_id] = comp
             p._task_comps.setdefault(comp.task_id, []).append(comp.compilation_id)
@@ -147,6 +166,13 @@ class Projector:
             p._unknown_seqs.append((seq, kind))
         p.event_count = event_count
         p.last_seq = last_seq
+        p.seq_dense = not any(a.problem.startswith("seq ") for a in p.anomalies)
+        for task in p.tasks.values():
+            p._extent[task.task_id] = task.last_seq
+        for ev in p.calls.values():
+            p._extent[ev.task_id] = max(p._extent.get(ev.task_id, 0), ev.last_seq)
+        for comp in p.compilations.values():
+            p._extent[comp.task_id] = max(p._extent.get(comp.task_id, 0), comp.last_seq)
         p._pairs = coverage_pairs(p.calls.values())
         return p
 
@@ -163,11 +189,15 @@ class Projector:
         if call and ev.call_id:
             self.call_anomalies.setdefault(ev.call_id, []).append(ev.seq)
             self._call_cache.pop(ev.call_id, None)
+            known = self.calls.get(ev.call_id)
+            if known is not None:
+                self._stale.add(known.position)
 
     def add(self, ev: Event) -> None:
         problem = seq_problem(ev.seq, self.last_seq)
         if problem is not None:
             self._anomaly(ev, problem, call=False)
+            self.seq_dense = False
         self.last_seq = max(self.last_seq, ev.seq)
         self.event_count += 1
         if self._event_ids is not None:
@@ -178,6 +208,7 @@ class Projector:
         if task is None:
             task = self.tasks[ev.task_id] = TaskEvidence(ev.task_id, ev.seq)
         task.last_seq = ev.seq
+        self._extent[ev.task_id] = ev.seq
         self._dirty_tasks.add(ev.task_id)
         if ev.payload is None:
             # Shown and flagged; the event still counts as evidence of its kind (an
@@ -209,6 +240,7 @@ class Projector:
             self._task_comps.setdefault(ev.task_id, []).append(cid)
         self._comp_cache.pop(cid, None)  # CompilationState copies what it shows
         self._dirty_tasks.add(comp.task_id)
+        self._extent[comp.task_id] = ev.seq
         fold_compilation_event(comp, is_new, ev.kind, ev.seq, p,
                                lambda problem: self._anomaly(ev, problem, call=False))
 
@@ -222,16 +254,21 @@ class Projector:
         if call is None:
             call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, len(self.calls))
             self._task_calls.setdefault(call.task_id, []).append(cid)
+            self._ids.append(cid)
+            self._states.append(None)
+            self._firsts.append(ev.seq)
         elif self._call_cache.pop(cid, None) is not None:
             # a verdict holding this evidence was handed out: fold into a copy
             call = self.calls[cid] = call.clone()
+        self._stale.add(call.position)
         self._dirty_tasks.add(call.task_id)
+        self._extent[call.task_id] = ev.seq
         key_before = call.key
         fold_call_event(call, is_new, ev.kind, ev.seq, ev.attempt_id, p,
                         lambda problem: self._anomaly(ev, problem))
         if ev.kind in _COVERAGE_KINDS and not self._pairs_stale:
             if call.key != key_before and any(a.started_seq is not None for a in call.attempts):
-                self._pairs_stale = True  # a key changed under started attempts: rebuild
+                self._pairs_stale = self._keys_moved = True  # rebuild (hostile ledger)
             else:
                 self._changed_pairs += add_coverage(self._pairs, call)
 
@@ -291,7 +328,8 @@ class Projector:
         if receipt_log is not None and next_recorded_at is not None:
             receipt_log = receipts_before(receipt_log, next_recorded_at)
         self._refresh_tasks()
-        calls = tuple(self.call_state(c) for c in self.calls)
+        self._refresh_states()
+        calls = tuple(self._states)  # type: ignore[arg-type]  # every position is fresh
         return WorkState(
             as_of_seq=self.last_seq,
             event_count=self.event_count,
@@ -301,7 +339,20 @@ class Projector:
             calls=calls,
             compilations=tuple(self.compilation_state(c) for c in self.compilations),
             receipts=self.receipt_check(receipt_log),
+            effect_unknown_ids=frozenset(self._unknown_ids),
         )
+
+    def _refresh_states(self) -> None:
+        for pos in self._stale:
+            cid = self._ids[pos]
+            st = self.call_state(cid)
+            old = self._states[pos]
+            if old is not None and old.effect_unknown:
+                self._unknown_ids.discard(cid)
+            if st.effect_unknown:
+                self._unknown_ids.add(cid)
+            self._states[pos] = st
+        self._stale.clear()
 
     def snapshot_as_of(
         self,
@@ -321,21 +372,19 @@ class Projector:
         `n` are re-derived from their own events (`*_before`). Equals projecting the
         prefix (tests/core/test_time_travel.py). Anomalies and unknown kinds are kept
         with their seqs, so their prefix is a filter."""
-        calls: list[CallState] = []
-        for cid, ev in self.calls.items():
-            if ev.first_seq > n:
-                continue
-            flagged = any(s <= n for s in self.call_anomalies.get(cid, ()))
-            if ev.last_seq <= n:
-                st = self.call_state(cid)
-                if st.anomalous != flagged:
-                    st = replace(st, anomalous=flagged)
-            else:
-                before = call_before(cid, n, len(calls))
-                if before is None:
-                    continue
-                st = classify_call(before, anomalous=flagged)
-            calls.append(st)
+        self._refresh_states()
+        k = bisect_right(self._firsts, n)  # calls begun by n: a prefix (first-seq order)
+        calls: list[CallState] = self._states[:k]  # type: ignore[assignment]
+        flags = {cid: any(s <= n for s in seqs) for cid, seqs in self.call_anomalies.items()}
+        for i in range(k):
+            st = calls[i]
+            if st.last_seq > n:  # in flight at n: re-derive from its own events
+                before = call_before(st.call_id, n, i)
+                # (never None: its first call event is at or before n)
+                calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
+                    if before is not None else None  # type: ignore[call-overload]
+            elif st.anomalous != flags.get(st.call_id, False):
+                calls[i] = replace(st, anomalous=flags.get(st.call_id, False))
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
             if comp.first_seq > n:
@@ -344,18 +393,41 @@ class Projector:
                 comps.append(self.compilation_state(comp_id))
             elif (cb := compilation_before(comp_id, n)) is not None:
                 comps.append(classify_compilation(cb))
-        rollups: dict[str, TaskRollup] = {}
+        # a task whose events and whose calls' and compilations' events all lie by n has
+        # its live verdict; the others are judged from their entities as of n
+        self._refresh_tasks()
+        late = {t for t, last in self._extent.items() if last > n}
+        rollups: dict[str, TaskRollup] = {t: TaskRollup() for t in late}
         for cs in comps:
-            rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
-        for st in calls:
-            rollups.setdefault(st.task_id, TaskRollup()).add(st)
+            if cs.task_id in late:
+                rollups[cs.task_id].add(cs)
+        for t in late:
+            for cid in self._task_calls.get(t, ()):
+                pos = self.calls[cid].position
+                if pos < k and calls[pos] is not None:
+                    rollups[t].add(calls[pos])
         tasks: list[TaskState] = []
         for task_id, task in self.tasks.items():
             if task.first_seq > n:
                 continue
+            if task_id not in late:
+                tasks.append(self._task_cache[task_id])
+                continue
             evidence = task if task.last_seq <= n else task_before(task_id, n)
-            tasks.append(classify_task(evidence, rollups.get(task_id)))
+            tasks.append(classify_task(evidence, rollups[task_id]))
         log = receipts_before(receipt_log, next_recorded_at) if receipt_log else None
+        if self._pairs_stale:
+            self._pairs = coverage_pairs(self.calls.values())
+            self._pairs_stale = False
+            self._live_check = None
+        if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
+            check = check_receipts(
+                log.receipts if log else (), (c.evidence for c in calls),
+                problems=log.problems if log else (), log_present=bool(log and log.exists))
+        else:  # a pair covers as of n iff its earliest attempt started by n
+            check = check_coverage(
+                log.receipts if log else (), self._pairs, upto=n,
+                problems=log.problems if log else (), log_present=bool(log and log.exists))
         unknown: dict[str, int] = {}
         for seq, kind in self._unknown_seqs:
             if seq <= n:
@@ -366,11 +438,9 @@ class Projector:
             anomalies=tuple(a for a in self.anomalies if a.seq <= n),
             unknown_kinds=unknown,
             tasks=tuple(tasks),
-            calls=tuple(calls),
+            calls=tuple(c for c in calls if c is not None),
             compilations=tuple(comps),
-            receipts=check_receipts(
-                log.receipts if log else (), (c.evidence for c in calls),
-                problems=log.problems if log else (), log_present=bool(log and log.exists)),
+            receipts=check,
         )
 
 

@@ -156,6 +156,8 @@ class WorkState:
     # how the evidence was gathered: "sql" (grouped reads through the covering index)
     # or "events" (event by event), with why when the fast path was not taken
     gathered: str = field(default="events", compare=False)
+    # the effect-unknown calls' ids when the projector keeps them (else counted on demand)
+    effect_unknown_ids: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     def call(self, call_id: str) -> CallState | None:
         return next((c for c in self.calls if c.call_id == call_id), None)
@@ -168,6 +170,8 @@ class WorkState:
 
     @property
     def effect_unknown_count(self) -> int:
+        if self.effect_unknown_ids is not None:
+            return len(self.effect_unknown_ids)
         return sum(1 for c in self.calls if c.effect_unknown)
 
     def as_json(self, case: str) -> dict[str, Any]:
