@@ -40,19 +40,35 @@ def _in(names: Sequence[str]) -> str:
     return ",".join("'" + n.replace("'", "''") + "'" for n in names)
 
 
+_PREFIXED = "\x1c"  # the attempt id is the call id followed by the rest
+_LITERAL = "\x1b"  # the attempt id follows as is
+
+
 def well_packed(packed: str, count: int) -> bool:
-    """True if a packed skeleton splits into exactly `count` events of three fields."""
-    return packed.count(_SEP_EVENT) == count - 1 and packed.count(_SEP_FIELD) == 2 * count
+    """True if a packed skeleton splits into exactly `count` events."""
+    return packed.count(_SEP_EVENT) == count - 1 and packed.count(_SEP_FIELD) == count
 
 
-def unpack(packed: str) -> list[tuple[int, str, str | None]]:
-    """A call's skeleton as (seq, kind, attempt_id), in seq order."""
+def unpack(packed: str, call_id: str, kinds: Sequence[str]) -> list[tuple[int, str, str | None]]:
+    """A call's skeleton as (seq, kind, attempt_id), in seq order. Each event is packed
+    as `seq<US><kind code><marker><rest of the attempt id>`: one letter per kind and the
+    call id left out of attempt ids that start with it (most do) keep 10^5 skeletons
+    small while they wait to be folded."""
     events = []
     for part in packed.split(_SEP_EVENT):
-        seq, kind, attempt = part.split(_SEP_FIELD)
-        events.append((int(seq), kind, None if attempt == _NULL else attempt))
+        seq, rest = part.split(_SEP_FIELD, 1)
+        marker = rest[1]
+        attempt = None if marker == _NULL else (
+            call_id + rest[2:] if marker == _PREFIXED else rest[2:])
+        events.append((int(seq), kinds[ord(rest[0]) - 97], attempt))
     events.sort()
     return events
+
+
+def _kind_code(kinds: Sequence[str]) -> str:
+    """SQL for the one-letter code of each of `kinds` ('a' for kinds[0], ...)."""
+    whens = " ".join(f"WHEN {_in([k])} THEN '{chr(97 + i)}'" for i, k in enumerate(kinds))
+    return f"CASE kind {whens} END"
 
 
 class EvidenceSQL:
@@ -193,8 +209,11 @@ class EvidenceSQL:
         the caller check that no id smuggled a separator in."""
         return self._stream(f"""
             SELECT call_id, min(seq), max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END),
-                   group_concat(seq || char(31) || kind || char(31)
-                                || ifnull(attempt_id, char(30)), char(29)), count(*)
+                   group_concat(seq || char(31) || {_kind_code(call_kinds)}
+                     || CASE WHEN attempt_id IS NULL THEN char(30)
+                             WHEN substr(attempt_id, 1, length(call_id)) = call_id
+                             THEN char(28) || substr(attempt_id, length(call_id) + 1)
+                             ELSE char(27) || attempt_id END, char(29)), count(*)
             FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
             WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
               AND kind IN ({_in(call_kinds)})

@@ -256,7 +256,7 @@ class Gathered:
     def _assemble(self, pos: int, skeleton: tuple[int, str, int | None, str],
                   payloads: dict[int, dict[str, Any]], task_id: str | None) -> CallState:
         first, cid, _ready, packed = skeleton
-        events = unpack(packed)
+        events = unpack(packed, cid, CALL_EVENT_KINDS)
         if task_id is None or events[0][1] != "call.requested":
             task_id = self.sql.task_of(first)  # the call did not start with call.requested
         call = CallEvidence(cid, _intern(task_id), first, pos)

@@ -251,3 +251,21 @@ def test_cells_of_other_types_give_the_oracle_document(
     state = project_case(case)
     assert (state.gathered == "sql") is fast, state.gathered
     assert state.as_json("x") == _oracle(case, None) | {"case": "x"}
+
+
+@pytest.mark.parametrize(("call_id", "attempt_id"), [
+    ("c1", "c1"), ("c1", "c1-a1"), ("c1", "x-c1"), ("çall-ä", "çall-ä-a1"), ("c\x00d", "c\x00d-1"),
+    ("c1", "\x1ccall"), ("c1", "\x1bx"), ("c1", "\x1e"),
+])
+def test_attempt_ids_survive_the_packed_skeleton(tmp_path: Path, call_id: str, attempt_id: str) -> None:
+    events = [_ev(1, "call.requested", call=call_id, payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", call=call_id,
+                  payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "attempt.started", call=call_id, attempt=attempt_id,
+                  payload={"request_sha256": SHA}),
+              _ev(4, "attempt.observed", call=call_id, attempt=attempt_id, payload={})]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    fast = project_case(case)
+    assert fast.gathered == "sql"
+    assert fast.as_json("x") == _oracle(case, None) | {"case": "x"}
+    assert attempt_id in fast.calls[0].reason
