@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -103,6 +104,9 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
         for i, call in enumerate(streamed.calls):
             out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json()))
         anomalies, tasks, comps, receipts, _unknown = streamed.rest()
+    if streamed.gathered != "sql":  # say so, off the document
+        print(visible(f"codeai-tui: note: {label}: read event by event: {streamed.gathered}",
+                      one_line=True), file=sys.stderr)
     out.write("\n ],\n \"anomalies\": " + _dump([a.as_json() for a in anomalies]))
     out.write(",\n \"tasks\": " + _dump([t.as_json() for t in tasks]))
     out.write(",\n \"compilations\": " + _dump([c.as_json() for c in comps]))

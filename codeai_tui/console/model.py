@@ -215,7 +215,10 @@ class CaseFollower:
         if fed and progress is not None:
             progress(self.projector.event_count, max(self.event_count, self.projector.event_count))
         while True:
-            events = self.reader.read_after(self.projector.last_seq, page)
+            last = self.projector.last_seq
+            # only seqs after the last one: a seq that is not an integer can read back at
+            # or before it, and feeding it again would never end
+            events = [e for e in self.reader.read_after(last, page) if e.seq > last]
             if not events:
                 return fed
             with self.lock:

@@ -269,3 +269,29 @@ def test_attempt_ids_survive_the_packed_skeleton(tmp_path: Path, call_id: str, a
     assert fast.gathered == "sql"
     assert fast.as_json("x") == _oracle(case, None) | {"case": "x"}
     assert attempt_id in fast.calls[0].reason
+
+
+def test_seqs_that_are_not_integers_never_hang_a_reader(tmp_path: Path) -> None:
+    """A table whose seq is not the INTEGER PRIMARY KEY may hold REAL or TEXT seqs: the
+    event path stops where reading makes no progress and says so, it never loops."""
+    from tests.support import cli
+
+    case = tmp_path / "case"
+    write_ledger(case, [])
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.executescript("""DROP TABLE events;
+        CREATE TABLE events (seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,
+                             compilation_id, payload);""")
+    rows = [(1, "e1", "t", "call.requested", "t1", "c1", None, None, '{"idempotency_key":"k"}'),
+            (2.5, "e2", "t", "call.manifest", "t1", "c1", None, None, "{}"),
+            ("x", "e3", "t", "call.completed", "t1", "c1", None, None, "{}")]
+    conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows)
+    conn.close()
+    state = project_case(case)
+    assert state.gathered.startswith("events (seq is not the table's INTEGER PRIMARY KEY")
+    assert "stopped after seq 2" in state.gathered
+    assert any("not integers" in a.problem for a in state.anomalies)
+    proc = cli("inspect", str(case), "--json", timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "read event by event" in proc.stderr  # said off the document
+    assert json.loads(proc.stdout)["calls"][0]["call_id"] == "c1"
