@@ -267,6 +267,11 @@ class EvidenceSQL:
 
     # ---- one entity as of a seq (time travel)
 
+    def max_seq(self) -> int:
+        """The highest seq now (0 if none): the prefix a projection pins itself to."""
+        hi = self._all("SELECT max(seq) FROM events")[0][0]
+        return max(0, int(hi)) if isinstance(hi, int) else 0
+
     def count_upto(self, n: int) -> tuple[int, int]:
         """(events with seq <= n, the highest such seq or 0)."""
         count, hi = self._all("SELECT count(*), ifnull(max(seq), 0) FROM events WHERE seq <= ?",

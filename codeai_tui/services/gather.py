@@ -125,7 +125,7 @@ class Gathered:
         read event by event."""
         self.sql = sql
         # pinned at the start: every grouped read sees the same prefix of a live ledger
-        self.limit = sql.count_upto(ALL_SEQS)[1] if as_of is None else as_of
+        self.limit = sql.max_seq() if as_of is None else as_of
         self.receipt_log = receipt_log
         self.anomalies = _Anomalies()
         self.unknown_kinds: dict[str, int] = {}
@@ -136,7 +136,6 @@ class Gathered:
         self.coverage: Coverage = {}
         self.event_count = 0
         self.as_of_seq = 0
-        self.call_extents: dict[str, tuple[int, int]] = {}  # call_id -> first, last seq
         self._skeletons: list[tuple[int, str, int | None, str]] = []
         self._prepare()
 
@@ -277,7 +276,6 @@ class Gathered:
             full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
             if full is not None:
                 state = classify_call(full, anomalous=cid in an.calls)
-        self.call_extents[cid] = (call.first_seq, call.last_seq)
         return state
 
     def _emit(self, state: CallState) -> CallState:
