@@ -91,7 +91,6 @@ class Projector:
         self.event_count = 0
         self.last_seq = 0
         self._event_ids: dict[str, int] | None = None if event_ids_unique else {}
-        self._call_cache: dict[str, CallState] = {}
         self._comp_cache: dict[str, CompilationState] = {}
         self._dirty_tasks: set[str] = set()
         self._task_cache: dict[str, TaskState] = {}
@@ -145,7 +144,6 @@ class Projector:
         for st in calls:
             ev = st.evidence
             p.calls[st.call_id] = ev
-            p._call_cache[st.call_id] = st
             p._task_calls.setdefault(ev.task_id, []).append(st.call_id)
             p._ids.append(st.call_id)
             p._states.append(st)
@@ -188,7 +186,6 @@ class Projector:
         )
         if call and ev.call_id:
             self.call_anomalies.setdefault(ev.call_id, []).append(ev.seq)
-            self._call_cache.pop(ev.call_id, None)
             known = self.calls.get(ev.call_id)
             if known is not None:
                 self._stale.add(known.position)
@@ -257,9 +254,11 @@ class Projector:
             self._ids.append(cid)
             self._states.append(None)
             self._firsts.append(ev.seq)
-        elif self._call_cache.pop(cid, None) is not None:
-            # a verdict holding this evidence was handed out: fold into a copy
-            call = self.calls[cid] = call.clone()
+        else:
+            handed = self._states[call.position]
+            if handed is not None and handed.evidence is call:
+                # a verdict holding this evidence was handed out: fold into a copy
+                call = self.calls[cid] = call.clone()
         self._stale.add(call.position)
         self._dirty_tasks.add(call.task_id)
         self._extent[call.task_id] = ev.seq
@@ -275,12 +274,19 @@ class Projector:
     # ---- verdicts
 
     def call_state(self, call_id: str) -> CallState:
-        cached = self._call_cache.get(call_id)
-        if cached is None:
-            cached = self._call_cache[call_id] = classify_call(
-                self.calls[call_id], anomalous=call_id in self.call_anomalies
-            )
-        return cached
+        evidence = self.calls[call_id]
+        pos = evidence.position
+        st = self._states[pos]
+        if st is None or pos in self._stale:
+            st = classify_call(evidence, anomalous=call_id in self.call_anomalies)
+            old = self._states[pos]
+            if old is not None and old.effect_unknown:
+                self._unknown_ids.discard(call_id)
+            if st.effect_unknown:
+                self._unknown_ids.add(call_id)
+            self._states[pos] = st
+            self._stale.discard(pos)
+        return st
 
     def compilation_state(self, compilation_id: str) -> CompilationState:
         cached = self._comp_cache.get(compilation_id)
@@ -343,16 +349,8 @@ class Projector:
         )
 
     def _refresh_states(self) -> None:
-        for pos in self._stale:
-            cid = self._ids[pos]
-            st = self.call_state(cid)
-            old = self._states[pos]
-            if old is not None and old.effect_unknown:
-                self._unknown_ids.discard(cid)
-            if st.effect_unknown:
-                self._unknown_ids.add(cid)
-            self._states[pos] = st
-        self._stale.clear()
+        for pos in list(self._stale):
+            self.call_state(self._ids[pos])
 
     def snapshot_as_of(
         self,
