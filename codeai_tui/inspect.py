@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from codeai_tui.ledger.case import case_config_problem, find_cases
-from codeai_tui.ledger.errors import LedgerError
-from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.errors import LedgerError, LedgerProblem
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import project_case as _project_case
@@ -47,8 +46,7 @@ def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None) -> 
 
 def _project(case_dir: str | os.PathLike[str], as_of: int | None, receipts: ReceiptLog
              ) -> WorkState:
-    del receipts  # read again by the projection (passed through in a later step)
-    return _project_case(case_dir, as_of)
+    return _project_case(case_dir, as_of, receipts=receipts)
 
 
 def _is_bundle(path: str) -> bool:
@@ -101,12 +99,14 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
         streamed = stream_case(sql, case_dir, as_of)
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
-        for i, call in enumerate(streamed.calls):
-            out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json()))
-        anomalies, tasks, comps, receipts, _unknown = streamed.rest()
-    if streamed.gathered != "sql":  # say so, off the document
-        print(visible(f"codeai-tui: note: {label}: read event by event: {streamed.gathered}",
-                      one_line=True), file=sys.stderr)
+        try:
+            for i, call in enumerate(streamed.calls):
+                out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json()))
+            anomalies, tasks, comps, receipts, _unknown = streamed.rest()
+        except FastPathUnfit as exc:  # the checks before the first call missed it: one line
+            raise LedgerError(LedgerProblem.CORRUPT,
+                              f"{case_dir}: the ledger changed shape while read ({exc}); "
+                              "run inspect again") from None
     out.write("\n ],\n \"anomalies\": " + _dump([a.as_json() for a in anomalies]))
     out.write(",\n \"tasks\": " + _dump([t.as_json() for t in tasks]))
     out.write(",\n \"compilations\": " + _dump([c.as_json() for c in comps]))

@@ -173,7 +173,11 @@ class CaseFollower:
         self.reader = LedgerReader(case_dir)
         self.sql = EvidenceSQL(case_dir)
         self.lock = threading.Lock()
-        self.projector: Projector = FollowProjector(event_ids_unique=self.sql.event_ids_unique())
+        try:
+            unique = self.sql.event_ids_unique()
+        except FastPathUnfit:  # a schema whose text cannot be read: remember every id
+            unique = False
+        self.projector: Projector = FollowProjector(event_ids_unique=unique)
         self.gathered = "events"  # how the first catch-up gathered its evidence
         self.receipts = read_receipts(case_dir)
         self._receipts_stamp = _receipts_stamp(case_dir)
@@ -216,13 +220,16 @@ class CaseFollower:
             progress(self.projector.event_count, max(self.event_count, self.projector.event_count))
         while True:
             last = self.projector.last_seq
-            # only seqs after the last one: a seq that is not an integer can read back at
-            # or before it, and feeding it again would never end
-            events = [e for e in self.reader.read_after(last, page) if e.seq > last]
+            events = self.reader.read_after(last, page)
             if not events:
                 return fed
             with self.lock:
                 self.projector.feed(events)
+            if max(e.seq for e in events) <= last:
+                # only rows whose seq no cursor passes (the reader sends them once): paging
+                # by key cannot move, so stop instead of reading them forever
+                fed += len(events)
+                return fed
             fed += len(events)
             if progress is not None:
                 progress(self.projector.event_count, max(self.event_count, self.projector.event_count))

@@ -176,17 +176,25 @@ class EvidenceSQL:
 
     def suspect_rows(self, as_of: int, known: Sequence[str], scanned: Sequence[str],
                      flagging: Sequence[str]
-                     ) -> Iterator[tuple[int, str, str | None, object, bool]]:
-        """One scan in C for (seq, kind, call_id, payload, known kind) of: events of
+                     ) -> Iterator[tuple[int, str, str | None, object, bool, bool]]:
+        """One scan in C for (seq, kind, call_id, payload, known kind, odd) of: rows with
+        an event_id, recorded_at or compilation_id cell that is not plain text (`odd`:
+        the caller reads the ledger event by event); events of
         unknown kinds; and, among kinds the payload scan will not parse, events whose
         payload SQLite does not see as a JSON object text (the caller re-parses those
         the way the oracle does). `flagging` kinds are checked too when they name a
         call, since a broken payload there flags the call before the call is judged."""
         bad = ("CASE WHEN typeof(payload) = 'text' AND json_valid(payload) "
                "THEN json_type(payload) ELSE 'bad' END != 'object'")
+        # cells the fast path never decodes: any that is not printable ASCII text is left
+        # to the event path, which flags what is not UTF-8 or not text (the oracle's way)
+        odd = ("typeof(event_id) != 'text' OR typeof(recorded_at) != 'text' "
+               "OR event_id GLOB '*[^ -~]*' OR recorded_at GLOB '*[^ -~]*' "
+               "OR compilation_id GLOB '*[^ -~]*' OR call_id GLOB '*[^ -~]*' "
+               "OR attempt_id GLOB '*[^ -~]*' OR task_id GLOB '*[^ -~]*'")
         return self._stream(f"""
-            SELECT seq, kind, call_id, payload, kind IN ({_in(known)})
-            FROM events WHERE seq <= ? AND (kind NOT IN ({_in(known)})
+            SELECT seq, kind, call_id, payload, kind IN ({_in(known)}), {odd}
+            FROM events WHERE seq <= ? AND ({odd} OR kind NOT IN ({_in(known)})
               OR (kind NOT IN ({_in(scanned)}) AND {bad})
               OR (kind IN ({_in(flagging)}) AND call_id IS NOT NULL AND call_id != ''
                   AND {bad}))

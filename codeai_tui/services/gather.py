@@ -144,8 +144,10 @@ class Gathered:
         odd = sql.odd_cells(limit)
         if odd:
             raise FastPathUnfit(f"{odd} id or kind cell(s) of types LEDGER.md does not give them")
-        for seq, kind, call_id, text, known in sql.suspect_rows(
+        for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
                 limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS):
+            if odd_text:
+                raise FastPathUnfit(f"seq {seq} holds an id or time that is not plain text")
             _parsed, problem = parse_payload(text)
             if problem is not None:
                 an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)

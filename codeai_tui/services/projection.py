@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
-from codeai_tui.ledger.schema import Event
 from codeai_tui.services.gather import Gathered
 from codeai_tui.services.heap import building
 from codeai_tui.workstate import (
@@ -30,53 +29,30 @@ from codeai_tui.workstate import (
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None
            ) -> Gathered | str:
     """The fast path's projection, or why this ledger must be read event by event."""
-    problem = sql.fast_path_problem()
-    if problem is not None:
-        return problem
     try:
+        problem = sql.fast_path_problem()
+        if problem is not None:
+            return problem
         return Gathered(sql, as_of, receipts)
     except FastPathUnfit as exc:
         return str(exc)
 
 
-def advancing(reader: LedgerReader, after: int = 0, stop_note: list[int] | None = None
-              ) -> Iterator[Event]:
-    """The ledger's events by key, stopping (never looping) when a page makes no progress:
-    seqs that are not integers (a table whose seq is not the INTEGER PRIMARY KEY) can
-    read back as a seq at or before the last one. `stop_note` gets the last seq read."""
-    last = after
-    while True:
-        page = reader.read_after(last)
-        moved = False
-        for ev in page:
-            if ev.seq > last:
-                last = ev.seq
-                moved = True
-                yield ev
-        if not moved:
-            if page and stop_note is not None:
-                stop_note.append(last)
-            return
-
-
 def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
                    receipts: ReceiptLog | None, why: str) -> WorkState:
-    """The oracle over the ledger, event by event."""
-    stopped: list[int] = []
+    """The oracle over the ledger, event by event (the reader pages rows whose seq is
+    not an integer once, and stops where paging cannot move)."""
     with building(), LedgerReader(case_dir) as reader:
-        state = project(advancing(reader, 0, stopped), receipts, as_of)
-    if stopped:
-        note = Anomaly(stopped[0], f"reading stopped after seq {stopped[0]}: the next rows' "
-                                   "seqs are not integers after it")
-        state = replace(state, anomalies=(*state.anomalies, note))
-        why += f"; stopped after seq {stopped[0]}"
+        state = project(reader.iter_events(0), receipts, as_of)
     return replace(state, gathered=f"events ({why})")
 
 
 def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,
-                 fast: bool = True) -> WorkState:
-    """Project one case directory (raises LedgerError)."""
-    receipts = read_receipts(case_dir)
+                 fast: bool = True, receipts: ReceiptLog | None = None) -> WorkState:
+    """Project one case directory (raises LedgerError); `receipts`: the case's log when
+    the caller has read it already."""
+    if receipts is None:
+        receipts = read_receipts(case_dir)
     if not fast:
         return project_events(case_dir, as_of, receipts, "asked for")
     with building(), EvidenceSQL(case_dir) as sql:

@@ -26,9 +26,6 @@ from ledgerfactory import SCHEMA, write_ledger
 # so a request sent by mistake would be seen, not lost on a closed port.
 CAPTURE = {"base_url": "http://127.0.0.1:9/v1"}
 
-PENDING_ISSUE8 = ("finding 6 (duplicate event_id, artifact refs not 64 hex / '../') is built "
-                  "into the projection on branch issue8, not merged to main yet")
-
 LOOSE_SCHEMA = """
 CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE events (seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,
@@ -415,13 +412,12 @@ CORPUS: list[Hostile] = [
     Hostile("call_event_before_requested",
             with_events([ev(3, "call.completed", {"status": "succeeded"}, call_id="call-2")]),
             Expect.ANOMALY, "before any call.requested"),
-    # ---- finding 6 (branch issue8): must be anomalies, never paths opened
-    Hostile("duplicate_event_id", _duplicate_event_id, Expect.ANOMALY, "same-id",
-            pending=PENDING_ISSUE8),
+    # ---- finding 6 (issue 8 built it into the projection): anomalies, never paths opened
+    Hostile("duplicate_event_id", _duplicate_event_id, Expect.ANOMALY, "same-id"),
     Hostile("artifact_ref_dotdot", with_events([_manifest("../../../../etc/passwd")]),
-            Expect.ANOMALY, "request_artifact", pending=PENDING_ISSUE8),
+            Expect.ANOMALY, "request_artifact"),
     Hostile("artifact_ref_not_hex", with_events([_manifest("AB" * 32)]), Expect.ANOMALY,
-            "request_artifact", pending=PENDING_ISSUE8),
+            "request_artifact"),
     # ---- the provider's receipt log
     Hostile("receipts_torn_tail", lambda c: receipts(c, receipt_line() + receipt_line()[:25]),
             Expect.NOTE, "receipt log: its last line is cut short"),
