@@ -213,5 +213,6 @@ def test_receipt_check_kept_up_to_date_equals_a_fresh_check(events: list[Event],
     for ev in events:
         projector.add(ev)
         got = projector.receipt_check(log)
-        fresh = check_receipts(log.receipts, projector.calls.values(), log_present=True)
+        fresh = check_receipts(log.receipts, projector.calls.values(), problems=log.problems,
+                               log_present=True)
         assert got == fresh
