@@ -1,0 +1,140 @@
+"""The write actions the harness exercises, registered by name.
+
+An action says how to make a case where it is permitted, how to run it as its own OS
+process (a module run with arguments: the real command line), which boundaries a kill
+must land on, and how to audit what it appended. Races, kills, the read-only matrix's
+"the writer can still write" and the property test all take actions from REGISTRY, so
+a new write path (replay of a tool plan, reconcile/reinterpret/redecide/finalize) is
+covered by registering one more `Action` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codeai_tui.ledger.schema import Event
+from codeai_tui.reliability.cases import make_call_case
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one run of an action acts on: a case and the subject (a call id)."""
+
+    case: Path
+    subject: str
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """A moment to kill at: when the actor emits `mark` (whose detail contains
+    `contains`). With `hold`, the harness lets the actor go on and kills it once the
+    provider has written its receipt, while it still holds the request (--latency)."""
+
+    name: str
+    mark: str
+    contains: str | None = None
+    hold: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """What an action run appended: `claims` times the action's claim was recorded,
+    `foreign` events that belong to no recorded claim (a loser that appended)."""
+
+    claims: int
+    foreign: int
+
+
+Setup = Callable[[Path, str], Target]
+AuditFn = Callable[[Target, Sequence[Event], Sequence[Event]], Audit]
+Permitted = Callable[[Target, dict[str, Any]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    name: str
+    setup: Setup  # (case dir, provider URL) -> a target where the action is permitted
+    module: str  # run as `python -m MODULE ARGS` (through the instrumented actor)
+    args: Callable[[Target], list[str]]
+    boundaries: tuple[Boundary, ...]
+    audit: AuditFn
+    permitted: Permitted  # from `inspect --json`: may the action run on the target now?
+    sends: bool = True  # a winning run sends exactly one request to the provider
+    warm: tuple[str, ...] = ()
+    won_code: int = 0
+    refused_code: int = 3
+    control: bool = False  # a deliberately broken twin: the harness must catch it
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _calls(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("call_id")): c for c in doc.get("calls") or [] if isinstance(c, dict)}
+
+
+def _resume_setup(case: Path, provider_url: str) -> Target:
+    return Target(case, make_call_case(case, provider_url))
+
+
+def _resume_audit(target: Target, before: Sequence[Event], after: Sequence[Event]) -> Audit:
+    new = list(after[len(before):])
+    claims = [e for e in new if e.kind == "call.resumed" and e.call_id == target.subject]
+    owned = {target.subject} | {str((e.payload or {}).get("resumed_as")) for e in claims}
+    foreign = sum(1 for e in new if e.call_id not in owned)
+    return Audit(len(claims), foreign)
+
+
+def _resume_permitted(target: Target, doc: dict[str, Any]) -> bool:
+    call = _calls(doc).get(target.subject) or {}
+    return call.get("stage") in ("requested", "manifest_recorded")
+
+
+RESUME_BOUNDARIES = (
+    Boundary("planned, before the write transaction", "txn.begin"),
+    Boundary("inside the write transaction, before COMMIT", "txn.before_commit", "call.resumed"),
+    Boundary("after the write transaction committed", "txn.after_commit", "call.resumed"),
+    Boundary("after attempt.started", "txn.after_commit", "attempt.started"),
+    Boundary("while the provider holds the request", "net.connect", None, hold=True),
+    Boundary("after attempt.observed", "txn.after_commit", "attempt.observed"),
+)
+
+RESUME = Action(
+    name="resume",
+    setup=_resume_setup,
+    module="codeai_tui",
+    args=lambda t: ["resume", str(t.case), t.subject, "--yes"],
+    boundaries=RESUME_BOUNDARIES,
+    audit=_resume_audit,
+    permitted=_resume_permitted,
+    warm=("codeai_tui.cli", "codeai_tui.resume"),
+    description="codeai-tui resume CASE CALL --yes",
+)
+
+NAIVE_RESUME = Action(
+    name="naive-claim",
+    setup=_resume_setup,
+    module="codeai_tui.reliability.naive_claim",
+    args=lambda t: [str(t.case), t.subject],
+    boundaries=RESUME_BOUNDARIES,
+    audit=_resume_audit,
+    permitted=_resume_permitted,
+    warm=("codeai_tui.reliability.naive_claim",),
+    control=True,
+    description="check, then append outside one write transaction (control)",
+)
+
+REGISTRY: dict[str, Action] = {}
+CONTROLS: dict[str, Action] = {}
+
+
+def register(action: Action) -> Action:
+    """Add a write action to every part of the harness."""
+    (CONTROLS if action.control else REGISTRY)[action.name] = action
+    return action
+
+
+register(RESUME)
+register(NAIVE_RESUME)

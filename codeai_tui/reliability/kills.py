@@ -1,0 +1,140 @@
+"""Kills mid-action: SIGKILL an action at every boundary, then check the case.
+
+Run k of an action targets boundary k mod B. Even runs kill exactly at the boundary
+(the actor is paused there); odd runs let it go on and kill after a random delay of up
+to `jitter_s` (a random moment just past the boundary). A `hold` boundary is killed
+once the provider has fsync'd its receipt, while it still holds the request (the
+provider runs with --latency). Then: the ledger opens, the projection is consistent,
+receipts never exceed attempts started, `verify CASE` passes, the ledger only grew,
+and if the action is still permitted on its subject it runs again to completion
+(recovery), after which the same checks hold.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeai_tui.reliability.actions import Action, Boundary
+from codeai_tui.reliability.harness import (
+    ActorProc,
+    Cli,
+    Deadline,
+    appended_only,
+    check_case,
+    read_events,
+    receipt_count,
+)
+
+RUN_TIMEOUT_S = 120.0
+
+
+@dataclass
+class KillRun:
+    run_no: int
+    boundary: str
+    exact: bool
+    killed: bool
+    landed: str  # what the evidence shows afterwards
+    recovered: bool | None  # None: the action was no longer permitted, nothing to re-run
+    violations: int
+    sends: int
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KillReport:
+    action: str
+    runs: list[KillRun] = field(default_factory=list)
+
+    @property
+    def kills(self) -> int:
+        return sum(1 for r in self.runs if r.killed)
+
+    @property
+    def inconsistent(self) -> int:
+        return sum(1 for r in self.runs if r.problems)
+
+    @property
+    def violations(self) -> int:
+        return sum(r.violations for r in self.runs)
+
+    @property
+    def sends(self) -> int:
+        return sum(r.sends for r in self.runs)
+
+    def by_boundary(self) -> Counter[str]:
+        return Counter(r.boundary for r in self.runs if r.killed)
+
+    def landings(self) -> Counter[str]:
+        return Counter(r.landed for r in self.runs)
+
+
+def _landed(doc: dict[str, object], subject: str) -> str:
+    calls = {str(c["call_id"]): c for c in doc.get("calls") or []}  # type: ignore[union-attr]
+    old = calls.get(subject) or {}
+    if old.get("stage") != "superseded":
+        return f"not acted on ({old.get('stage')})"
+    new = calls.get(str(old.get("superseded_by"))) or {}
+    return f"acted on, successor {new.get('stage')}"
+
+
+def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli: Cli,
+             rng: random.Random, jitter_s: float = 0.03) -> KillRun:
+    boundary: Boundary = action.boundaries[run_no % len(action.boundaries)]
+    exact = (run_no // len(action.boundaries)) % 2 == 0
+    case = workdir / f"kill-{action.name}-{run_no}"
+    target = action.setup(case, provider_url)
+    before = read_events(case)
+    receipts_before = receipt_count(case)
+    deadline = Deadline(RUN_TIMEOUT_S)
+    actor = ActorProc(action, target, workdir, boundary=boundary)
+    try:
+        if actor.wait_mark("paused", deadline):
+            if boundary.hold:
+                actor.say("go")
+                deadline.wait_for(lambda: receipt_count(case) > receipts_before,
+                                  "the provider's receipt")
+            elif not exact:
+                actor.say("go")
+                time.sleep(rng.uniform(0.0, jitter_s))  # the random moment itself
+            actor.kill()
+        actor.finish(deadline)
+    finally:
+        actor.kill()
+    actor.output()
+    run = KillRun(run_no, boundary.name, exact, actor.killed, "", None,
+                  len(actor.violations), actor.connects)
+    check = check_case(case, cli)
+    run.problems += check.problems
+    run.landed = _landed(check.doc, target.subject) if check.doc else "unreadable"
+    after = read_events(case)
+    if not appended_only(before, after):
+        run.problems.append("events before the action changed")
+    if run.violations:
+        run.problems.append(f"{run.violations} network calls inside a write transaction")
+    if check.doc and action.permitted(target, check.doc):
+        # the action was killed before it took effect: it must still work, exactly once
+        sent_before = receipt_count(case)
+        rc, _out, err = cli(action.args(target)) if action.module == "codeai_tui" else (
+            -1, "", "not a command-line action")
+        again = check_case(case, cli)
+        run.recovered = rc == action.won_code and not again.problems and (
+            not action.sends or receipt_count(case) == sent_before + 1)
+        if not run.recovered:
+            run.problems.append(f"re-run after the kill: exit {rc} {err.strip()[:120]} "
+                                f"{again.problems[:2]}")
+    return run
+
+
+def run_kills(action: Action, workdir: Path, provider_url: str, runs: int, cli: Cli,
+              seed: int = 12) -> KillReport:
+    workdir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    report = KillReport(action.name)
+    for run_no in range(runs):
+        report.runs.append(kill_run(action, workdir, provider_url, run_no, cli, rng))
+    return report
