@@ -34,7 +34,7 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export",
-            "receipts", "replay")
+            "receipts", "replay", "reliability")
 
 
 class CliError(Exception):
@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the tool kernel's private key (kept outside the case)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    p = sub.add_parser("reliability", help="races, kills, faults, read-only, soak (minutes)")
+    p.add_argument("--quick", action="store_true", help="a few of each (about a minute)")
+    p.add_argument("--rounds", type=int, default=None, help="race rounds (default 50)")
+    p.add_argument("--kills", type=int, default=None, help="kills per action (default 100)")
+    p.add_argument("--soak-minutes", type=float, default=None, help="default 10")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+
     p = sub.add_parser("bench", help="print the speed and memory target table (issue 8)")
     p.add_argument("--events", type=int, default=1_000_000,
                    help="events in the interleaved ledger (default 1,000,000)")
@@ -190,6 +197,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_receipts_verify(args)
     if args.command == "replay":
         return cmd_replay(args)
+    if args.command == "reliability":
+        from codeai_tui.reliability.command import run_reliability
+
+        return run_reliability(quick=args.quick, rounds=args.rounds, kills=args.kills,
+                               soak_minutes=args.soak_minutes, keep=args.keep)
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 

@@ -93,11 +93,11 @@ def _resume_permitted(target: Target, doc: dict[str, Any]) -> bool:
 
 
 RESUME_BOUNDARIES = (
-    Boundary("planned, before the write transaction", "txn.begin"),
-    Boundary("inside the write transaction, before COMMIT", "txn.before_commit", "call.resumed"),
-    Boundary("after the write transaction committed", "txn.after_commit", "call.resumed"),
+    Boundary("planned, before BEGIN", "txn.begin"),
+    Boundary("in the transaction, before COMMIT", "txn.before_commit", "call.resumed"),
+    Boundary("after COMMIT", "txn.after_commit", "call.resumed"),
     Boundary("after attempt.started", "txn.after_commit", "attempt.started"),
-    Boundary("while the provider holds the request", "net.connect", None, hold=True),
+    Boundary("provider holds the request", "net.connect", None, hold=True),
     Boundary("after attempt.observed", "txn.after_commit", "attempt.observed"),
 )
 
