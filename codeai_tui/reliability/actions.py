@@ -64,7 +64,8 @@ class Action:
     permitted: Permitted  # from `inspect --json`: may the action run on the target now?
     sends: bool = True  # a winning run sends exactly one request to the provider
     warm: tuple[str, ...] = ()
-    won_code: int = 0
+    # exits of a run that won its claim (the call then ended: ok, failed, effect unknown)
+    won_codes: frozenset[int] = frozenset({0})
     refused_code: int = 3
     control: bool = False  # a deliberately broken twin: the harness must catch it
     description: str = ""
@@ -110,6 +111,7 @@ RESUME = Action(
     audit=_resume_audit,
     permitted=_resume_permitted,
     warm=("codeai_tui.cli", "codeai_tui.resume"),
+    won_codes=frozenset({0, 4, 5}),  # cli.py: succeeded, failed, effect unknown
     description="codeai-tui resume CASE CALL --yes",
 )
 
@@ -122,6 +124,7 @@ NAIVE_RESUME = Action(
     audit=_resume_audit,
     permitted=_resume_permitted,
     warm=("codeai_tui.reliability.naive_claim",),
+    won_codes=frozenset({0, 4, 5}),
     control=True,
     description="check, then append outside one write transaction (control)",
 )

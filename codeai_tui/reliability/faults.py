@@ -67,7 +67,7 @@ def provider_refuses(workdir: Path, provider_url: str, cli: Cli) -> FaultResult:
     make_call_case(case, provider_url)
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     rc, out, err = _resume(case, cli, "--base-url", url)
-    result = FaultResult("provider refuses connections", rc == 0 and "failed" in out,
+    result = FaultResult("provider refuses connections", rc == 4 and "failed" in out,
                          f"exit {rc}: {out.strip() or err.strip()}")
     if receipt_count(case):
         result.problems.append("a receipt from a provider that refused")
@@ -111,7 +111,7 @@ def provider_dies_holding(workdir: Path, _provider_url: str, cli: Cli) -> FaultR
         dying.stop()
     again, _o, again_err = _resume(case, cli)
     result = FaultResult("provider killed while holding the request",
-                         rc == 0 and "effect_unknown" in out and again == 3,
+                         rc == 5 and "effect_unknown" in out and again == 3,
                          f"exit {rc}: {out.strip() or err.strip()}; resume again: exit {again}")
     if again != 3:
         result.problems.append(f"a second resume was not refused: {again_err.strip()}")
@@ -209,7 +209,7 @@ def disk_full(workdir: Path, provider_url: str, cli: Cli) -> FaultResult:
                     fh.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
                 rc, _out, err = _resume(case, cli, "--base-url", plain.base_url)
                 filler.unlink()
-                if rc not in (0, 74) or (rc == 74 and "disk is full" not in err):
+                if rc not in (0, 4, 5, 74) or (rc == 74 and "disk is full" not in err):
                     problems.append(f"left {leave}: exit {rc} {err.strip()[:120]}")
                 details.append(f"{leave} B free: exit {rc}")
                 check = check_case(case, cli)

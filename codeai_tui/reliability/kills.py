@@ -122,7 +122,7 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
         rc, _out, err = cli(action.args(target)) if action.module == "codeai_tui" else (
             -1, "", "not a command-line action")
         again = check_case(case, cli)
-        run.recovered = rc == action.won_code and not again.problems and (
+        run.recovered = rc in action.won_codes and not again.problems and (
             not action.sends or receipt_count(case) == sent_before + 1)
         if not run.recovered:
             run.problems.append(f"re-run after the kill: exit {rc} {err.strip()[:120]} "

@@ -98,9 +98,10 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
     sent = receipt_count(case) - receipts_before
     result = RoundResult(
         round_no=round_no,
-        winners=codes.count(action.won_code),
+        winners=sum(1 for c in codes if c in action.won_codes),
         refused=codes.count(action.refused_code),
-        other_exits=[c for c in codes if c not in (action.won_code, action.refused_code)],
+        other_exits=[c for c in codes
+                     if c not in action.won_codes and c != action.refused_code],
         claims=audit.claims, foreign=audit.foreign, receipts=sent,
         rewritten=not appended_only(before, after),
         violations=sum(len(a.violations) for a in actors),
