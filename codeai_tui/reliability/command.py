@@ -93,12 +93,12 @@ def run_all(settings: Settings, workdir: Path, say: Callable[[str], None]) -> li
             landed = ", ".join(f"{k}: {v}" for k, v in sorted(kills.landings().items()))
             recovered = [r.recovered for r in kills.runs if r.recovered is not None]
             rows.append((f"Kills: {action.name}",
-                         f"{kills.kills} SIGKILLs over {len(action.boundaries)} boundaries "
-                         f"({spread}) ({spent:.0f} s)",
+                         f"{kills.kills} SIGKILLs in {len(kills.runs)} runs over "
+                         f"{len(action.boundaries)} boundaries ({spread}) ({spent:.0f} s)",
                          f"{kills.inconsistent} inconsistencies; landed {landed}; killed "
                          f"before it took effect and re-run: {sum(recovered)} of "
                          f"{len(recovered)} completed once",
-                         _ok(kills.inconsistent == 0 and kills.kills == len(kills.runs))))
+                         _ok(kills.inconsistent == 0 and kills.kills >= settings.kills)))
             sends += kills.sends
             violations += kills.violations
     say("faults")
@@ -136,7 +136,7 @@ def run_all(settings: Settings, workdir: Path, say: Callable[[str], None]) -> li
                  f"{length} alone; {soak.resumes} resumes beside it",
                  f"-wal max {soak.attached.get('wal_max_bytes', 0) / mb:.1f} MB vs "
                  f"{soak.alone.get('wal_max_bytes', 0) / mb:.1f} MB alone "
-                 f"(+{soak.wal_extra / mb:.2f} MB, limit 8); longest read transaction "
+                 f"({soak.wal_extra / mb:+.2f} MB, limit +8); longest read transaction "
                  f"{soak.follower.get('longest_read_ms')} ms (poll 100 ms); writer p99 "
                  f"{soak.alone.get('p99_ms')} -> {soak.attached.get('p99_ms')} ms "
                  f"({soak.p99_rise_ms:+.1f}, limit +10); follower reached seq "

@@ -1,6 +1,6 @@
 """Kills mid-action: SIGKILL an action at every boundary, then check the case.
 
-Run k of an action targets boundary k mod B. Even runs kill exactly at the boundary
+Run k of an action targets boundary k mod B, until the asked number of SIGKILLs is done. Even runs kill exactly at the boundary
 (the actor is paused there); odd runs let it go on and kill after a random delay of up
 to `jitter_s` (a random moment just past the boundary). A `hold` boundary is killed
 once the provider has fsync'd its receipt, while it still holds the request (the
@@ -119,8 +119,11 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
     if check.doc and action.permitted(target, check.doc):
         # the action was killed before it took effect: it must still work, exactly once
         sent_before = receipt_count(case)
-        rc, _out, err = cli(action.args(target)) if action.module == "codeai_tui" else (
-            -1, "", "not a command-line action")
+        rerun = ActorProc(action, target, workdir)
+        rc = rerun.finish(Deadline(RUN_TIMEOUT_S))
+        err = rerun.output()[1]
+        run.violations += len(rerun.violations)
+        run.sends += rerun.connects
         again = check_case(case, cli)
         run.recovered = rc in action.won_codes and not again.problems and (
             not action.sends or receipt_count(case) == sent_before + 1)
@@ -130,11 +133,16 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
     return run
 
 
-def run_kills(action: Action, workdir: Path, provider_url: str, runs: int, cli: Cli,
+def run_kills(action: Action, workdir: Path, provider_url: str, kills: int, cli: Cli,
               seed: int = 12) -> KillReport:
+    """Run until `kills` runs were really SIGKILLed. A run killed a random moment after
+    its boundary may finish first (it still counts as a checked run, not as a kill);
+    at most twice as many runs as kills are made."""
     workdir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     report = KillReport(action.name)
-    for run_no in range(runs):
+    run_no = 0
+    while report.kills < kills and run_no < 2 * kills:
         report.runs.append(kill_run(action, workdir, provider_url, run_no, cli, rng))
+        run_no += 1
     return report
