@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.ledger.schema import Event
-from codeai_tui.reliability.cases import make_call_case
+from codeai_tui.reliability.cases import case_base_url, make_call_case
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,16 @@ class Action:
     # exits of a run that won its claim (the call then ended: ok, failed, effect unknown)
     won_codes: frozenset[int] = frozenset({0})
     refused_code: int = 3
+    # the event kind that is the action's claim: the racer that commits it is the winner
+    claim_kind: str = "call.resumed"
+    # exits of a run that found nothing left to do (it must also have committed nothing)
+    noop_codes: frozenset[int] = frozenset()
     control: bool = False  # a deliberately broken twin: the harness must catch it
+    # invariants of the action's own evidence beyond the ledger's (e.g. tool effects
+    # never above admissions); a list of problems, empty when they hold
+    invariants: Callable[[Target], list[str]] = lambda _t: []
+    # what the evidence shows after a kill, for the table (None: the call's stage)
+    landed: Callable[[Target, dict[str, Any]], str] | None = None
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -129,6 +138,89 @@ NAIVE_RESUME = Action(
     description="check, then append outside one write transaction (control)",
 )
 
+def _kernel_key(case: Path) -> Path:
+    """The tool kernel's private key, kept outside the case (as the operator would)."""
+    return case.parent / "keys" / f"{case.name}.key"
+
+
+def _replay_setup(case: Path, provider_url: str) -> Target:
+    """A tool-using turn killed right after its decision was saved: no tool admitted."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case),
+         case_base_url(provider_url, case), str(_kernel_key(case)), "--stream",
+         "--kill-at", "call.completed"], capture_output=True, text=True, timeout=120)
+    if done.returncode != -9:
+        raise RuntimeError(f"the tool worker was not killed where asked: {done.stderr[-300:]}")
+    return Target(case, "turn-1-m1")
+
+
+def _replay_audit(target: Target, before: Sequence[Event], after: Sequence[Event]) -> Audit:
+    new = list(after[len(before):])
+    admitted = [e for e in new if e.kind == "tool.admitted"]
+    follow_up = f"{target.subject.rsplit('-m', 1)[0]}-m2"
+    owned = {target.subject, follow_up}
+    foreign = sum(1 for e in new if e.call_id not in owned)
+    extra_follow_ups = max(0, sum(1 for e in new if e.kind == "call.requested") - 1)
+    return Audit(len(admitted), foreign + extra_follow_ups)
+
+
+def _replay_permitted(target: Target, _doc: dict[str, Any]) -> bool:
+    from codeai_tui.tools.replay import plan_replay
+    from codeai_tui.tools.turn import TurnRefused
+
+    try:
+        plan = plan_replay(target.case, target.subject)
+    except TurnRefused:
+        return False
+    return plan.refusal is None and bool(plan.to_run)
+
+
+def _replay_landed(target: Target, _doc: dict[str, Any]) -> str:
+    from codeai_tui.tools.replay import plan_replay
+
+    plan = plan_replay(target.case, target.subject)
+    states = ",".join(op.state.value for op in plan.operations)
+    return f"operation {states}" + (", refused" if plan.refusal else "")
+
+
+def _replay_invariants(target: Target) -> list[str]:
+    from codeai_tui.ledger import LedgerReader
+    from codeai_tui.tools import count_publications
+
+    with LedgerReader(target.case) as reader:
+        admitted = sum(1 for e in reader.events() if e.kind == "tool.admitted")
+    published = count_publications(target.case)
+    return [] if published <= admitted and admitted <= 1 else [
+        f"{published} tool effects for {admitted} admissions"]
+
+
+REPLAY = Action(
+    name="replay",
+    setup=_replay_setup,
+    module="codeai_tui",
+    args=lambda t: ["replay", str(t.case), t.subject, "--kernel-key", str(_kernel_key(t.case)),
+                    "--yes"],
+    boundaries=(
+        Boundary("planned, before BEGIN", "txn.begin"),
+        Boundary("admission, before COMMIT", "txn.before_commit", "tool.admitted"),
+        Boundary("admitted, before completion", "txn.after_commit", "tool.admitted"),
+        Boundary("after tool.completed", "txn.after_commit", "tool.completed"),
+        Boundary("after the follow-up is recorded", "txn.after_commit", "call.manifest"),
+    ),
+    audit=_replay_audit,
+    permitted=_replay_permitted,
+    sends=False,  # a replay never asks the provider again; its effect is the tool's
+    claim_kind="tool.admitted",
+    noop_codes=frozenset({0}),  # "nothing to run: every planned operation is completed"
+    warm=("codeai_tui.cli", "codeai_tui.tools.replay"),
+    invariants=_replay_invariants,
+    landed=_replay_landed,
+    description="codeai-tui replay CASE CALL --kernel-key KEY --yes",
+)
+
 REGISTRY: dict[str, Action] = {}
 CONTROLS: dict[str, Action] = {}
 
@@ -140,4 +232,5 @@ def register(action: Action) -> Action:
 
 
 register(RESUME)
+register(REPLAY)
 register(NAIVE_RESUME)

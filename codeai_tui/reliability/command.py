@@ -76,12 +76,14 @@ def run_all(settings: Settings, workdir: Path, say: Callable[[str], None]) -> li
                              f"duplicates shown in {races.duplicated} of {n} rounds "
                              "(must be > 0: the harness can fail)", _ok(races.duplicated > 0)))
             else:
-                winners = sum(1 for r in races.rounds if r.winners == 1)
-                receipts = sum(r.receipts for r in races.rounds)
+                receipts = (f"; receipts {sum(r.receipts for r in races.rounds)}"
+                            if action.sends else "")
                 rows.append((f"Races: {action.name}", tried,
-                             f"won by exactly one in {races.held} of {n} rounds "
-                             f"(one winner {winners}, receipts {receipts}); losers appended "
-                             f"{sum(r.foreign for r in races.rounds)} events",
+                             f"won by exactly one in {races.held} of {n} rounds; losers: "
+                             f"refused {sum(r.refused for r in races.rounds)}, found nothing "
+                             f"to do {sum(r.noops for r in races.rounds)}, committed "
+                             f"{sum(r.losers_committed for r in races.rounds)} transactions"
+                             f"{receipts}",
                              _ok(races.held == n)))
     with ProviderProcess(receipts_root=workdir / "kills", latency=KILL_LATENCY_S) as slow:
         for action in REGISTRY.values():

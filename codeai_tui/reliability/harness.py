@@ -147,6 +147,11 @@ class ActorProc:
     def violations(self) -> list[str]:
         return [m for m in self.marks if m.startswith("violation")]
 
+    def committed(self, kind: str | None = None) -> int:
+        """Write transactions this actor committed (those that appended `kind`)."""
+        return sum(1 for m in self.marks if m.startswith("txn.after_commit")
+                   and (kind is None or kind in m.split(" ", 1)[-1].split(",")))
+
     @property
     def connects(self) -> int:
         return sum(1 for m in self.marks if m.startswith("net.connect"))

@@ -109,8 +109,9 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
     run = KillRun(run_no, boundary.name, exact, actor.killed, "", None,
                   len(actor.violations), actor.connects)
     check = check_case(case, cli)
-    run.problems += check.problems
-    run.landed = _landed(check.doc, target.subject) if check.doc else "unreadable"
+    run.problems += check.problems + action.invariants(target)
+    describe = action.landed or (lambda t, doc: _landed(doc, t.subject))
+    run.landed = describe(target, check.doc) if check.doc else "unreadable"
     after = read_events(case)
     if not appended_only(before, after):
         run.problems.append("events before the action changed")
@@ -125,6 +126,7 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
         run.violations += len(rerun.violations)
         run.sends += rerun.connects
         again = check_case(case, cli)
+        again.problems += action.invariants(target)
         run.recovered = rc in action.won_codes and not again.problems and (
             not action.sends or receipt_count(case) == sent_before + 1)
         if not run.recovered:

@@ -3,9 +3,10 @@
 Each round makes a fresh case where the action is permitted, starts N instrumented
 actors, waits until every one has imported and is ready (a barrier), releases them
 together and audits the ledger and the provider's receipts afterwards. A round holds
-when exactly one actor won, the others were refused, the action's claim was recorded
-once, no loser appended anything, and (for an action that sends) exactly one receipt
-was written.
+when exactly one actor committed the action's claim and exited as a winner, every other
+actor committed no write transaction at all and was refused (or, arriving after the
+winner finished, found nothing to do), the claim was recorded once in the ledger, no
+event belongs to a loser, and (for an action that sends) exactly one receipt was written.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class RoundResult:
     round_no: int
     winners: int
     refused: int
+    noops: int
+    losers_committed: int
     other_exits: list[int]
     claims: int
     foreign: int
@@ -96,12 +99,17 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
     after = read_events(case)
     audit = action.audit(target, before, after)
     sent = receipt_count(case) - receipts_before
+    claimed = [a.committed(action.claim_kind) > 0 for a in actors]
+    winners = [c for c, won in zip(codes, claimed, strict=True) if won]
+    losers = [(a, c) for a, c, won in zip(actors, codes, claimed, strict=True) if not won]
     result = RoundResult(
         round_no=round_no,
-        winners=sum(1 for c in codes if c in action.won_codes),
-        refused=codes.count(action.refused_code),
-        other_exits=[c for c in codes
-                     if c not in action.won_codes and c != action.refused_code],
+        winners=sum(1 for c in winners if c in action.won_codes),
+        refused=sum(1 for _a, c in losers if c == action.refused_code),
+        noops=sum(1 for _a, c in losers if c in action.noop_codes),
+        losers_committed=sum(1 for a, _c in losers if a.committed()),
+        other_exits=[c for c in winners if c not in action.won_codes] + [
+            c for _a, c in losers if c != action.refused_code and c not in action.noop_codes],
         claims=audit.claims, foreign=audit.foreign, receipts=sent,
         rewritten=not appended_only(before, after),
         violations=sum(len(a.violations) for a in actors),
@@ -110,8 +118,11 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
     p = result.problems
     if result.winners != 1:
         p.append(f"{result.winners} winners")
-    if result.refused != racers - 1:
-        p.append(f"{result.refused} refused of {racers - 1} (other exits {result.other_exits})")
+    if result.refused + result.noops != racers - 1 or result.other_exits:
+        p.append(f"{result.refused} refused and {result.noops} with nothing to do of "
+                 f"{racers - 1} (other exits {result.other_exits})")
+    if result.losers_committed:
+        p.append(f"{result.losers_committed} losers committed a write transaction")
     if result.claims != 1:
         p.append(f"claim recorded {result.claims} times")
     if result.foreign:
@@ -122,6 +133,7 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
         p.append("events before the race changed")
     if result.violations:
         p.append(f"{result.violations} network calls inside a write transaction")
+    p += action.invariants(target)
     return result
 
 

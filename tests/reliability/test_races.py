@@ -24,10 +24,13 @@ def test_eight_racers_exactly_one_wins_every_round(
     assert len(report.rounds) == QUICK_ROUNDS
     for result in report.rounds:
         assert result.problems == [], result
-        assert (result.winners, result.refused, result.claims, result.foreign) == (1, 7, 1, 0)
+        assert (result.winners, result.claims, result.foreign) == (1, 1, 0)
+        assert result.refused + result.noops == 7 and result.losers_committed == 0
         if action.sends:
             assert result.receipts == 1
-    assert report.violations == 0 and report.sends >= QUICK_ROUNDS
+    assert report.violations == 0
+    if action.sends:
+        assert report.sends >= QUICK_ROUNDS
     # the projection of a raced case is consistent too
     doc = json.loads(cli(["inspect", str(tmp_path / f"race-{name}-0"), "--json"])[1])
     assert consistency_problems(doc) == []
