@@ -37,6 +37,7 @@ class Boundary:
     mark: str
     contains: str | None = None
     hold: bool = False
+    nth: int = 1  # the nth such mark
 
 
 @dataclass(frozen=True, slots=True)

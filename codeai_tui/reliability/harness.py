@@ -73,6 +73,8 @@ class ActorProc:
             cmd += ["--pause-at", boundary.mark]
             if boundary.contains:
                 cmd += ["--pause-contains", boundary.contains]
+            if boundary.nth != 1:
+                cmd += ["--pause-nth", str(boundary.nth)]
         cmd += [action.module, "--", *action.args(target)]
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=self.out, stderr=self.err, pass_fds=(write_fd,),
