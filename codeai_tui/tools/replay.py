@@ -17,7 +17,7 @@ from pathlib import Path
 
 from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.ledger.writer import LedgerWriter
+from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.requests import CONVERSATION
 from codeai_tui.runner import CallRunner
 from codeai_tui.tools.kernel import Completed, ToolKernel
@@ -124,7 +124,15 @@ def record_follow_up(case_dir: str | Path, writer: LedgerWriter, plan: ReplayPla
     runner = CallRunner(case_dir, writer, CaseConfig(ProviderConfig(model=plan.model)))
     key = f"{plan.namespace}/{plan.thread}/{plan.turn}/model-2"
     turn = {"namespace": plan.namespace, "thread": plan.thread, "turn": plan.turn}
-    runner.request(plan.task_id, call_id, key, plan.purpose, turn=turn)
     intent = {**plan.intent, CONVERSATION: follow_up_conversation(plan.saved, done)}
-    runner.manifest(plan.task_id, call_id, key, intent, None)
+    manifest = runner.manifest_payload(key, intent, None)  # stores the request bytes first
+    requested = {"idempotency_key": key, "purpose": plan.purpose, "model": plan.model,
+                 "turn": turn}
+    # Re-check and append in ONE write transaction: two replays of a turn (one of them
+    # finding "nothing to run") must not both record its follow-up.
+    with writer.transaction() as txn:
+        if txn.events_for_call(call_id):
+            return None
+        txn.append(NewEvent("call.requested", plan.task_id, requested, call_id=call_id))
+        txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=call_id))
     return call_id
