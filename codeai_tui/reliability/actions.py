@@ -187,13 +187,46 @@ def _replay_landed(target: Target, _doc: dict[str, Any]) -> str:
     return f"operation {states}" + (", refused" if plan.refusal else "")
 
 
+def _publications(case: Path) -> int:
+    """Rows in the tool's own store, read from a copy (database and -wal, no -shm).
+
+    A tool killed inside its transaction leaves a WAL that needs recovery, which a
+    `mode=ro` connection cannot do ("attempt to write a readonly database",
+    SQLITE_READONLY_RECOVERY): tools.count_publications raises then, as it does for a
+    store killed before its table existed. A copy recovers in a scratch directory and the
+    source is never written."""
+    import shutil
+    import sqlite3
+    import tempfile
+
+    from codeai_tui.tools.publish import reports_path
+
+    source = reports_path(case)
+    if not source.exists():
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / source.name
+        shutil.copyfile(source, copy)
+        wal = source.with_name(source.name + "-wal")
+        if wal.exists():
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        conn = sqlite3.connect(copy)
+        try:
+            return int(conn.execute("SELECT count(*) FROM publications").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0  # killed while creating its store: no row can exist yet
+            raise
+        finally:
+            conn.close()
+
+
 def _replay_invariants(target: Target) -> list[str]:
     from codeai_tui.ledger import LedgerReader
-    from codeai_tui.tools import count_publications
 
     with LedgerReader(target.case) as reader:
         admitted = sum(1 for e in reader.events() if e.kind == "tool.admitted")
-    published = count_publications(target.case)
+    published = _publications(target.case)
     return [] if published <= admitted and admitted <= 1 else [
         f"{published} tool effects for {admitted} admissions"]
 

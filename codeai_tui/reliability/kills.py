@@ -15,10 +15,11 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeai_tui.reliability.actions import Action, Boundary
+from codeai_tui.reliability.actions import Action, Boundary, Target
 from codeai_tui.reliability.harness import (
     ActorProc,
     Cli,
@@ -109,15 +110,20 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
     run = KillRun(run_no, boundary.name, exact, actor.killed, "", None,
                   len(actor.violations), actor.connects)
     check = check_case(case, cli)
-    run.problems += check.problems + action.invariants(target)
+    run.problems += check.problems + _guarded(action.invariants, target)
     describe = action.landed or (lambda t, doc: _landed(doc, t.subject))
-    run.landed = describe(target, check.doc) if check.doc else "unreadable"
+    try:
+        run.landed = describe(target, check.doc) if check.doc else "unreadable"
+    except Exception as exc:  # noqa: BLE001 - an unreadable case is a finding, not a crash
+        run.landed = "unreadable"
+        run.problems.append(f"cannot read what the kill left: {type(exc).__name__}: {exc}")
     after = read_events(case)
     if not appended_only(before, after):
         run.problems.append("events before the action changed")
     if run.violations:
         run.problems.append(f"{run.violations} network calls inside a write transaction")
-    if check.doc and action.permitted(target, check.doc):
+    if check.doc and _guarded(lambda t: [] if action.permitted(t, check.doc) else ["no"],
+                              target) == []:
         # the action was killed before it took effect: it must still work, exactly once
         sent_before = receipt_count(case)
         rerun = ActorProc(action, target, workdir)
@@ -126,13 +132,21 @@ def kill_run(action: Action, workdir: Path, provider_url: str, run_no: int, cli:
         run.violations += len(rerun.violations)
         run.sends += rerun.connects
         again = check_case(case, cli)
-        again.problems += action.invariants(target)
+        again.problems += _guarded(action.invariants, target)
         run.recovered = rc in action.won_codes and not again.problems and (
             not action.sends or receipt_count(case) == sent_before + 1)
         if not run.recovered:
             run.problems.append(f"re-run after the kill: exit {rc} {err.strip()[:120]} "
                                 f"{again.problems[:2]}")
     return run
+
+
+def _guarded(hook: Callable[[Target], list[str]], target: Target) -> list[str]:
+    """Run an action's hook; an exception is a problem to report, not a harness crash."""
+    try:
+        return hook(target)
+    except Exception as exc:  # noqa: BLE001
+        return [f"{getattr(hook, '__name__', 'hook')} raised {type(exc).__name__}: {exc}"]
 
 
 def run_kills(action: Action, workdir: Path, provider_url: str, kills: int, cli: Cli,

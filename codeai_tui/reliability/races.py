@@ -133,7 +133,10 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
         p.append("events before the race changed")
     if result.violations:
         p.append(f"{result.violations} network calls inside a write transaction")
-    p += action.invariants(target)
+    try:
+        p += action.invariants(target)
+    except Exception as exc:  # noqa: BLE001 - unreadable evidence is a finding
+        p.append(f"invariants raised {type(exc).__name__}: {exc}")
     return result
 
 
