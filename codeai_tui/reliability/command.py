@@ -81,7 +81,7 @@ def run_all(settings: Settings, workdir: Path, say: Callable[[str], None]) -> li
                 rows.append((f"Races: {action.name}", tried,
                              f"won by exactly one in {races.held} of {n} rounds; losers: "
                              f"refused {sum(r.refused for r in races.rounds)}, found nothing "
-                             f"to do {sum(r.noops for r in races.rounds)}, committed "
+                             f"to do {sum(r.noops for r in races.rounds)}, appended in "
                              f"{sum(r.losers_committed for r in races.rounds)} transactions"
                              f"{receipts}",
                              _ok(races.held == n)))

@@ -150,9 +150,15 @@ class ActorProc:
         return [m for m in self.marks if m.startswith("violation")]
 
     def committed(self, kind: str | None = None) -> int:
-        """Write transactions this actor committed (those that appended `kind`)."""
-        return sum(1 for m in self.marks if m.startswith("txn.after_commit")
-                   and (kind is None or kind in m.split(" ", 1)[-1].split(",")))
+        """Write transactions this actor committed that appended something (`kind`, if
+        given). A transaction that re-checked, found nothing to do and appended nothing
+        commits empty: that is not an append."""
+        count = 0
+        for m in self.marks:
+            name, _, kinds = m.partition(" ")
+            if name == "txn.after_commit" and kinds and (kind is None or kind in kinds.split(",")):
+                count += 1
+        return count
 
     @property
     def connects(self) -> int:

@@ -4,7 +4,7 @@ Each round makes a fresh case where the action is permitted, starts N instrument
 actors, waits until every one has imported and is ready (a barrier), releases them
 together and audits the ledger and the provider's receipts afterwards. A round holds
 when exactly one actor committed the action's claim and exited as a winner, every other
-actor committed no write transaction at all and was refused (or, arriving after the
+actor appended nothing in any write transaction and was refused (or, arriving after the
 winner finished, found nothing to do), the claim was recorded once in the ledger, no
 event belongs to a loser, and (for an action that sends) exactly one receipt was written.
 """
@@ -122,7 +122,7 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
         p.append(f"{result.refused} refused and {result.noops} with nothing to do of "
                  f"{racers - 1} (other exits {result.other_exits})")
     if result.losers_committed:
-        p.append(f"{result.losers_committed} losers committed a write transaction")
+        p.append(f"{result.losers_committed} losers appended in a write transaction")
     if result.claims != 1:
         p.append(f"claim recorded {result.claims} times")
     if result.foreign:
