@@ -394,7 +394,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_open(args: argparse.Namespace) -> int:
+def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     from codeai_tui.ledger.case import find_cases
 
     find_cases(args.path)  # a missing path fails here with one line, before the screen
@@ -410,18 +410,41 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     app = create_app(
         args.path, theme=args.theme, read_only=args.read_only, model=args.model,
-        base_url=args.base_url, api_key_env=args.api_key_env,
+        base_url=args.base_url, api_key_env=args.api_key_env, provider_note=provider_note,
     )
     app.run()
+    # what the operator did stays on the terminal after the screen is gone (A5)
+    print(visible(app.action_log.summary(), one_line=True))
     return EXIT_OK
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the bundle by real kills; optionally keep a live producer and open the app.
 
-    With --open, a bundle-mode provider runs on case.json's port for as long as the
-    console is open, so a resume confirmed in the console reaches a provider that logs
-    to that case's own receipt log.
+    With --open, a bundle-mode provider serves the port the bundle's case.json files
+    name for as long as the console is open, so a resume confirmed in the console
+    reaches a provider that logs to that case's own receipt log. If the usual port is
+    taken, the bundle is built against a free one instead (never against whatever
+    listens there), and the console says where resumes go (issue 9, A9).
     """
     from codeai_tui.demo import DEMO_PROVIDER_PORT, build_demo, start_live
     from codeai_tui.provider import ProviderProcess
@@ -429,22 +452,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out_dir) if args.out_dir else None
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CliError(f"{out}: exists and is not an empty directory; give a new directory")
-    bundle = build_demo(out)
+    port = DEMO_PROVIDER_PORT
+    if args.open and not _port_free(port):
+        port = _free_port()
+        _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
+             f"name port {port} instead")
+    bundle = build_demo(out, port)
     print(bundle)
     live = start_live(bundle, args.rate) if args.live else None
     try:
         if args.open:
             try:
                 provider: ProviderProcess | None = ProviderProcess(
-                    receipts_root=bundle, port=DEMO_PROVIDER_PORT
-                ).start()
+                    receipts_root=bundle, port=port).start()
+                note = (f"demo provider on 127.0.0.1:{port}: resumes from this console "
+                        "reach it (receipts go to each case's provider/receipts.jsonl)")
             except RuntimeError as exc:
-                _err(f"note: no provider for resumes from the console ({exc})")
-                provider = None
+                _err(f"no provider for resumes from the console ({exc}); not opening it")
+                return EXIT_FAILED
             try:
                 args.path, args.theme, args.read_only = str(bundle), None, False
                 args.model, args.base_url, args.api_key_env = None, None, None
-                return cmd_open(args)
+                return cmd_open(args, provider_note=note)
             finally:
                 if provider is not None:
                     provider.stop()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from textual.app import App
-
 from codeai_tui.app.clock import Clock
+from codeai_tui.console.resume_service import ResumeService
 
 
 def create_app(
@@ -19,12 +18,16 @@ def create_app(
     base_url: str | None = None,
     api_key_env: str | None = None,
     clock: Clock | None = None,
-) -> App[None]:
+    resume_service: ResumeService | None = None,
+    provider_note: str | None = None,
+):  # noqa: ANN201 - CodeAIApp, imported lazily so `import codeai_tui.app` stays cheap
     """The console for a case or a bundle. `clock` fixes "now" (tests, screenshots)."""
     from codeai_tui.app.app import CodeAIApp
 
     return CodeAIApp(Path(path), theme=theme, read_only=read_only, model=model,
-                     base_url=base_url, api_key_env=api_key_env, clock=clock)
+                     base_url=base_url, api_key_env=api_key_env, clock=clock,
+                     resume_service=resume_service,
+                     provider_note=provider_note)
 
 
 __all__ = ["create_app"]

@@ -1,123 +1,98 @@
-"""Messages the workers post to the app (thread-safe `post_message`, never widget calls)."""
+"""Messages the workers post up to the screen: small dataclasses, no widget calls.
+
+Every message names the case it is about, so a late answer for a case the operator has
+left is dropped instead of drawn on another case (issue 9, A1).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from textual.message import Message
 
-from codeai_tui.console.model import CaseSnapshot, Worst
-from codeai_tui.ledger import Event, LedgerError
+from codeai_tui.console.drift import DriftCheck
+from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.severity import CaseVerdict
+from codeai_tui.ledger import LedgerError
+from codeai_tui.resume import ResumePlan, ResumeResult
 
 
+@dataclass
 class CasesFound(Message):
-    def __init__(self, cases: list[Path]) -> None:
-        super().__init__()
-        self.cases = cases
+    cases: list[Path]
 
 
+@dataclass
 class OpenFailed(Message):
-    def __init__(self, error: LedgerError) -> None:
-        super().__init__()
-        self.error = error
+    error: LedgerError
 
 
+@dataclass
 class CaseOpened(Message):
     """First facts about a ledger, before the projection: enough for a first paint."""
 
-    def __init__(self, case: Path, event_count: int, max_seq: int, last: str | None) -> None:
-        super().__init__()
-        self.case = case
-        self.event_count = event_count
-        self.max_seq = max_seq
-        self.last = last
+    case: Path
+    event_count: int
+    max_seq: int
+    last: str | None
 
 
+@dataclass
 class ProjectionProgress(Message):
-    def __init__(self, case: Path, done: int, total: int, label: str = "projecting") -> None:
-        super().__init__()
-        self.case = case
-        self.done = done
-        self.total = total
-        self.label = label
+    case: Path
+    done: int
+    total: int
+    label: str = "projecting"
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ProjectionProgress)
 
 
+@dataclass
 class SnapshotReady(Message):
-    def __init__(self, case: Path, snapshot: CaseSnapshot) -> None:
-        super().__init__()
-        self.case = case
-        self.snapshot = snapshot
+    case: Path
+    snapshot: CaseSnapshot
+    verdict: CaseVerdict
 
 
+@dataclass
 class AsOfReady(Message):
-    def __init__(self, case: Path, snapshot: CaseSnapshot) -> None:
-        super().__init__()
-        self.case = case
-        self.snapshot = snapshot
+    case: Path
+    snapshot: CaseSnapshot
+    verdict: CaseVerdict
 
 
+@dataclass
 class LedgerTrouble(Message):
-    def __init__(self, case: Path, error: LedgerError, *, ever_opened: bool) -> None:
-        super().__init__()
-        self.case = case
-        self.error = error
-        self.ever_opened = ever_opened
+    case: Path
+    error: LedgerError
+    ever_opened: bool
 
 
-class PageLoaded(Message):
-    def __init__(self, case: Path, page_no: int, events: list[Event]) -> None:
-        super().__init__()
-        self.case = case
-        self.page_no = page_no
-        self.events = events
+@dataclass
+class DriftChecked(Message):
+    case: Path
+    checks: list[DriftCheck]
 
 
-class CaseSummarized(Message):
-    def __init__(self, case: Path, summary: tuple[Worst, int] | str) -> None:
-        super().__init__()
-        self.case = case
-        self.summary = summary
-
-
-class TimelineFiltered(Message):
-    def __init__(self, case: Path, needle: str, events: list[Event], truncated: bool) -> None:
-        super().__init__()
-        self.case = case
-        self.needle = needle
-        self.events = events
-        self.truncated = truncated
-
-
-class CallSeqs(Message):
-    def __init__(self, case: Path, call_id: str, seqs: list[int], direction: int) -> None:
-        super().__init__()
-        self.case = case
-        self.call_id = call_id
-        self.seqs = seqs
-        self.direction = direction
-
-
+@dataclass
 class PlanReady(Message):
-    def __init__(self, plan: Any, case: Path) -> None:
-        super().__init__()
-        self.plan = plan
-        self.case = case
+    case: Path
+    plan: ResumePlan
 
 
+@dataclass
 class ResumeNote(Message):
-    """A one-line refusal, failure or progress note from the resume path."""
+    """A refusal, failure or progress line from the resume path, about one call."""
 
-    def __init__(self, text: str, *, kind: str) -> None:
-        super().__init__()
-        self.text = text
-        self.kind = kind  # "refused" | "failed" | "progress"
+    case: Path
+    call_id: str
+    text: str
+    kind: str  # "refused" | "failed" | "progress"
 
 
+@dataclass
 class ResumeDone(Message):
-    def __init__(self, result: Any) -> None:
-        super().__init__()
-        self.result = result
+    case: Path
+    result: ResumeResult

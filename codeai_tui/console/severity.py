@@ -1,10 +1,17 @@
-"""How bad a state is, for "worst state" summaries: presentation, not projection."""
+"""How bad a state is: worst-state summaries (presentation, not projection).
+
+`worst_state` is the call-stage summary kept from before; `case_verdict` is what the
+Cases pane shows: a case's worst next operation of any kind, so a task that needs
+repeat_acceptance or a compilation that needs recompile is not "completed" and not "no
+calls" (issue 9, A7). The counts feed the bundle header (B).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from codeai_tui.workstate import CallStage, CallState, WorkState
+from codeai_tui.workstate import CallStage, CallState, NextOperation, WorkState
 
 # higher is worse
 SEVERITY: dict[str, int] = {
@@ -55,3 +62,136 @@ def _worst_label(state: WorkState) -> tuple[str, int]:
     if worst is None:
         return ("no calls", 0)
     return (worst.stage.value, SEVERITY.get(worst.stage, 0))
+
+
+# Higher is worse. Receipt problems and effect_unknown outrank everything: a request may
+# have reached the provider. Then what needs a human decision, then what is safe to redo.
+OPERATION_RANK: dict[NextOperation, int] = {
+    NextOperation.RECONCILE_EFFECT: 70,
+    NextOperation.FIX_INPUTS: 50,
+    NextOperation.REPEAT_ACCEPTANCE: 45,
+    NextOperation.REINTERPRET: 40,
+    NextOperation.REDECIDE: 40,
+    NextOperation.START_NEXT_ATTEMPT: 40,
+    NextOperation.FINALIZE: 40,
+    NextOperation.START_CALL: 30,
+    NextOperation.RECOMPILE: 30,
+    NextOperation.CHECK_AND_ACCEPT: 20,
+    NextOperation.NONE: 0,
+}
+RANK_DUPLICATE = 90
+RANK_UNCOVERED = 80
+RANK_ANOMALY = 60
+RANK_UNREADABLE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class CaseVerdict:
+    """One line about one case: its worst next operation and the counts behind it."""
+
+    label: str
+    rank: int
+    effect_unknown: int = 0
+    duplicates: int = 0
+    uncovered: int = 0
+    anomalies: int = 0
+    event_count: int = 0
+
+    @property
+    def alarming(self) -> bool:
+        """A provider effect may have happened unaccounted for (drawn as an error)."""
+        return self.rank >= RANK_ANOMALY or self.effect_unknown > 0
+
+
+def case_verdict(state: WorkState, event_count: int) -> CaseVerdict:
+    """Worst of: receipt problems, effect_unknown, anomalies, then every call's, task's
+    and compilation's next operation (the subject named)."""
+    unknown = state.effect_unknown_count
+    dups = len(state.receipts.duplicates)
+    uncovered = len(state.receipts.uncovered)
+    anomalies = len(state.anomalies)
+    counts = dict(effect_unknown=unknown, duplicates=dups, uncovered=uncovered,
+                  anomalies=anomalies, event_count=event_count)
+    if dups:
+        return CaseVerdict(f"duplicate effect \u00d7{dups}", RANK_DUPLICATE, **counts)
+    if uncovered:
+        return CaseVerdict(f"uncovered effect \u00d7{uncovered}", RANK_UNCOVERED, **counts)
+    if unknown:
+        return CaseVerdict(f"effect unknown \u00d7{unknown}", OPERATION_RANK[
+            NextOperation.RECONCILE_EFFECT], **counts)
+    if anomalies:
+        return CaseVerdict(f"anomalies \u00d7{anomalies}", RANK_ANOMALY, **counts)
+    best: tuple[int, str] = (0, "")
+    for kind, subject, op in _operations(state):
+        rank = OPERATION_RANK.get(op, 0)
+        if rank > best[0]:
+            best = (rank, f"{op.value} ({kind} {subject})")
+    if best[0]:
+        return CaseVerdict(best[1], best[0], **counts)
+    if not state.calls and not state.tasks and not state.compilations:
+        return CaseVerdict("empty", 0, **counts)
+    return CaseVerdict("all done", 0, **counts)
+
+
+def _operations(state: WorkState) -> Iterable[tuple[str, str, NextOperation]]:
+    for call in state.calls:
+        yield "call", call.call_id, call.next_operation
+    for comp in state.compilations:
+        yield "compilation", comp.compilation_id, comp.next_operation
+    for task in state.tasks:
+        yield "task", task.task_id, task.next_operation
+
+
+def unreadable_verdict(problem: str) -> CaseVerdict:
+    return CaseVerdict(f"unreadable: {problem}", RANK_UNREADABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCounts:
+    """Across a bundle's cases: how many cases have each kind of trouble."""
+
+    cases: int
+    known: int
+    effect_unknown: int
+    duplicates: int
+    uncovered: int
+    anomalies: int
+    unreadable: int
+
+    def line(self) -> str:
+        """'2 of 10 cases have effect-unknown calls · ...' (pending cases named)."""
+        parts = [f"{self.effect_unknown} of {self.cases} cases have effect-unknown calls",
+                 f"{self.duplicates} with duplicate effects",
+                 f"{self.uncovered} with uncovered receipts",
+                 f"{self.anomalies} with anomalies"]
+        if self.unreadable:
+            parts.append(f"{self.unreadable} unreadable")
+        if self.known < self.cases:
+            parts.append(f"{self.cases - self.known} still projecting")
+        return " \u00b7 ".join(parts)
+
+    def short_line(self) -> str:
+        """The same counts in words that fit 80 columns."""
+        line = (f"{self.effect_unknown}/{self.cases} cases effect-unknown \u00b7 "
+                f"{self.duplicates} dup \u00b7 {self.uncovered} uncovered \u00b7 "
+                f"{self.anomalies} anomalies")
+        if self.known < self.cases:
+            line += f" \u00b7 {self.cases - self.known} pending"
+        return line
+
+    @property
+    def alarming(self) -> bool:
+        return bool(self.effect_unknown or self.duplicates or self.uncovered)
+
+
+def fleet_counts(verdicts: Iterable[CaseVerdict | None]) -> FleetCounts:
+    items = list(verdicts)
+    known = [v for v in items if v is not None]
+    return FleetCounts(
+        cases=len(items), known=len(known),
+        effect_unknown=sum(1 for v in known if v.effect_unknown),
+        duplicates=sum(1 for v in known if v.duplicates),
+        uncovered=sum(1 for v in known if v.uncovered),
+        anomalies=sum(1 for v in known if v.anomalies),
+        unreadable=sum(1 for v in known if v.rank >= RANK_UNREADABLE),
+    )

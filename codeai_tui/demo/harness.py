@@ -136,11 +136,12 @@ class Harness:
     """Runs the experiment into one bundle directory with two build-time providers."""
 
     def __init__(self, bundle: Path, fast: ProviderProcess, slow: ProviderProcess,
-                 kernel_key: Path) -> None:
+                 kernel_key: Path, case_port: int = DEMO_PROVIDER_PORT) -> None:
         self.bundle = bundle
         self.fast = fast
         self.slow = slow
         self.kernel_key = kernel_key  # outside the bundle: whoever holds it can forge receipts
+        self.case_port = case_port  # where case.json sends resumes (`demo --open` serves it)
 
     def url(self, name: str, provider: ProviderProcess | None = None) -> str:
         return case_base_url(name, (provider or self.fast).port)
@@ -186,7 +187,8 @@ class Harness:
 
     def write_case_json(self, spec: CaseSpec) -> None:
         write_json(self.bundle / spec.name / "case.json", {
-            "provider": {"base_url": case_base_url(spec.name), "model": spec.model,
+            "provider": {"base_url": case_base_url(spec.name, self.case_port),
+                         "model": spec.model,
                          "api_key_env": "CODEAI_API_KEY"},
             "description": spec.description,
         })
@@ -346,8 +348,9 @@ def byte_inventory(bundle: Path) -> dict[str, Any]:
             "events_digest": EVENTS_DIGEST_DEFINITION}
 
 
-def build_demo(out: Path | None) -> Path:
+def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT) -> Path:
     """Build the bundle into `out` (a fresh temp dir when None); returns its path.
+    Its case.json files send resumes to 127.0.0.1:`case_port`.
 
     A failed experiment ends the command with one line and exit 1 (SystemExit), never a
     traceback; the partial bundle is left in place to look at.
@@ -360,7 +363,7 @@ def build_demo(out: Path | None) -> Path:
         with tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-") as keys, \
                 ProviderProcess(receipts_root=bundle) as fast, \
                 ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
-            Harness(bundle, fast, slow, Path(keys) / "kernel.key").run()
+            Harness(bundle, fast, slow, Path(keys) / "kernel.key", case_port).run()
     except (DemoError, RuntimeError, OSError, ValueError) as exc:
         print(f"codeai-tui demo: failed: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

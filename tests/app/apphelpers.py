@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,8 +17,6 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from ledgerfactory import write_ledger  # noqa: E402
-
-from codeai_tui.app.pilot import wait_until  # noqa: E402
 
 CONFORMANCE = TESTS / "conformance"
 FROZEN_NOW = datetime(2026, 9, 13, 12, 5, 0, tzinfo=UTC)
@@ -53,6 +53,19 @@ def ledger_digest(case: Path) -> dict[str, str | None]:
     return out
 
 
+async def wait_until(pilot: Any, predicate: Callable[[], bool], *, timeout: float = 10.0,
+                     what: str = "the expected state") -> None:
+    """Let the app process messages until `predicate()` holds; TimeoutError after
+    `timeout` seconds naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause()
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
 async def wait_for(pilot: Any, predicate: Callable[[], bool], timeout: float = 10.0,
                    what: str = "condition") -> None:
     """Poll with a timeout (never a bare sleep as synchronisation)."""
@@ -62,12 +75,47 @@ async def wait_for(pilot: Any, predicate: Callable[[], bool], timeout: float = 1
         raise AssertionError(str(exc)) from None
 
 
+async def stays(pilot: Any, predicate: Callable[[], bool], seconds: float = 1.0,
+                what: str = "condition") -> None:
+    """A negative: `predicate()` holds for `seconds` of processing, not one pause."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await pilot.pause()
+        assert predicate(), f"{what} stopped holding"
+        await asyncio.sleep(0.05)
+
+
 async def ready(pilot: Any) -> None:
     """The app has projected its case and drawn the panes."""
-    app = pilot.app
-    await wait_for(pilot, lambda: app.live is not None and app.progress is None,
+    main = pilot.app.main
+    await wait_for(pilot, lambda: main.live is not None and main.progress is None,
                    what="first projection")
-    await wait_for(pilot, lambda: app.table("timeline").row_count == 0
-                   or app.timeline_source.is_loaded(app.table("timeline").cursor),
-                   what="timeline page")
+    await wait_for(pilot, main.timeline.cursor_loaded, what="timeline page")
     await pilot.pause()
+
+
+def status_text(app: Any) -> str:
+    from codeai_tui.app.widgets.status_bar import StatusBar
+
+    return str(app.main.query_one(StatusBar).render())
+
+
+def banner_text(app: Any) -> str:
+    from codeai_tui.app.widgets.banner import Banner
+
+    return str(app.main.query_one(Banner).render())
+
+
+def verdict_text(app: Any) -> str:
+    from codeai_tui.app.widgets.verdict_line import VerdictLine
+
+    return str(app.main.query_one(VerdictLine).render())
+
+
+def detail_text(app: Any) -> str:
+    return app.main.detail.text()
+
+
+def log_texts(app: Any) -> list[str]:
+    """The action log (kept, unlike toasts): every refusal, resume and alert."""
+    return [f"{e.outcome.value}: {e.text}" for e in app.action_log.entries]

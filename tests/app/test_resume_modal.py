@@ -6,7 +6,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from apphelpers import SIZE, frozen_clock, ledger_digest, ready, wait_for
+from apphelpers import (
+    SIZE,
+    detail_text,
+    frozen_clock,
+    ledger_digest,
+    log_texts,
+    ready,
+    status_text,
+    stays,
+    wait_for,
+)
 from ledgerfactory import append_rows
 from textual.widgets import Button, Input, Static
 
@@ -18,6 +28,12 @@ from tests.core.cases import make_case as make_real_case
 
 def modal_text(modal: ResumeModal) -> str:
     return "\n".join(str(w.render()) for w in modal.query(Static))
+
+
+def resumed(app: Any) -> str | None:
+    """The open case's note about the last resume, if it succeeded."""
+    note = app.main.note
+    return note.text if note is not None and note.ok else None
 
 
 async def open_modal(pilot: Any) -> ResumeModal:
@@ -42,10 +58,11 @@ async def test_confirmed_resume_appends_events_and_one_receipt(tmp_path: Path,
             before = reader.stats()[0]
         modal.query_one("#resume-reason", Input).value = "producer crashed"
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.last_result is not None
-                       and app.last_result.startswith("\u2714"), timeout=20, what="resume done")
-        assert "receipts 0 \u2192 1" in app.last_result
-        await wait_for(pilot, lambda: app.table("calls").row_count == 2, what="new call row")
+        await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resume done")
+        assert "receipts 0 \u2192 1" in resumed(app)
+        assert "receipts 0 \u2192 1" in status_text(app)
+        await wait_for(pilot, lambda: app.main.pane("calls").row_count == 2,
+                       what="new call row")
         with LedgerReader(case) as reader:
             events = reader.events()
         new = [e for e in events[before:]]
@@ -54,7 +71,13 @@ async def test_confirmed_resume_appends_events_and_one_receipt(tmp_path: Path,
         assert "attempt.started" in kinds and kinds[-1] == "call.completed"
         assert new[0].payload["reason"] == "producer crashed"
         assert len(read_receipts(case).receipts) == 1
-        assert app.live.call("call-1").stage.value == "superseded"
+        assert app.main.live.call("call-1").stage.value == "superseded"
+        outcomes = [e.outcome.value for e in app.action_log.entries]
+        assert outcomes[:2] == ["confirmed", "resumed"]  # A5: kept, with case and call
+        assert all(e.call_id == "call-1" and e.case == "c1" for e in app.action_log.entries
+                   if e.outcome.value != "alert")
+        # a call in flight passed through effect_unknown: no alert for it (A5)
+        assert not any(e.outcome.value == "alert" for e in app.action_log.entries)
 
 
 async def test_escape_and_n_cancel_and_write_nothing(tmp_path: Path, provider: Any) -> None:
@@ -70,7 +93,8 @@ async def test_escape_and_n_cancel_and_write_nothing(tmp_path: Path, provider: A
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResumeModal), what="closed")
         assert ledger_digest(case) == before
-        assert not app.resuming
+        assert not app.main.resuming
+        assert [e.outcome.value for e in app.action_log.entries] == ["cancelled", "cancelled"]
 
 
 async def test_drift_has_no_confirm_button(tmp_path: Path, provider: Any) -> None:
@@ -82,10 +106,38 @@ async def test_drift_has_no_confirm_button(tmp_path: Path, provider: Any) -> Non
         assert "DRIFT" in modal_text(modal)
         assert not modal.query("#resume-confirm")
         await pilot.press("y")
-        await pilot.pause()
-        assert isinstance(app.screen, ResumeModal)
+        await stays(pilot, lambda: isinstance(app.screen, ResumeModal), what="dialog open")
+        text = modal_text(modal)
+        assert "set provider.model in case.json to synthetic-small" in text  # A2: what to fix
+        assert "--model synthetic-small" in text
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main, what="closed")
         assert ledger_digest(case) == before
+        # the list no longer promises it: the row and the verdict line say drift
+        row = app.main.pane("calls").source.row(0)
+        assert "drift" in row.cells[3] and "\u25b6" not in row.cells[3]
+        assert any(e.outcome.value == "refused" for e in app.action_log.entries)
+
+
+async def test_drift_is_checked_before_r_and_the_list_never_promises_resume(
+        tmp_path: Path, provider: Any) -> None:
+    """A2: case 03's shape. Before the check the row says "drift not checked yet"; after
+    it, "drift: resume refuses" with what to fix; never "▶ resumable"."""
+    case = make_real_case(tmp_path / "c3b", provider.base_url, case_model="synthetic-large")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        calls = app.main.pane("calls")
+        seen: list[str] = []
+
+        def verdict() -> str:
+            cell = calls.source.row(0).cells[3]
+            seen.append(cell)
+            return cell
+
+        await wait_for(pilot, lambda: "drift: resume refuses" in verdict(), what="checked")
+        assert not any("\u25b6" in c for c in seen)
+        assert "set provider.model in case.json" in detail_text(app)
 
 
 async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any) -> None:
@@ -98,7 +150,9 @@ async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any)
         confirm = modal.query_one("#resume-confirm", Button)
         assert confirm.disabled
         await pilot.press("y")
-        await pilot.pause()
+        # A10: a premature `y` says what is missing instead of doing nothing silently
+        await wait_for(pilot, lambda: "type the call id first" in modal_text(modal),
+                       what="typed-id hint")
         assert isinstance(app.screen, ResumeModal)
         assert ledger_digest(case) == before
         typed = modal.query_one("#resume-typed-id", Input)
@@ -110,8 +164,7 @@ async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any)
         await pilot.pause()
         assert not confirm.disabled
         await pilot.click("#resume-confirm")
-        await wait_for(pilot, lambda: app.last_result is not None
-                       and app.last_result.startswith("\u2714"), timeout=20, what="resumed")
+        await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
         assert len(read_receipts(case).receipts) == 1
 
 
@@ -146,7 +199,7 @@ async def test_evidence_change_while_modal_open_refuses(tmp_path: Path, provider
         await pilot.press("escape")
         await pilot.pause()
         # and now r only explains: the call is effect_unknown
-        assert app.check_action("resume", ()) is None
+        assert app.main.check_action("resume", ()) is None
 
 
 async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: Any,
@@ -155,53 +208,104 @@ async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: An
     refuses and the console shows it."""
     case = make_real_case(tmp_path / "c6", provider.base_url)
     app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f")  # paused: the console will not see the other writer
         modal = await open_modal(pilot)
-        app._modal = None  # the console misses the change: resume_call must catch it
         start_attempt_elsewhere(case, "racer")
         before = ledger_digest(case)
-        modal.action_confirm()
-        await wait_for(pilot, lambda: any("refused" in n.title for n in app._notifications),
-                       what="refusal")
+        await stays(pilot, lambda: modal.refused is None, seconds=0.5, what="unseen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(n.startswith("refused: call-1")
+                                          for n in log_texts(app)), what="refusal")
         assert ledger_digest(case) == before
         assert len(read_receipts(case).receipts) == 0
 
 
-async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
-        tmp_path: Path, monkeypatch: Any) -> None:
-    import threading
-    from types import SimpleNamespace
+class SlowPlans:
+    """A resume service whose plan waits for a gate, then reads the real plan."""
 
-    from codeai_tui.app import resume_flow
-    from codeai_tui.resume import ResumeRefused, plan_resume
+    def __init__(self) -> None:
+        import threading
 
-    case = make_real_case(tmp_path / "c7", "http://127.0.0.1:9/v1")
-    gate = threading.Event()
-    calls: list[str] = []
+        from codeai_tui.console.resume_service import LedgerResumeService
 
-    def slow_plan(*args: Any, **kwargs: Any) -> Any:
-        calls.append("plan")
-        gate.wait(5)
-        return plan_resume(*args, **kwargs)
+        self.gate = threading.Event()
+        self.calls: list[str] = []
+        self.real = LedgerResumeService()
+        self.broken = False
 
-    api = SimpleNamespace(plan_resume=slow_plan, ResumeRefused=ResumeRefused, resume_call=None)
-    monkeypatch.setattr(resume_flow, "resume_api", lambda: api)
-    app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await ready(pilot)
-        await pilot.press("3", "r", "r", "r")
-        gate.set()
-        await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="modal")
-        await pilot.pause()
-        assert calls == ["plan"]
-        assert sum(isinstance(s, ResumeModal) for s in app.screen_stack) == 1
-        await pilot.press("escape")
-
-        def broken(*args: Any, **kwargs: Any) -> Any:
+    def plan(self, case: Path, call_id: str) -> Any:
+        self.calls.append(call_id)
+        if self.broken:
             raise OSError("artifact unreadable")
+        self.gate.wait(5)
+        return self.real.plan(case, call_id)
 
-        api.plan_resume = broken
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("never run in this test")
+
+
+async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
+        tmp_path: Path) -> None:
+    case = make_real_case(tmp_path / "c7", "http://127.0.0.1:9/v1")
+    service = SlowPlans()
+    app = create_app(case, clock=frozen_clock, resume_service=service)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        service.gate.set()
+        await wait_for(pilot, lambda: "call-1" in app.main.drift, what="drift check")
+        checks = len(service.calls)
+        service.gate.clear()
+        await pilot.press("3", "r", "r", "r")
+        service.gate.set()
+        await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="modal")
+        await stays(pilot, lambda: sum(isinstance(s, ResumeModal)
+                                       for s in app.screen_stack) == 1, what="one modal")
+        assert service.calls[checks:] == ["call-1"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main, what="closed")
+        service.broken = True
         await pilot.press("r")
-        await wait_for(pilot, lambda: any("artifact unreadable" in n.message
-                                          for n in app._notifications), what="failure note")
-        assert app.is_running and not app.planning
+        await wait_for(pilot, lambda: any("artifact unreadable" in n for n in log_texts(app)),
+                       what="failure kept in the log")
+        assert app.is_running and not app.main.planning
+
+
+async def test_a_note_belongs_to_its_case(tmp_path: Path, provider: Any) -> None:
+    """A1: after resuming call-1 in one case, opening another case (which also has a
+    call-1) shows no word of it; coming back shows it again."""
+    bundle = tmp_path / "bundle"
+    make_real_case(bundle / "a_resumable", provider.base_url)
+    from apphelpers import make_case as make_vector_case
+
+    make_vector_case(bundle / "b_unknown", "killed_in_flight")
+    app = create_app(bundle, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await open_modal(pilot)
+        assert modal is app.screen
+        await pilot.press("y")
+        await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
+        assert "resumed call-1" in status_text(app)
+        await wait_for(pilot, lambda: len(app.main.cases_pane.verdicts) == 2, what="summaries")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: app.main.case.name == "b_unknown"
+                       and app.main.live is not None, what="other case")
+        await stays(pilot, lambda: "resumed call-1" not in status_text(app), what="gone")
+
+
+async def test_dialog_shows_where_the_request_goes_and_fits_80x24(
+        tmp_path: Path, provider: Any) -> None:
+    """A4/A10: the base URL is in the dialog, and at 80x24 Cancel and Resume are on screen."""
+    case = make_real_case(tmp_path / "c8", provider.base_url)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modal = await open_modal(pilot)
+        assert f"{provider.base_url.rsplit('/v1', 1)[0]}/c/c8/v1" in modal_text(modal)
+        screen = modal.region
+        for button_id in ("#resume-cancel", "#resume-confirm"):
+            region = modal.query_one(button_id, Button).region
+            assert region.width > 0 and screen.contains_region(region), (button_id, region)
+        dialog = modal.query_one("#resume-dialog").region
+        assert screen.contains_region(dialog)
+        await pilot.press("escape")

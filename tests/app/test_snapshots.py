@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, wait_for
 from ledgerfactory import write_ledger
 
 from codeai_tui.app import create_app
-from codeai_tui.app import resume_flow as app_module
 from codeai_tui.workstate import CallStage
 
 pytestmark = pytest.mark.timeout(60)
@@ -41,7 +39,7 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
     from codeai_tui.destination import Destination
     from codeai_tui.resume import ResumePlan
 
-    sha = "5e20fd15075e86f7a99f64c2de8cecf3f07e03558e5c0e6b2c0e2b1b4b8e0a11"
+    sha = SHA
     rendered = "c2beaf8eb91f771af05a6082cf2c94a47fb92312033161311c861b5ce56a291e"
     return ResumePlan(
         case_dir=Path("case"), call_id="call-16", task_id="task-1",
@@ -54,7 +52,7 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
         context_package_recorded="pkg-comp-1" if manifest else None,
         context_package_now="pkg-comp-1",
         rendered_sha256_recorded=rendered if manifest else None,
-        rendered_sha256_now=rendered, drift=drift, evidence=(2, 7), intent={},
+        rendered_sha256_now=rendered, drift=drift, evidence=(2, 7) if manifest else (1, 6), intent={},
         rendered_context=None,
         destination=Destination(
             base_url="http://127.0.0.1:8768/v1", base_url_from="case.json",
@@ -63,16 +61,38 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
     )
 
 
-def stub_resume(monkeypatch: pytest.MonkeyPatch, the_plan: Any) -> None:
-    from codeai_tui.resume import ResumeRefused
+class StubPlans:
+    """A resume service that answers with a fixed plan (fixed hashes in the picture)."""
 
-    api = SimpleNamespace(plan_resume=lambda *a, **k: the_plan, ResumeRefused=ResumeRefused,
-                          resume_call=None)
-    monkeypatch.setattr(app_module, "resume_api", lambda: api)
+    def __init__(self, the_plan: Any) -> None:
+        self.the_plan = the_plan
+
+    def plan(self, case: Path, call_id: str) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(self.the_plan, call_id=call_id)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("snapshots never resume")
+
+
+SHA = "5e20fd15075e86f7a99f64c2de8cecf3f07e03558e5c0e6b2c0e2b1b4b8e0a11"
+# exactly the lines plan_resume writes for a model drift (tests/core checks the wording)
+DRIFT_LINES = ("model: recorded synthetic-small, configured synthetic-large",
+               f"request hash: recorded {SHA}, rebuilt {'0' * 64}")
+
+
+async def checked(pilot: Any) -> None:
+    """Projected, and every resumable call's drift check back (rows stop changing)."""
+    await ready(pilot)
+    main = pilot.app.main
+    await wait_for(pilot, lambda: all(c.call_id in main.drift for c in main.live.state.calls
+                                      if c.resumable), what="drift checks")
+    await pilot.pause()
 
 
 async def settle(pilot: Any) -> None:
-    await ready(pilot)
+    await checked(pilot)
     await pilot.press("3")
     await pilot.pause()
 
@@ -100,30 +120,30 @@ def test_time_travel_view(in_tmp: Path, snap_compare: Any) -> None:
     app = create_app(case, clock=frozen_clock)
 
     async def travel(pilot: Any) -> None:
-        await ready(pilot)
+        await checked(pilot)
         await pilot.press("5")
-        pilot.app.table("timeline").move_to(6)
+        pilot.app.main.pane("timeline").move_to(6)
         await pilot.press("t")
-        await wait_for(pilot, lambda: pilot.app.shown.as_of == 7 and pilot.app.progress is None,
+        main = pilot.app.main
+        await wait_for(pilot, lambda: main.shown.as_of == 7 and main.progress is None,
                        what="as of 7")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=travel)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 @pytest.mark.parametrize("kind", ["match", "drift", "no-manifest"])
-def test_resume_modal(in_tmp: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch,
-                      kind: str) -> None:
+def test_resume_modal(in_tmp: Path, snap_compare: Any, kind: str,
+                      size: tuple[int, int]) -> None:
     case = fixed_case(in_tmp, "killed_after_manifest" if kind != "no-manifest"
                       else "killed_after_requested")
     the_plan = {
         "match": plan(),
-        "drift": plan(("model: recorded synthetic-small, configured synthetic-large",
-                       "request_sha256: recorded 5e20fd15075e\u2026, rebuilt 000000000000\u2026")),
+        "drift": plan(DRIFT_LINES),
         "no-manifest": plan(manifest=False),
     }[kind]
-    stub_resume(monkeypatch, the_plan)
-    app = create_app(case, clock=frozen_clock)
+    app = create_app(case, clock=frozen_clock, resume_service=StubPlans(the_plan))
 
     async def open_modal(pilot: Any) -> None:
         await settle(pilot)
@@ -132,10 +152,11 @@ def test_resume_modal(in_tmp: Path, snap_compare: Any, monkeypatch: pytest.Monke
                        what="modal")
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=open_modal)
+    assert snap_compare(app, terminal_size=size, run_before=open_modal)
 
 
-def test_help_screen(in_tmp: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_help_screen(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
     case = fixed_case(in_tmp, "completed_task")
     app = create_app(case, clock=frozen_clock)
 
@@ -145,10 +166,11 @@ def test_help_screen(in_tmp: Path, snap_compare: Any) -> None:
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "HelpScreen",
                        what="help")
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=helped)
+    assert snap_compare(app, terminal_size=size, run_before=helped)
 
 
-def test_error_screen(in_tmp: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_error_screen(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
     (in_tmp / "broken").mkdir()
     (in_tmp / "broken" / "ledger.sqlite3").write_bytes(b"not a database " * 200)
     app = create_app("broken", clock=frozen_clock)
@@ -157,4 +179,41 @@ def test_error_screen(in_tmp: Path, snap_compare: Any) -> None:
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ErrorScreen",
                        what="error screen")
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=failed)
+    assert snap_compare(app, terminal_size=size, run_before=failed)
+
+
+PANE_KEYS = {"cases": "1", "tasks": "2", "calls": "3", "compilations": "4", "timeline": "5",
+             "receipts": "6"}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("pane", list(PANE_KEYS))
+def test_each_pane(in_tmp: Path, snap_compare: Any, pane: str, size: tuple[int, int]) -> None:
+    """Every pane focused, small and large: a narrow terminal shows it as the active tab."""
+    case = fixed_case(in_tmp, "naive_restart_copy")
+    app = create_app(case, clock=frozen_clock)
+
+    async def focused(pilot: Any) -> None:
+        await checked(pilot)
+        await pilot.press(PANE_KEYS[pane])
+        await wait_for(pilot, lambda: pilot.app.focused is pilot.app.main.pane(pane),
+                       what=f"{pane} focused")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=focused)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_action_log_screen(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
+    case = fixed_case(in_tmp, "killed_in_flight")
+    app = create_app(case, clock=frozen_clock)
+
+    async def logged(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("r")  # refused: effect_unknown, kept in the log
+        await wait_for(pilot, lambda: pilot.app.action_log.entries, what="refusal logged")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ActionLogScreen",
+                       what="action log")
+
+    assert snap_compare(app, terminal_size=size, run_before=logged)

@@ -34,17 +34,50 @@ def wait_screen(session: str, needle: str, timeout: float = 15.0) -> str:
     raise AssertionError(f"{needle!r} not on screen after {timeout}s:\n{text}")
 
 
+def start(tmp_path: Path, target: Path, width: int, height: int) -> str:
+    session = f"codeai-smoke-{uuid.uuid4().hex[:8]}"
+    code = "from codeai_tui.app import create_app; import sys; create_app(sys.argv[1]).run()"
+    command = " ".join(shlex.quote(p) for p in (sys.executable, "-c", code, str(target)))
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(width), "-y",
+                    str(height), command], check=True, env=env)
+    return session
+
+
+def key(session: str, name: str) -> None:
+    subprocess.run(["tmux", "send-keys", "-t", session, name], check=True)
+
+
 @pytest.fixture
 def tmux_app(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     case = make_case(tmp_path / "case", "killed_in_flight")
-    session = f"codeai-smoke-{uuid.uuid4().hex[:8]}"
-    code = "from codeai_tui.app import create_app; import sys; create_app(sys.argv[1]).run()"
-    command = " ".join(shlex.quote(p) for p in (sys.executable, "-c", code, str(case)))
-    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48",
-                    command], check=True, env=env)
+    session = start(tmp_path, case, 160, 48)
     try:
         yield session, case
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
+def test_small_terminals_keep_the_warning_and_the_action(tmp_path: Path,
+                                                         size: tuple[int, int]) -> None:
+    """A4: the header's counts, the selected call's verdict and `r` stay on screen; a
+    pane switch shows the pane asked for."""
+    make_case(tmp_path / "bundle" / "a_done", "completed_task")
+    make_case(tmp_path / "bundle" / "b_in_flight", "killed_in_flight")
+    session = start(tmp_path, tmp_path / "bundle", *size)
+    try:
+        wait_screen(session, "following")
+        wait_screen(session, "1/2 cases effect-unknown")  # the bundle's counts, short form
+        key(session, "e")
+        screen = wait_screen(session, "call call-16: \u26a0 effect unknown: duplicate risk")
+        assert "1 unknown" in screen  # this case's counts
+        assert " r Resume" in screen.splitlines()[-1]  # the footer keeps r
+        key(session, "6")
+        screen = wait_screen(session, "6 Receipts (")
+        assert "call call-16: \u26a0 effect unknown" in screen
+        key(session, "q")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False,
                        capture_output=True)

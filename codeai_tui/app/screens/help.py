@@ -1,4 +1,4 @@
-"""Every binding, from the live binding table (so remapped keys show as remapped)."""
+"""Every action with the keys it answers to now (the registry plus the keymap in use)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss_help", "Close", id="help.close"),
     ]
 
-    def __init__(self, rows: list[tuple[str, str, str]], read_only: bool) -> None:
+    def __init__(self, rows: list[tuple[str, str, str]], read_only: bool = False) -> None:
         super().__init__()
         self.rows = rows
         self.read_only = read_only
@@ -27,12 +27,13 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         parts: list[str | tuple[str, str]] = [("Keys", "bold $accent"), "\n\n"]
         for keys, description, binding_id in self.rows:
-            parts += [(f"{keys:<16}", "bold $primary"), f"{description:<44}",
+            parts += [(f"{keys:<14}", "bold $primary"), f"{description:<52}",
                       (f"id: {binding_id}", "$text-muted"), "\n"]
         parts += ["\nThe question this console answers: could the provider effect have "
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
                   " marks a call whose request may have reached the provider.\n"
-                  "Resume is offered only where the projection says start_call.\n"]
+                  "Resume is offered only where the projection says start_call and the "
+                  "rebuilt request matches the recorded one.\n"]
         if self.read_only:
             parts.append(("Read-only mode: every write action is unavailable.", "$warning"))
         with VerticalScroll(id="help-box"):

@@ -7,16 +7,28 @@ if the call's evidence changes while the modal is open, the modal says so and re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Checkbox, Input, Static
 
+from codeai_tui.console.drift import drift_fixes
+from codeai_tui.resume import ResumePlan
 from codeai_tui.textsafe import visible
+
+
+@dataclass(frozen=True)
+class ResumeDecision:
+    """What the operator decided in the dialog, for exactly the plan it showed."""
+
+    confirmed: bool
+    reason: str | None = None
+    send_credential: bool = False
 
 
 def _v(value: Any) -> str:
@@ -24,7 +36,7 @@ def _v(value: Any) -> str:
                    limit=120)
 
 
-class ResumeModal(ModalScreen[bool]):
+class ResumeModal(ModalScreen[ResumeDecision]):
     CSS_PATH = "resume.tcss"
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -33,7 +45,7 @@ class ResumeModal(ModalScreen[bool]):
         Binding("y", "confirm", "Confirm", id="resume.confirm"),
     ]
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: ResumePlan) -> None:
         super().__init__()
         self.plan = plan
         self.reason: str | None = None
@@ -74,43 +86,76 @@ class ResumeModal(ModalScreen[bool]):
                                  ("?", "bold")),
                 id="resume-title",
             )
-            yield Static(
-                Content.assemble(
-                    ("call id                   ", "bold"), _v(plan.call_id), "\n",
-                    ("idempotency key           ", "bold"), _v(plan.idempotency_key), "\n",
-                    ("stage                     ", "bold"), _v(getattr(plan.stage, "value", plan.stage)),
-                ),
-                classes="pair",
-            )
-            yield self._pair("model", plan.model_recorded, plan.model_configured)
-            yield self._pair("request sha256", plan.request_sha256_recorded,
-                             plan.request_sha256_rebuilt)
-            yield self._pair("context package", plan.context_package_recorded,
-                             plan.context_package_now)
-            yield self._pair("rendered context sha256", plan.rendered_sha256_recorded,
-                             plan.rendered_sha256_now)
-            dest = plan.destination
-            yield Static(
-                Content.assemble(
-                    ("destination               ", "bold"), _v(dest.base_url),
-                    f"  (from {dest.base_url_from})", "\n",
-                    ("credential                ", "bold"),
-                    _v(dest.credential_line(send=dest.trusted)),
-                ),
-                classes="pair", id="resume-destination",
-            )
-            yield Static(self._verdict(), id="resume-verdict")
-            if self.needs_typed_id:
-                yield Input(placeholder="type the call id to confirm", id="resume-typed-id")
-            if not self.drift:
-                yield Input(placeholder="reason (optional, recorded in call.resumed)",
-                            id="resume-reason", max_length=300)
+            with VerticalScroll(id="resume-body"):
+                yield from self._body()
             yield Static("", id="resume-refused")
             with Horizontal(id="resume-buttons"):
                 yield Button("Cancel (n / esc)", id="resume-cancel", variant="primary")
                 if not self.drift:
                     yield Button("Resume (y)", id="resume-confirm", variant="error",
                                  disabled=self.needs_typed_id)
+
+    def _body(self) -> ComposeResult:
+        plan = self.plan
+        yield Static(
+            Content.assemble(
+                ("call id                   ", "bold"), _v(plan.call_id), "\n",
+                ("idempotency key           ", "bold"), _v(plan.idempotency_key), "\n",
+                ("stage                     ", "bold"), _v(plan.stage.value),
+            ),
+            classes="pair",
+        )
+        dest = plan.destination
+        yield Static(
+            Content.assemble(
+                ("request goes to           ", "bold"), (_v(dest.base_url), "bold"),
+                f"  (from {dest.base_url_from})", "\n",
+                ("credential variable       ", "bold"), _v(dest.api_key_env or "(none)"),
+                f"  (from {dest.api_key_env_from}; "
+                f"{'set' if dest.credential_set else 'not set'}; its value is never shown)",
+            ),
+            classes="pair", id="resume-destination",
+        )
+        if dest.needs_credential_confirmation:
+            # a separate, explicit control, off by default: only the case directory
+            # vouches for this URL and variable
+            yield Checkbox(Content(visible(f"send the value of {dest.api_key_env} to "
+                                           f"{dest.base_url}", one_line=True, limit=160)),
+                           value=False, id="resume-send-credential")
+        yield Static(self._credential_line(), id="resume-credential")
+        yield self._pair("model", plan.model_recorded, plan.model_configured)
+        yield self._pair("request sha256", plan.request_sha256_recorded,
+                         plan.request_sha256_rebuilt)
+        yield self._pair("context package", plan.context_package_recorded,
+                         plan.context_package_now)
+        yield self._pair("rendered context sha256", plan.rendered_sha256_recorded,
+                         plan.rendered_sha256_now)
+        yield Static(self._verdict(), id="resume-verdict")
+        if self.needs_typed_id:
+            yield Input(placeholder="type the call id to confirm", id="resume-typed-id")
+        if not self.drift:
+            yield Input(placeholder="reason (optional, recorded in call.resumed)",
+                        id="resume-reason", max_length=300)
+
+    def send_credential(self) -> bool:
+        """Trusted destinations get the credential; others only if the box is ticked."""
+        dest = self.plan.destination
+        if dest.trusted:
+            return True
+        boxes = self.query("#resume-send-credential")
+        return bool(boxes) and boxes.first(Checkbox).value
+
+    def _credential_line(self) -> Content:
+        dest = self.plan.destination
+        send = dest.trusted or (self.is_mounted and self.send_credential())
+        line = visible(dest.credential_line(send=send), one_line=True, limit=240)
+        style = "bold $warning" if send and not dest.trusted else (
+            "$success" if not send else "bold")
+        return Content.assemble(("credential                ", "bold"), (line, style))
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        self.query_one("#resume-credential", Static).update(self._credential_line())
 
     def _verdict(self) -> Content:
         plan = self.plan
@@ -123,10 +168,10 @@ class ResumeModal(ModalScreen[bool]):
         if plan.drift:
             parts: list[str | tuple[str, str]] = [
                 ("\u2716 DRIFT", "bold $error"), ": resuming would send a different request; "
-                "refused. Fix the configuration or inputs first.",
+                "refused. What to fix:",
             ]
-            for line in plan.drift:
-                parts += ["\n  \u2022 ", (_v(line), "$error")]
+            for line in drift_fixes(plan) or plan.drift:
+                parts += ["\n  \u2022 ", (visible(line, one_line=True, limit=300), "$error")]
             return Content.assemble(*parts)
         return Content.assemble(
             ("\u2714 match", "bold $success"),
@@ -135,6 +180,8 @@ class ResumeModal(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         self.query_one("#resume-cancel", Button).focus()
+        if self.refused:
+            self._show_refusal()
 
     # ---- decisions
 
@@ -147,7 +194,10 @@ class ResumeModal(ModalScreen[bool]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "confirm":
-            return True if self.confirmable() else (None if not self.drift else False)
+            # a typed-id dialog keeps `y` live so a premature `y` can say what is missing
+            if self.drift or self.refused:
+                return False
+            return True if self.confirmable() or self.needs_typed_id else None
         return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -168,20 +218,32 @@ class ResumeModal(ModalScreen[bool]):
             self.action_cancel()
 
     def action_cancel(self) -> None:
-        self.dismiss(False)
+        self.dismiss(ResumeDecision(False))
 
     def action_confirm(self) -> None:
         if not self.confirmable():
+            if self.needs_typed_id and not self.refused:
+                self._say("type the call id first: " + _v(self.plan.call_id) +
+                          " (then y or the Resume button)")
             return
         reason_inputs = self.query("#resume-reason")
         if reason_inputs:
             text = reason_inputs.first(Input).value.strip()
             self.reason = text or None
-        self.dismiss(True)
+        self.dismiss(ResumeDecision(True, self.reason, self.send_credential()))
+
+    def _say(self, text: str) -> None:
+        self.query_one("#resume-refused", Static).update(
+            Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
 
     def evidence_changed(self, why: str) -> None:
-        """The ledger moved under the modal: refuse, and say why."""
+        """The ledger moved under the modal: refuse, and say why (now or once shown)."""
         self.refused = why
+        if self.is_mounted:
+            self._show_refusal()
+
+    def _show_refusal(self) -> None:
+        why = self.refused or ""
         self.query_one("#resume-refused", Static).update(
             Content.assemble(("\u2716 evidence changed: ", "bold $error"), _v(why),
                              " \u2014 resume refused; cancel and look again.")

@@ -2,7 +2,7 @@
 
 `DataTable` rebuilds a list as tall as the table on every change (NOTES.md); this view
 asks a `RowSource` for row i only when row i is on screen. Cells are plain text that
-has already been through `textsafe.visible` (see `rows.py`): nothing here parses markup.
+has already been through `textsafe.visible` (see `cells.py`): nothing here parses markup.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class TableView(ScrollView, can_focus=True):
         Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
         Binding("pageup", "page(-1)", "Page up", show=False, id="table.page_up"),
         Binding("pagedown", "page(1)", "Page down", show=False, id="table.page_down"),
-        Binding("home", "edge(0)", "First", show=False, id="table.first"),
-        Binding("end", "edge(1)", "Last", show=False, id="table.last"),
+        Binding("home,g", "edge(0)", "First", show=False, id="table.first"),
+        Binding("end,G", "edge(1)", "Last", show=False, id="table.last"),
         Binding("left", "pan(-8)", "Scroll left", show=False, id="table.left"),
         Binding("right", "pan(8)", "Scroll right", show=False, id="table.right"),
     ]
@@ -239,6 +239,11 @@ class TableView(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.total_width, self.row_count + 1)
+        # Grown wide enough again: a horizontal scroll from the narrow size would
+        # otherwise stay and hide the first columns (issue 9, A4).
+        if self.scrollable_content_region.width >= self.total_width and self.scroll_offset.x:
+            self.scroll_to(x=0, animate=False, immediate=True)
+        self._scroll_to_cursor()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -1,0 +1,95 @@
+"""One action registry: it feeds the screen's bindings, the help screen and the command
+palette, so a key remapped with `App.set_keymap` shows the same everywhere (issue 9, C).
+
+No private Textual API: the app records the keymap it was given (`keymap_in_use`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    id: str  # the binding id (what a keymap names)
+    keys: str  # default keys, comma-separated, Textual names
+    action: str  # the screen action it runs
+    description: str  # footer / help
+    title: str  # command palette
+    show: bool = False  # in the footer
+    writes: bool = False  # hidden in read-only mode
+    palette: bool = True
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("resume", "r", "resume", "Resume", "Resume the selected call (gated by the "
+               "projection and the drift check)", show=True, writes=True, palette=False),
+    ActionSpec("next_effect_unknown", "e", "next_effect_unknown", "Next unknown",
+               "Next effect_unknown call (all cases)", show=True),
+    ActionSpec("filter", "slash", "filter", "Filter", "Filter the focused pane", show=True),
+    ActionSpec("time_travel", "t", "time_travel", "Time travel",
+               "Time travel to the selected event / back to live", show=True),
+    ActionSpec("action_log", "a", "action_log", "Actions",
+               "Action log: what was done this session", show=True),
+    ActionSpec("help", "question_mark", "help", "Help", "Help: all key bindings", show=True),
+    ActionSpec("quit", "q", "quit", "Quit", "Quit", show=True),
+    ActionSpec("toggle_follow", "f", "toggle_follow", "Follow",
+               "Toggle follow (live / paused)", show=True),
+    ActionSpec("focus.cases", "1", "focus_pane('cases')", "Cases", "Focus Cases"),
+    ActionSpec("focus.tasks", "2", "focus_pane('tasks')", "Tasks", "Focus Tasks"),
+    ActionSpec("focus.calls", "3", "focus_pane('calls')", "Calls", "Focus Calls"),
+    ActionSpec("focus.compilations", "4", "focus_pane('compilations')", "Compilations",
+               "Focus Compilations"),
+    ActionSpec("focus.timeline", "5", "focus_pane('timeline')", "Timeline", "Focus Timeline"),
+    ActionSpec("focus.receipts", "6", "focus_pane('receipts')", "Receipts", "Focus Receipts"),
+    ActionSpec("next_pane", "tab", "next_pane", "Next pane", "Next pane"),
+    ActionSpec("step.back", "left_square_bracket", "step(-1)", "Step back",
+               "Step back one event"),
+    ActionSpec("step.forward", "right_square_bracket", "step(1)", "Step forward",
+               "Step forward one event"),
+    ActionSpec("call_event.next", "n", "call_event(1)", "Next event of call",
+               "Next event of the selected call"),
+    ActionSpec("call_event.previous", "N", "call_event(-1)", "Previous event of call",
+               "Previous event of the selected call"),
+    ActionSpec("back", "escape", "back", "Back to live / clear filter",
+               "Back to live, or clear the focused pane's filter"),
+    ActionSpec("toggle_hashes", "h", "toggle_hashes", "Full hashes",
+               "Show full / short hashes in Detail"),
+    ActionSpec("open_case", "enter", "open_case", "Open case", "Open the selected case",
+               palette=False),
+    ActionSpec("sort_cases", "o", "sort_cases", "Sort cases",
+               "Sort the Cases pane: by path / worst first"),
+    ActionSpec("command_palette", "colon", "app.command_palette", "Commands", "Commands",
+               palette=False),
+)
+
+BY_ID = {spec.id: spec for spec in ACTIONS}
+# `r` where resume is not permitted explains why; it follows `resume`'s key.
+EXPLAIN_RESUME_ID = "resume.explain"
+COMPANIONS = {"resume": EXPLAIN_RESUME_ID}
+
+
+def bindings() -> list[Binding]:
+    out = [Binding(s.keys, s.action, s.description, show=s.show, id=s.id) for s in ACTIONS]
+    out.append(Binding("r", "explain_resume", "Resume", show=False, id=EXPLAIN_RESUME_ID))
+    return out
+
+
+def with_companions(keymap: Mapping[str, str]) -> dict[str, str]:
+    out = dict(keymap)
+    for bid, companion in COMPANIONS.items():
+        if bid in out:
+            out.setdefault(companion, out[bid])
+    return out
+
+
+def keys_for(spec: ActionSpec, keymap: Mapping[str, str]) -> list[str]:
+    """The keys this action answers to now (Textual key names)."""
+    return [k.strip() for k in keymap.get(spec.id, spec.keys).split(",") if k.strip()]
+
+
+def visible_actions(read_only: bool) -> Iterable[ActionSpec]:
+    return (s for s in ACTIONS if not (read_only and s.writes))

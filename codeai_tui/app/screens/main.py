@@ -1,0 +1,957 @@
+"""The main screen: it composes the widgets, feeds them attributes and routes messages.
+
+It owns the case session (which case, its live and as-of snapshots, the selected call),
+the follower worker and the resume flow; each widget owns its own state, timers,
+workers and CSS. The follower is a thread on purpose: the projection is CPU-bound
+Python (a 1M-event catch-up is seconds of work), which in an async worker would run on
+the event loop and freeze the screen; page reads and filter scans, which only wait on
+SQLite, go through aiosqlite in the timeline pane's async workers.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Container
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from codeai_tui.app import actions
+from codeai_tui.app import messages as m
+from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
+from codeai_tui.app.screens.action_log import ActionLogScreen
+from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
+from codeai_tui.app.widgets.banner import Banner, BannerFacts
+from codeai_tui.app.widgets.calls_pane import CallsPane
+from codeai_tui.app.widgets.cases_pane import CasesPane
+from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
+from codeai_tui.app.widgets.compilations_pane import CompilationsPane
+from codeai_tui.app.widgets.detail_view import DetailView, Subject
+from codeai_tui.app.widgets.filter_bar import FilterBar
+from codeai_tui.app.widgets.pane import Pane
+from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
+from codeai_tui.app.widgets.status_bar import CaseCounts, StatusBar, StatusFacts
+from codeai_tui.app.widgets.table import TableView
+from codeai_tui.app.widgets.tasks_pane import TasksPane
+from codeai_tui.app.widgets.timeline_pane import TimelinePane
+from codeai_tui.app.widgets.verdict_line import VerdictLine
+from codeai_tui.console.actions import ActionLog, Outcome
+from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
+from codeai_tui.console.filters import Needle
+from codeai_tui.console.model import CaseFollower, CaseSnapshot, TimeMachine, discover_cases
+from codeai_tui.console.resume_service import ResumeService
+from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
+from codeai_tui.ledger import LedgerError, LedgerProblem
+from codeai_tui.resume import ResumePlan, ResumeRefused
+from codeai_tui.textsafe import visible
+
+PANES = ("cases", "tasks", "calls", "compilations", "timeline", "receipts")
+ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news
+DRIFT_CHECKS_PER_SNAPSHOT = 50
+
+
+@dataclass(frozen=True)
+class Note:
+    """The last action's outcome: it belongs to one case and one call (A1)."""
+
+    case: Path
+    call_id: str
+    text: str
+    ok: bool
+
+
+class PaneTabs(Static):
+    """In a narrow or short terminal one pane shows at a time; this names them all."""
+
+    DEFAULT_CSS = "PaneTabs { height: 1; padding: 0 1; display: none; }"
+
+    active: reactive[str] = reactive("calls")
+
+    def render(self) -> Content:
+        parts: list[str | tuple[str, str]] = []
+        for key, pane in enumerate(PANES, start=1):
+            label = f" {key} {pane.capitalize()} "
+            parts.append((label, "reverse bold") if pane == self.active else label)
+        parts.append(("  tab: next", "$text-muted"))
+        return Content.assemble(*parts)
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+        (0, "-w80"), (100, "-w100"), (140, "-w140")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (40, "-tall")]
+
+    def __init__(self, root: Path, *, path_given: str, read_only: bool,
+                 clock: Callable[[], datetime], service: ResumeService, log: ActionLog,
+                 provider_note: str | None = None) -> None:
+        super().__init__()
+        self.root = root
+        self.path_given = path_given
+        self.read_only = read_only
+        self.clock = clock
+        self.service = service
+        self.action_log = log
+        self.provider_note = provider_note
+        self.cases: list[Path] = []
+        self.case: Path | None = None
+        self.live: CaseSnapshot | None = None
+        self.live_verdict: CaseVerdict | None = None
+        self.shown: CaseSnapshot | None = None
+        self.shown_verdict: CaseVerdict | None = None
+        self.as_of: int | None = None
+        self.following = True
+        self.state = "opening"
+        self.trouble: str | None = None
+        self.progress: tuple[str, int, int] | None = None
+        self.event_count = 0
+        self.max_seq = 0
+        self.last_commit: str | None = None
+        self.selected_call_id: str | None = None
+        self.filters: dict[str, Needle] = {}
+        self.drift: dict[str, DriftCheck] = {}
+        self.note: Note | None = None
+        self.activity: str | None = None
+        self.resuming = False
+        self.planning = False
+        self.modal: ResumeModal | None = None
+        self.jump_to_effect_unknown = False
+        self.active_pane = "calls"
+        self._wake = threading.Event()
+        self._time_machine: TimeMachine | None = None
+        self._seen_unknown: set[str] | None = None
+        self._seen_duplicates: set[tuple[str, ...]] | None = None
+        self._pending_alerts: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.clock, id="status")
+        yield Banner(id="banner")
+        yield VerdictLine(id="verdict")
+        yield PaneTabs(id="tabs")
+        with Container(id="body"):
+            yield CasesPane(self.root, id="cases")
+            yield TasksPane(id="tasks")
+            yield CompilationsPane(id="compilations")
+            yield CallsPane(id="calls")
+            yield DetailView(self.clock, self.read_only, id="detail-box")
+            yield TimelinePane(id="timeline")
+            yield ReceiptsPane(id="receipts")
+        yield FilterBar(id="filter-bar")
+        yield Footer()
+
+    def pane(self, name: str) -> Pane:
+        return self.query_one(f"#{name}", Pane)
+
+    @property
+    def calls(self) -> CallsPane:
+        return self.query_one(CallsPane)
+
+    @property
+    def timeline(self) -> TimelinePane:
+        return self.query_one(TimelinePane)
+
+    @property
+    def cases_pane(self) -> CasesPane:
+        return self.query_one(CasesPane)
+
+    @property
+    def detail(self) -> DetailView:
+        return self.query_one(DetailView)
+
+    def on_mount(self) -> None:
+        self.query_one(VerdictLine).read_only = self.read_only
+        self.set_interval(0.5, self._flush_alerts)
+        self._set_active_pane("calls")
+        self.calls.focus()
+        self._paint_status()
+        self._discover()
+
+    def on_unmount(self) -> None:
+        self._wake.set()
+
+    # ------------------------------------------------------------------ painting
+
+    def _paint_status(self) -> None:
+        snap = self.shown
+        counts = None
+        if snap is not None:
+            check = snap.state.receipts
+            counts = CaseCounts(len(snap.unknown_ids), len(check.duplicates),
+                                len(check.uncovered), len(snap.state.anomalies))
+        fleet = None
+        if len(self.cases) > 1:
+            verdicts = dict(self.cases_pane.verdicts)
+            if self.case is not None and self.live_verdict is not None:
+                verdicts[self.case] = self.live_verdict
+            fleet = fleet_counts(verdicts.get(c) for c in self.cases)
+        note = self.note if self.note is not None and self.note.case == self.case else None
+        case_name = None
+        if self.case is not None and len(self.cases) > 1:
+            case_name = self.case.name
+        self.query_one(StatusBar).facts = StatusFacts(
+            path=self.path_given, case_name=case_name,
+            event_count=snap.event_count if snap is not None else self.event_count,
+            state=self.state, as_of=self.as_of, max_seq=self.max_seq,
+            last_commit=self.last_commit, counts=counts, fleet=fleet, progress=self.progress,
+            activity=self.activity, note=note.text if note else None,
+            note_ok=note.ok if note else True, read_only=self.read_only,
+            provider=self.provider_note)
+        self.query_one(Banner).facts = BannerFacts(
+            trouble=self.trouble, state=self.state, as_of=self.as_of,
+            shown_as_of=snap.as_of if snap is not None else None, max_seq=self.max_seq)
+
+    def _paint_panes(self) -> None:
+        snap = self.shown
+        with self.app.batch_update():
+            for name in ("tasks", "calls", "compilations", "receipts"):
+                self.pane(name).snapshot = snap
+            self.calls.drift = dict(self.drift)
+            timeline = self.timeline
+            if snap is not None:
+                timeline.total = max(self.max_seq, snap.max_seq)
+            timeline.decoration = (snap, self.as_of)
+            self.cases_pane.as_of = (self.as_of, self.shown_verdict) \
+                if self.as_of is not None and self.shown_verdict is not None else None
+            detail = self.detail
+            detail.snapshot = snap
+            detail.drift = dict(self.drift)
+            self._paint_verdict()
+            self._paint_status()
+
+    def _paint_verdict(self) -> None:
+        line = self.query_one(VerdictLine)
+        line.drift = dict(self.drift)
+        snap = self.shown
+        line.call = snap.call(self.selected_call_id) if snap is not None else None
+
+    # ------------------------------------------------------------------ cases
+
+    @work(thread=True, exit_on_error=False, group="discover")
+    def _discover(self) -> None:
+        try:
+            cases = discover_cases(self.root)
+        except LedgerError as exc:
+            self.post_message(m.OpenFailed(exc))
+            return
+        self.post_message(m.CasesFound(cases))
+
+    def on_cases_found(self, message: m.CasesFound) -> None:
+        self.cases = message.cases
+        self.open_case(self.cases[0])
+        self.cases_pane.cases = tuple(self.cases)
+
+    def on_open_failed(self, message: m.OpenFailed) -> None:
+        self._fail(message.error)
+
+    def _fail(self, error: LedgerError) -> None:
+        if isinstance(self.app.screen, ErrorScreen):
+            return
+        self.app.push_screen(ErrorScreen(str(error), WAY_OUT.get(
+            error.problem, WAY_OUT[LedgerProblem.CORRUPT])))
+
+    def on_cases_pane_summarized(self) -> None:
+        self._paint_status()  # bundle counts
+
+    def open_case(self, case: Path) -> None:
+        """Make `case` the open case: new follower, panes reset, notes of the last go."""
+        if case == self.case:
+            return
+        self.case = case
+        self.live = self.shown = None
+        self.live_verdict = self.shown_verdict = None
+        self.selected_call_id = None
+        self._time_machine = None
+        self.as_of = None
+        self.trouble = None
+        self.state = "opening"
+        self.note = None
+        self.drift = {}
+        self._seen_unknown = None
+        self._seen_duplicates = None
+        self._pending_alerts.clear()
+        self._clear_filters()
+        self.workers.cancel_group(self, "as_of")
+        self.workers.cancel_group(self, "drift")
+        cases = self.cases_pane
+        cases.active = case
+        cases.select_case(case)
+        timeline = self.timeline
+        timeline.case = case
+        timeline.total = 0
+        self._wake.set()
+        self._wake = threading.Event()
+        self._follow(case, self._wake)
+        self._paint_panes()
+        self.detail.subject = None
+
+    def _clear_filters(self) -> None:
+        for pane, _needle in list(self.filters.items()):
+            self.pane(pane).needle = None
+        self.filters.clear()
+        self.query_one(FilterBar).active = {}
+
+    # ------------------------------------------------------------------ following
+
+    @work(thread=True, exit_on_error=False, group="follow", exclusive=True)
+    def _follow(self, case: Path, wake: threading.Event) -> None:
+        """The one poller of this case's ledger: project in pages, then follow."""
+        worker = get_current_worker()
+        follower: CaseFollower | None = None
+        ever_opened = False
+        last_progress = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last_progress
+            now = time.monotonic()
+            if now - last_progress >= 0.1:
+                last_progress = now
+                self.post_message(m.ProjectionProgress(case, done, total))
+
+        def ready(snap: CaseSnapshot) -> None:
+            self.post_message(m.SnapshotReady(case, snap,
+                                              case_verdict(snap.state, snap.event_count)))
+
+        try:
+            while not worker.is_cancelled:
+                if follower is None:
+                    try:
+                        follower = CaseFollower(case)
+                        self.post_message(m.CaseOpened(case, follower.event_count,
+                                                       follower.max_seq,
+                                                       follower.last_recorded_at))
+                        follower.catch_up(progress, lambda: worker.is_cancelled)
+                        if worker.is_cancelled:
+                            return
+                        ready(follower.snapshot())
+                        ever_opened = True
+                        # The projection is now long-lived; keep the cyclic GC from
+                        # re-walking it on every full collection (0.5 s spikes otherwise).
+                        gc.freeze()
+                    except LedgerError as exc:
+                        if follower is not None:
+                            follower.close()
+                            follower = None
+                        self.post_message(m.LedgerTrouble(case, exc, ever_opened))
+                        if not ever_opened and exc.problem is not LedgerProblem.BUSY:
+                            return
+                        wake.wait(REOPEN_S)
+                        continue
+                wake.wait(POLL_S)
+                if worker.is_cancelled:
+                    return
+                if not self.following:
+                    continue
+                try:
+                    snap = follower.poll()
+                except LedgerError as exc:
+                    follower.close()
+                    follower = None
+                    self.post_message(m.LedgerTrouble(case, exc, True))
+                    wake.wait(REOPEN_S)
+                    continue
+                if snap is not None:
+                    ready(snap)
+        finally:
+            if follower is not None:
+                follower.close()
+
+    def on_case_opened(self, message: m.CaseOpened) -> None:
+        if message.case != self.case:
+            return
+        self.trouble = None
+        self.state = "following" if self.following else "paused"
+        self.event_count = message.event_count
+        self.max_seq = message.max_seq
+        self.last_commit = message.last
+        self.timeline.total = message.max_seq  # the timeline draws before the projection
+        self._paint_status()
+
+    def on_projection_progress(self, message: m.ProjectionProgress) -> None:
+        if message.case != self.case:
+            return
+        self.progress = (message.label, message.done, message.total)
+        self._paint_status()
+
+    def on_ledger_trouble(self, message: m.LedgerTrouble) -> None:
+        self._trouble(message.case, message.error, message.ever_opened)
+
+    def on_timeline_pane_trouble(self, message: TimelinePane.Trouble) -> None:
+        self._trouble(message.case, message.error, True)
+
+    def on_timeline_pane_note(self, message: TimelinePane.Note) -> None:
+        self.notify(visible(message.text, one_line=True), markup=False)
+
+    def _trouble(self, case: Path, error: LedgerError, ever_opened: bool) -> None:
+        if case != self.case:
+            return
+        if not ever_opened and len(self.cases) <= 1 and self.live is None \
+                and error.problem is not LedgerProblem.BUSY:
+            self._fail(error)
+            return
+        gone = error.problem in (LedgerProblem.GONE, LedgerProblem.MISSING)
+        self.state = "file gone" if gone else "unreadable"
+        self.trouble = str(error)
+        self._paint_status()
+
+    def on_snapshot_ready(self, message: m.SnapshotReady) -> None:
+        if message.case != self.case:
+            return
+        snap = message.snapshot
+        first = self.live is None
+        self.live, self.live_verdict = snap, message.verdict
+        if self.progress and self.progress[0] == "projecting":
+            self.progress = None
+        self.trouble = None
+        self.state = "following" if self.following else "paused"
+        self.event_count = snap.event_count
+        self.max_seq = snap.max_seq
+        self.last_commit = snap.last_recorded_at
+        self.cases_pane.set_verdict(message.case, message.verdict)
+        self._note_changes(snap, first)
+        if self.modal is not None:
+            self._check_modal_evidence(snap)
+        self._check_drift(snap)
+        if self.as_of is None:
+            self.shown, self.shown_verdict = snap, message.verdict
+            self._paint_panes()
+            if first and self.selected_call_id is None:
+                self._select_from(self.calls)
+            if self.jump_to_effect_unknown and snap.unknown_ids:
+                self.jump_to_effect_unknown = False  # once: never chains to another case
+                self.calls.focus()
+                self.calls.first_effect_unknown()
+        else:
+            # Time travel holds the panes still; the timeline still grows.
+            self.timeline.total = snap.max_seq
+            self._paint_status()
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ alerts (A5)
+
+    def _note_changes(self, snap: CaseSnapshot, first: bool) -> None:
+        """New effect_unknown calls wait ALERT_AFTER_S before they alert (a call in flight
+        passes through effect_unknown); duplicate effects alert at once."""
+        unknown = set(snap.unknown_ids)
+        dups = set(snap.state.receipts.duplicates)
+        now = time.monotonic()
+        if not first and self._seen_unknown is not None:
+            for call_id in unknown - self._seen_unknown:
+                self._pending_alerts.setdefault(call_id, now)
+        for call_id in list(self._pending_alerts):
+            if call_id not in unknown:
+                del self._pending_alerts[call_id]  # it moved on: no alert
+        if not first and self._seen_duplicates is not None:
+            for group in sorted(dups - self._seen_duplicates):
+                self._alert(None, f"{DUPLICATE_TEXT}: receipts {', '.join(group)}",
+                            "duplicate effect")
+        self._seen_unknown = unknown
+        self._seen_duplicates = dups
+
+    def _flush_alerts(self) -> None:
+        now = time.monotonic()
+        live = self.live
+        for call_id, since in list(self._pending_alerts.items()):
+            if live is None or call_id not in live.unknown_ids:
+                del self._pending_alerts[call_id]
+            elif now - since >= ALERT_AFTER_S:
+                del self._pending_alerts[call_id]
+                self._alert(call_id, f"{WARN} call {call_id} entered effect_unknown: "
+                            "duplicate risk", "effect unknown")
+
+    def _alert(self, call_id: str | None, text: str, title: str) -> None:
+        line = visible(text, one_line=True, limit=200)
+        self.action_log.add(self.clock(), self._case_label(), call_id, Outcome.ALERT, line)
+        self.notify(line, title=title, severity="error", markup=False, timeout=10)
+
+    def _case_label(self, case: Path | None = None) -> str:
+        case = case or self.case
+        if case is None:
+            return "?"
+        try:
+            return str(case.relative_to(self.root)) if case != self.root else case.name
+        except ValueError:
+            return str(case)
+
+    # ------------------------------------------------------------------ drift (A2)
+
+    def _check_drift(self, snap: CaseSnapshot) -> None:
+        todo = [c.call_id for c in snap.state.calls if c.resumable and (
+            c.call_id not in self.drift or self.drift[c.call_id].last_seq != c.last_seq)]
+        if todo and self.case is not None:
+            self._run_drift_checks(self.case, todo[:DRIFT_CHECKS_PER_SNAPSHOT])
+
+    @work(thread=True, exit_on_error=False, group="drift", exclusive=True)
+    def _run_drift_checks(self, case: Path, call_ids: list[str]) -> None:
+        """Read-only: each plan reads the call's events and a few artifacts."""
+        checks: list[DriftCheck] = []
+        for call_id in call_ids:
+            if get_current_worker().is_cancelled:
+                return
+            try:
+                checks.append(check_from_plan(self.service.plan(case, call_id)))
+            except ResumeRefused as exc:  # e.g. an altered case directory: say so
+                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
+            except (LedgerError, OSError, ValueError) as exc:
+                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE,
+                                         (f"{type(exc).__name__}: {exc}",)))
+        self.post_message(m.DriftChecked(case, checks))
+
+    def on_drift_checked(self, message: m.DriftChecked) -> None:
+        if message.case != self.case:
+            return
+        live = self.live
+        for check in message.checks:
+            call = live.call(check.call_id) if live is not None else None
+            if check.status is DriftStatus.UNAVAILABLE and call is not None:
+                check = DriftCheck(check.call_id, call.last_seq, check.status, check.fixes)
+            self.drift[check.call_id] = check
+        self._paint_panes()
+
+    # ------------------------------------------------------------------ selection
+
+    def on_table_view_cursor_moved(self, message: TableView.CursorMoved) -> None:
+        table = message.table
+        if table.has_focus or (table.id == "calls" and self.selected_call_id is None):
+            self._select_from(table)
+        self.refresh_bindings()
+
+    def on_descendant_focus(self, event: object) -> None:
+        widget = getattr(event, "widget", None)
+        if isinstance(widget, Pane) and widget.id in PANES:
+            self._set_active_pane(widget.id)
+            self._select_from(widget)
+        self.refresh_bindings()
+
+    def _select_from(self, table: TableView) -> None:
+        detail = self.detail
+        if isinstance(table, CallsPane):
+            call = table.call_at_cursor()
+            if call is not None:
+                self.selected_call_id = call.call_id
+                detail.subject = Subject("call", call)
+                self._paint_verdict()
+        elif isinstance(table, TimelinePane):
+            ev = table.event_at_cursor()
+            if ev is not None:
+                if ev.call_id:
+                    self.selected_call_id = ev.call_id
+                    self._paint_verdict()
+                detail.subject = Subject("event", ev)
+            elif table.row_count:
+                detail.subject = Subject("loading", table.cursor + 1)
+        elif isinstance(table, TasksPane):
+            task = table.task_at_cursor()
+            if task is not None:
+                detail.subject = Subject("task", task)
+        elif isinstance(table, CompilationsPane):
+            comp = table.compilation_at_cursor()
+            if comp is not None:
+                detail.subject = Subject("compilation", comp)
+        elif isinstance(table, ReceiptsPane):
+            receipt = table.receipt_at_cursor()
+            if receipt is not None:
+                detail.subject = Subject("receipt", receipt)
+        elif isinstance(table, CasesPane):
+            case = table.case_at_cursor()
+            if case is not None:
+                detail.case_verdicts = dict(table.verdicts)
+                detail.subject = Subject("case", case)
+
+    def selected_call(self):  # noqa: ANN201 - CallState | None
+        """The operator's selected call, in the live projection (resume acts on live)."""
+        live = self.live
+        return live.call(self.selected_call_id) if live is not None else None
+
+    def focused_pane(self) -> str | None:
+        focused = self.focused
+        if isinstance(focused, Pane) and focused.id in PANES:
+            return focused.id
+        return None
+
+    def _set_active_pane(self, name: str) -> None:
+        self.active_pane = name
+        for pane in PANES:
+            self.pane(pane).set_class(pane == name, "-active")
+        self.query_one(PaneTabs).active = name
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("resume", "explain_resume"):
+            if self.read_only:
+                return False
+            call = self.selected_call()
+            ok = (call is not None and call.resumable and self.as_of is None
+                  and not self.resuming)
+            if action == "resume":
+                return True if ok else None
+            return not ok
+        if action == "open_case":
+            return self.focused_pane() == "cases" or None
+        if action == "sort_cases":
+            return len(self.cases) > 1 or None
+        return True
+
+    def action_help(self) -> None:
+        from codeai_tui.app.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.app.help_rows()))  # type: ignore[attr-defined]
+
+    def action_action_log(self) -> None:
+        self.app.push_screen(ActionLogScreen(self.action_log))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_focus_pane(self, pane: str) -> None:
+        if pane in PANES:
+            self._set_active_pane(pane)
+            self.pane(pane).focus()
+
+    def action_next_pane(self) -> None:
+        current = self.focused_pane() or self.active_pane
+        nxt = PANES[(PANES.index(current) + 1) % len(PANES)]
+        self.action_focus_pane(nxt)
+
+    def action_sort_cases(self) -> None:
+        pane = self.cases_pane
+        pane.order = pane.order.next()
+
+    def action_filter(self) -> None:
+        pane = self.focused_pane() or self.active_pane
+        self.query_one(FilterBar).edit(pane, self.pane(pane).TITLE)
+
+    def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
+        self._apply_filter(message.pane, message.needle)
+
+    def _apply_filter(self, pane: str, needle: Needle | None) -> None:
+        if needle is None:
+            self.filters.pop(pane, None)
+        else:
+            self.filters[pane] = needle
+        self.pane(pane).needle = needle
+        self.query_one(FilterBar).active = dict(self.filters)
+        self.action_focus_pane(pane)
+
+    def action_next_effect_unknown(self) -> None:
+        """Every effect_unknown call of every case in turn (A3): the rest of this case's,
+        then the next case that has one (the Cases cursor follows), then around."""
+        calls = self.calls
+        if (self.as_of is None and len(self.cases) > 1 and calls.is_last_effect_unknown()
+                and self._open_next_case_with_effect_unknown()):
+            return
+        if calls.next_effect_unknown():
+            calls.focus()
+            return
+        self.notify("no call is in effect_unknown", markup=False)
+
+    def _open_next_case_with_effect_unknown(self) -> bool:
+        pane = self.cases_pane
+        wanted = {c for c, v in pane.verdicts.items() if v.effect_unknown and c != self.case}
+        target = pane.case_after(self.case, wanted)
+        if target is None:
+            return False
+        self.jump_to_effect_unknown = True
+        self.open_case(target)
+        return True
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        if self.state in ("following", "paused"):
+            self.state = "following" if self.following else "paused"
+        if self.following:
+            self._wake.set()  # poll now rather than at the next tick
+        self._paint_status()
+
+    def action_step(self, delta: int) -> None:
+        timeline = self.timeline
+        self._set_active_pane("timeline")
+        timeline.focus()
+        timeline.move_to(timeline.cursor + delta)
+        if self.as_of is not None:
+            seq = timeline.seq_at_cursor()
+            if seq is not None and seq != self.as_of:
+                self._travel_to(seq)
+
+    def action_call_event(self, direction: int) -> None:
+        if self.selected_call_id is None:
+            self.notify("select a call first", markup=False)
+            return
+        self._set_active_pane("timeline")
+        self.timeline.jump_to_call_event(self.selected_call_id, direction)
+
+    def on_timeline_pane_seq_chosen(self, message: TimelinePane.SeqChosen) -> None:
+        if self.as_of is not None:
+            self._travel_to(message.seq)
+
+    def action_time_travel(self) -> None:
+        if self.as_of is not None:
+            self.action_back_to_live()
+            return
+        seq = self.timeline.seq_at_cursor()
+        if seq is None:
+            self.notify("select an event in the timeline (5) first", markup=False)
+            return
+        self._travel_to(seq)
+
+    def _travel_to(self, seq: int) -> None:
+        if self.case is None:
+            return
+        self.as_of = seq
+        self.progress = ("re-projecting", 0, seq)
+        self._paint_status()
+        self.refresh_bindings()
+        self._project_as_of(self.case, seq)
+
+    @work(thread=True, exit_on_error=False, group="as_of", exclusive=True)
+    def _project_as_of(self, case: Path, seq: int) -> None:
+        worker = get_current_worker()
+        last = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= 0.1:
+                last = now
+                self.post_message(m.ProjectionProgress(case, done, total, "re-projecting"))
+
+        machine = self._time_machine
+        if machine is None or machine.case_dir != case:
+            machine = self._time_machine = TimeMachine(case)
+        try:
+            snap = machine.to(seq, progress, lambda: worker.is_cancelled)
+        except LedgerError as exc:
+            self.post_message(m.LedgerTrouble(case, exc, True))
+            return
+        if snap is not None:
+            self.post_message(m.AsOfReady(case, snap, case_verdict(snap.state,
+                                                                   snap.event_count)))
+
+    def on_as_of_ready(self, message: m.AsOfReady) -> None:
+        if message.case != self.case or self.as_of != message.snapshot.as_of:
+            return
+        self.progress = None
+        self.shown, self.shown_verdict = message.snapshot, message.verdict
+        self._paint_panes()
+        self.refresh_bindings()
+
+    def action_back_to_live(self) -> None:
+        if self.as_of is None:
+            return
+        self.as_of = None
+        self.progress = None
+        self.shown, self.shown_verdict = self.live, self.live_verdict
+        self._time_machine = None
+        self.workers.cancel_group(self, "as_of")
+        self._paint_panes()
+        self.refresh_bindings()
+
+    def action_back(self) -> None:
+        if self.as_of is not None:
+            self.action_back_to_live()
+            return
+        pane = self.focused_pane()
+        if pane and pane in self.filters:
+            self._apply_filter(pane, None)
+
+    def action_toggle_hashes(self) -> None:
+        detail = self.detail
+        detail.full_hashes = not detail.full_hashes
+
+    def action_open_case(self) -> None:
+        case = self.cases_pane.case_at_cursor()
+        if case is not None:
+            self.open_case(case)
+
+    # ------------------------------------------------------------------ resume
+
+    def action_explain_resume(self) -> None:
+        """`r` where resume is not permitted: say why (kept in the action log)."""
+        if self.resuming:
+            self.notify("a resume is already running", markup=False)
+            return
+        if self.as_of is not None:
+            self.notify("time travel shows the past: go back to live (t or esc) to resume",
+                        severity="warning", markup=False)
+            return
+        call = self.selected_call()
+        if call is None:
+            self.notify("select a call first (3 focuses Calls)", severity="warning",
+                        markup=False)
+            return
+        text = visible(f"{call.call_id}: resume not permitted; the projection says next "
+                       f"operation is {call.next_operation.value}: {call.reason}",
+                       one_line=True, limit=400)
+        self.action_log.add(self.clock(), self._case_label(), call.call_id, Outcome.REFUSED, text)
+        self.notify(text, title="resume refused", severity="warning", markup=False,
+                    timeout=10)
+
+    def action_resume(self) -> None:
+        call = self.selected_call()
+        if self.read_only or call is None or not call.resumable or self.case is None:
+            return
+        if self.planning:
+            return  # one plan at a time: a second `r` must not stack two modals
+        self.planning = True
+        self.activity = f"checking {call.call_id} for drift\u2026"
+        self._paint_status()
+        self._plan(self.case, call.call_id)
+
+    @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
+    def _plan(self, case: Path, call_id: str) -> None:
+        try:
+            plan = self.service.plan(case, call_id)
+        except ResumeRefused as exc:
+            op = exc.next_operation.value if exc.next_operation is not None else "none"
+            self.post_message(m.ResumeNote(case, call_id, f"{call_id}: refused (next "
+                                           f"operation {op}): {exc.reason}", "refused"))
+            return
+        except LedgerError as exc:
+            self.post_message(m.ResumeNote(case, call_id, str(exc), "failed"))
+            return
+        except Exception as exc:  # noqa: BLE001 - an unreadable artifact etc.: say so
+            self.post_message(m.ResumeNote(case, call_id, f"{call_id}: cannot plan a "
+                                           f"resume: {type(exc).__name__}: {exc}", "failed"))
+            return
+        self.post_message(m.PlanReady(case, plan))
+
+    def on_plan_ready(self, message: m.PlanReady) -> None:
+        self.planning = False
+        self.activity = None
+        plan, case = message.plan, message.case
+        if case != self.case or self.as_of is not None or self.read_only:
+            self._paint_status()
+            return  # the operator moved on (another case, time travel) first
+        self.drift[plan.call_id] = check_from_plan(plan)
+        self._paint_panes()
+        modal = ResumeModal(plan)
+        self.modal = modal
+        if self.live is not None:
+            self._check_modal_evidence(self.live)
+
+        def decided(decision: ResumeDecision | None) -> None:
+            self.modal = None
+            label = self._case_label(case)
+            if decision is None or not decision.confirmed:
+                why = modal.refused or ("drift: " + "; ".join(plan.drift) if plan.drift
+                                        else "cancelled by the operator")
+                outcome = Outcome.REFUSED if modal.refused or plan.drift else Outcome.CANCELLED
+                self.action_log.add(self.clock(), label, plan.call_id, outcome,
+                             visible(why, one_line=True, limit=300))
+                return
+            if self.read_only or self.case != case or modal.refused:
+                return
+            self.action_log.add(self.clock(), label, plan.call_id, Outcome.CONFIRMED,
+                         f"confirmed resume to {plan.base_url}")
+            self.resuming = True
+            self.note = None
+            self.activity = f"resuming {plan.call_id}\u2026"
+            self._paint_status()
+            self.refresh_bindings()
+            self._run_resume(case, plan, decision)
+
+        self.app.push_screen(modal, decided)
+
+    def _check_modal_evidence(self, snap: CaseSnapshot) -> None:
+        modal = self.modal
+        if modal is None or modal.refused:
+            return
+        plan = modal.plan
+        call = snap.call(plan.call_id)
+        if call is None or call.last_seq != plan.evidence[1] or not call.resumable:
+            now = f"last seq {call.last_seq}, {call.stage.value}" if call else "call not found"
+            modal.evidence_changed(f"shown at seq {plan.evidence[1]}, now {now}")
+
+    @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
+    def _run_resume(self, case: Path, plan: ResumePlan, decision: ResumeDecision) -> None:
+        def progress(text: str) -> None:
+            self.post_message(m.ResumeNote(case, plan.call_id, text, "progress"))
+
+        try:
+            result = self.service.run(case, plan, reason=decision.reason,
+                                      send_credential=decision.send_credential,
+                                      progress=progress)
+        except ResumeRefused as exc:
+            self.post_message(m.ResumeNote(case, plan.call_id, f"{plan.call_id}: refused: "
+                                           f"{exc.reason}", "refused"))
+            return
+        except LedgerError as exc:
+            self.post_message(m.ResumeNote(case, plan.call_id, str(exc), "failed"))
+            return
+        except Exception as exc:  # noqa: BLE001 - the provider or network failed; say so
+            self.post_message(m.ResumeNote(case, plan.call_id, f"{plan.call_id}: resume "
+                                           f"failed: {type(exc).__name__}: {exc}", "failed"))
+            return
+        self.post_message(m.ResumeDone(case, result))
+
+    def on_resume_note(self, message: m.ResumeNote) -> None:
+        text = visible(message.text, one_line=True, limit=400)
+        if message.kind == "progress":
+            if message.case == self.case:
+                self.activity = f"resume: {text}"
+                self._paint_status()
+            return
+        self.planning = False
+        self.resuming = False
+        self.activity = None
+        outcome = Outcome.REFUSED if message.kind == "refused" else Outcome.FAILED
+        self.action_log.add(self.clock(), self._case_label(message.case), message.call_id, outcome,
+                     text)
+        self.note = Note(message.case, message.call_id, f"\u2716 {text}", ok=False)
+        self.notify(text, title="resume " + message.kind,
+                    severity="warning" if message.kind == "refused" else "error",
+                    markup=False, timeout=15)
+        self._paint_status()
+        self.refresh_bindings()
+
+    def on_resume_done(self, message: m.ResumeDone) -> None:
+        r = message.result
+        self.resuming = False
+        self.activity = None
+        text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
+                       f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}",
+                       one_line=True, limit=300)
+        self.action_log.add(self.clock(), self._case_label(message.case), r.old_call_id,
+                     Outcome.RESUMED, text)
+        self.note = Note(message.case, r.old_call_id, "\u2714 " + text, ok=True)
+        self.notify(text, title="resume done", markup=False, timeout=15)
+        self._wake.set()
+        self._paint_status()
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ worker bugs
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker died of a bug (ledger problems are messages): say so plainly."""
+        if event.state is not WorkerState.ERROR:
+            return
+        worker = event.worker
+        error = worker.error
+        what = f"{worker.group or worker.name}: {type(error).__name__}: {error}"
+        if worker.group == "follow":
+            self.state = "stopped"
+            self.trouble = f"live follow stopped by an internal error ({what})"
+            try:
+                self._paint_status()
+            except NoMatches:
+                return
+        self.notify(visible(f"internal error in {what}", one_line=True, limit=300),
+                    title="internal error", severity="error", markup=False, timeout=15)
+

@@ -1,0 +1,133 @@
+"""3 Calls: every call's verdict; the list never promises what resume would refuse."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from textual.reactive import reactive
+
+from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, WARN, cell
+from codeai_tui.app.widgets.pane import Pane, TitlePart
+from codeai_tui.app.widgets.sources import LazySource
+from codeai_tui.app.widgets.table import Column, Row
+from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.filters import call_fields
+from codeai_tui.workstate import CallState
+
+CALL_COLUMNS = [
+    Column("call", 12),
+    Column("key", 9),
+    Column("stage", 17),
+    Column("verdict", 34),
+    Column("next operation", 16),
+    Column("att", 3),
+    Column("effect", 8),
+    Column("superseded by / resumed from", 28),
+]
+
+RESUMABLE_TEXT = {
+    DriftStatus.NOT_CHECKED: "\u25b7 start_call \u00b7 drift not checked yet",
+    DriftStatus.MATCH: "\u25b6 resumable: request matches",
+    DriftStatus.NO_CHECK_POSSIBLE: "\u25b6 resumable \u00b7 no drift check possible",
+    DriftStatus.DRIFT: "\u2716 drift: resume refuses",
+    DriftStatus.UNAVAILABLE: f"{WARN} start_call \u00b7 cannot plan",
+}
+
+
+def drift_status(call: CallState, checks: Mapping[str, DriftCheck]) -> DriftStatus:
+    check = checks.get(call.call_id)
+    if check is None or check.last_seq != call.last_seq:
+        return DriftStatus.NOT_CHECKED
+    return check.status
+
+
+def call_row(call: CallState, checks: Mapping[str, DriftCheck]) -> Row:
+    if call.effect_unknown or call.duplicate_effect_risk:
+        risk, tone = EFFECT_UNKNOWN_TEXT, "error"
+    elif call.resumable:
+        status = drift_status(call, checks)
+        risk = RESUMABLE_TEXT[status]
+        tone = {DriftStatus.DRIFT: "warn", DriftStatus.UNAVAILABLE: "warn",
+                DriftStatus.NOT_CHECKED: ""}.get(status, "ok")
+    elif call.anomalous:
+        risk, tone = f"{WARN} anomaly", "warn"
+    else:
+        risk, tone = "", ""
+    if call.superseded_by:
+        link = f"\u2192 superseded by {cell(call.superseded_by)}"
+        tone = tone or "dim"
+    elif call.resumed_from:
+        link = f"\u2190 resumed from {cell(call.resumed_from)}"
+    else:
+        link = ""
+    return Row(call.call_id, (cell(call.call_id), cell(call.idempotency_key or ""),
+                              call.stage.value, risk, call.next_operation.value,
+                              str(call.attempts), call.provider_effect.value, link), tone)
+
+
+class CallsPane(Pane):
+    TITLE = "Calls"
+    KEY = "3"
+
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, always_update=True, init=False)
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(CALL_COLUMNS, empty_text="no calls", **kwargs)  # type: ignore[arg-type]
+
+    def watch_drift(self) -> None:
+        self.paint()
+
+    def paint(self) -> None:
+        snap = self.snapshot
+        calls = snap.state.calls if snap else ()
+        checks = dict(self.drift)
+        build: Callable[[CallState], Row] = lambda c: call_row(c, checks)  # noqa: E731
+        needle = self.needle
+        indices = None
+        if needle is not None:
+            indices = [i for i, c in enumerate(calls) if needle.matches(call_fields(c))]
+        lookup = (lambda key: snap.call_index.get(key)) if snap is not None else None
+        self.set_source(LazySource(calls, build, lambda c: c.call_id, indices, lookup))
+        super().paint()
+
+    def title_marks(self) -> list[TitlePart]:
+        snap = self.snapshot
+        if snap is not None and snap.unknown_ids:
+            return [(f" {WARN} {len(snap.unknown_ids)} effect unknown", "bold $error")]
+        return []
+
+    def call_at_cursor(self) -> CallState | None:
+        source = self.source
+        return source.item_at(self.cursor) if isinstance(source, LazySource) else None
+
+    def next_effect_unknown(self) -> bool:
+        """Move to the next effect_unknown call after the cursor (wrapping), if any."""
+        source = self.source
+        if not isinstance(source, LazySource) or not len(source):
+            return False
+        index = source.find(self.cursor, lambda c: c.effect_unknown)
+        if index is None:
+            return False
+        self.move_to(index)
+        return True
+
+    def first_effect_unknown(self) -> bool:
+        source = self.source
+        if not isinstance(source, LazySource):
+            return False
+        index = source.first(lambda c: c.effect_unknown)
+        if index is None:
+            return False
+        self.move_to(index)
+        return True
+
+    def is_last_effect_unknown(self) -> bool:
+        """No effect_unknown call below the cursor: `e` moves on to the next case."""
+        source = self.source
+        if not isinstance(source, LazySource):
+            return True
+        for i in range(self.cursor + 1, len(source)):
+            item = source.item_at(i)
+            if item is not None and item.effect_unknown:
+                return False
+        return True

@@ -1,0 +1,142 @@
+"""1 Cases: every case of a bundle with its worst next operation of any kind.
+
+The pane owns the worker that summarises the cases it lists (a thread: each summary is
+a CPU-bound projection; 1,000 small cases list in about 0.7 s) and posts `Summarized`
+per case. Under time travel the open case's row shows its as-of verdict, marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import work
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.worker import get_current_worker
+
+from codeai_tui.app.widgets.cells import WARN, cell
+from codeai_tui.app.widgets.pane import Pane
+from codeai_tui.app.widgets.table import Column, ListSource, Row
+from codeai_tui.console.fleet import CaseOrder, ordered, summarize
+from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
+from codeai_tui.ledger import LedgerError
+
+CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
+
+
+def case_name(case: Path, root: Path) -> str:
+    try:
+        return str(case.relative_to(root)) if case != root else case.name
+    except ValueError:
+        return str(case)
+
+
+def case_row(name: str, verdict: CaseVerdict | None, *, active: bool,
+             as_of: int | None = None) -> Row:
+    shown = ("\u25b8 " if active else "  ") + name  # ▸ the case on screen
+    if verdict is None:
+        return Row(name, (cell(shown), "\u2026 projecting", ""), "dim")
+    label = verdict.label
+    tone = ""
+    if verdict.alarming:
+        label, tone = f"{WARN} {label}", "error"
+    elif verdict.rank >= 30:
+        tone = "warn"
+    if as_of is not None:
+        label = f"\u23f2 seq {as_of:,}: {label}"
+    return Row(name, (cell(shown), cell(label), f"{verdict.event_count:,}"), tone)
+
+
+class CasesPane(Pane):
+    TITLE = "Cases"
+    KEY = "1"
+
+    @dataclass
+    class Summarized(Message):
+        case: Path
+        verdict: CaseVerdict
+
+    cases: reactive[tuple[Path, ...]] = reactive((), init=False)
+    active: reactive[Path | None] = reactive(None, init=False)
+    order: reactive[CaseOrder] = reactive(CaseOrder.PATH, init=False)
+    as_of: reactive[tuple[int, CaseVerdict] | None] = reactive(None, init=False)
+
+    def __init__(self, root: Path, **kwargs: object) -> None:
+        super().__init__(CASE_COLUMNS, empty_text="looking for cases\u2026", **kwargs)  # type: ignore[arg-type]
+        self.root = root
+        self.verdicts: dict[Path, CaseVerdict] = {}
+        self._by_name: dict[str, Path] = {}
+
+    def watch_cases(self) -> None:
+        self._by_name = {case_name(c, self.root): c for c in self.cases}
+        todo = [c for c in self.cases if c not in self.verdicts and c != self.active]
+        if todo:
+            self._summarize(todo)
+        self.paint()
+
+    def watch_active(self) -> None:
+        self.paint()
+
+    def watch_order(self) -> None:
+        self.paint()
+
+    def watch_as_of(self) -> None:
+        self.paint()
+
+    def set_verdict(self, case: Path, verdict: CaseVerdict) -> None:
+        self.verdicts[case] = verdict
+        self.paint()
+
+    def on_cases_pane_summarized(self, message: Summarized) -> None:
+        self.set_verdict(message.case, message.verdict)
+
+    @work(thread=True, exit_on_error=False, group="summaries", exclusive=True)
+    def _summarize(self, cases: list[Path]) -> None:
+        worker = get_current_worker()
+        for case in cases:
+            if worker.is_cancelled:
+                return
+            try:
+                verdict = summarize(case)
+            except LedgerError as exc:
+                verdict = unreadable_verdict(exc.problem.value)
+            self.post_message(self.Summarized(case, verdict))
+
+    def paint(self) -> None:
+        rows: list[Row] = []
+        for case in ordered(list(self.cases), self.verdicts, self.order):
+            active = case == self.active
+            as_of = self.as_of if active else None
+            verdict = as_of[1] if as_of is not None else self.verdicts.get(case)
+            row = case_row(case_name(case, self.root), verdict, active=active,
+                           as_of=as_of[0] if as_of is not None else None)
+            if self.needle is None or self.needle.matches(row.cells):
+                rows.append(row)
+        self.set_source(ListSource(rows))
+        super().paint()
+
+    def idle_subtitle(self) -> Content | None:
+        if len(self.cases) < 2:
+            return None
+        return Content.assemble(f"{self.order.value} \u00b7 o: sort")
+
+    def case_at_cursor(self) -> Path | None:
+        row = self.current_row()
+        return self._by_name.get(row.key) if row is not None else None
+
+    def case_after(self, case: Path | None, wanted: set[Path]) -> Path | None:
+        """The next case in the pane's order after `case` (wrapping) that is in `wanted`."""
+        order = ordered(list(self.cases), self.verdicts, self.order)
+        if not order:
+            return None
+        start = order.index(case) if case in order else -1
+        for step in range(1, len(order) + 1):
+            candidate = order[(start + step) % len(order)]
+            if candidate in wanted:
+                return candidate
+        return None
+
+    def select_case(self, case: Path) -> None:
+        self.select_key(case_name(case, self.root))

@@ -1,0 +1,182 @@
+"""The detail view: what the selected row means, in words first, then its JSON.
+
+It owns what it shows (`subject`, the snapshot the words come from, `full_hashes`); the
+screen sets them. Text is a Rich `Text` built by `detail_text` (never markup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from codeai_tui.app.widgets.cells import WARN
+from codeai_tui.app.widgets.detail_text import ago, detail_text
+from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.severity import CaseVerdict
+from codeai_tui.ledger import Event, Receipt
+from codeai_tui.workstate import CallState, CompilationState, TaskState
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What is selected: one of call, event, task, compilation, receipt, case, loading."""
+
+    kind: str
+    item: Any
+
+
+class DetailView(VerticalScroll):
+    DEFAULT_CSS = """
+    DetailView { border: round $panel-lighten-2; background: $surface; padding: 0 1; }
+    DetailView:focus-within { border: round $primary; }
+    """
+
+    subject: reactive[Subject | None] = reactive(None, init=False, always_update=True)
+    snapshot: reactive[CaseSnapshot | None] = reactive(None, init=False, always_update=True)
+    full_hashes: reactive[bool] = reactive(False, init=False)
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
+
+    def __init__(self, clock: Callable[[], datetime], read_only: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.clock = clock
+        self.read_only = read_only
+        self.case_verdicts: dict[Path, CaseVerdict] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Select a row to see its evidence."), id="detail")
+
+    def on_mount(self) -> None:
+        self.border_title = Content("Detail")
+
+    def watch_subject(self) -> None:
+        self.repaint()
+
+    def watch_snapshot(self) -> None:
+        self.repaint()
+
+    def watch_full_hashes(self) -> None:
+        self.repaint()
+
+    def watch_drift(self) -> None:
+        self.repaint()
+
+    def text(self) -> str:
+        """What the view shows, as plain text (tests, the 80x24 verdict line)."""
+        return str(self.query_one("#detail", Static).render())
+
+    def _palette(self) -> dict[str, str]:
+        theme = self.app.current_theme
+        return {
+            "key": f"bold {theme.primary}",
+            "string": theme.success or "green",
+            "number": theme.warning or "yellow",
+            "literal": theme.accent or "magenta",
+            "punct": "dim",
+            "note": "dim italic",
+            "danger": f"bold {theme.error or 'red'}",
+        }
+
+    def repaint(self) -> None:
+        subject = self.subject
+        if subject is None or not self.is_mounted:
+            return
+        if subject.kind == "loading":
+            self.query_one("#detail", Static).update(Text(f"seq {subject.item}: loading\u2026"))
+            return
+        title, lines, body = self._describe(subject)
+        self.query_one("#detail", Static).update(
+            detail_text(title, lines, body, palette=self._palette(), now=self.clock(),
+                        full_hashes=self.full_hashes))
+
+    def _describe(self, subject: Subject) -> tuple[str, list[tuple[str, str]], Any]:
+        snap = self.snapshot
+        lines: list[tuple[str, str]] = []
+        kind, obj = subject.kind, subject.item
+        if kind == "call":
+            call: CallState = (snap.call(obj.call_id) if snap else None) or obj
+            verdict = f"stage {call.stage.value}, next operation {call.next_operation.value}"
+            if call.effect_unknown:
+                lines.append((f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"))
+            else:
+                lines.append(("verdict", verdict))
+            lines.append(("provider effect", call.provider_effect.value))
+            lines.append(("why", call.reason))
+            if call.resumable:
+                lines += self._resume_lines(call)
+            return f"call {call.call_id}", lines, call.as_json()
+        if kind == "event":
+            ev: Event = obj
+            lines.append(("recorded", f"{ev.recorded_at} ({ago(ev.recorded_at, self.clock())})"))
+            if ev.payload_error:
+                lines.append((f"{WARN} payload", ev.payload_error))
+            if ev.call_id and snap is not None:
+                call_state = snap.call(ev.call_id)
+                if call_state is not None:
+                    label = f"{WARN} call verdict" if call_state.effect_unknown \
+                        else "call verdict"
+                    lines.append((label, f"{call_state.stage.value}: {call_state.reason}"))
+            body = {"seq": ev.seq, "event_id": ev.event_id, "recorded_at": ev.recorded_at,
+                    "kind": ev.kind, "task_id": ev.task_id, "call_id": ev.call_id,
+                    "attempt_id": ev.attempt_id, "compilation_id": ev.compilation_id,
+                    "payload": ev.payload if ev.payload is not None else ev.payload_text}
+            return f"event seq {ev.seq}: {ev.kind}", lines, body
+        if kind == "task":
+            task: TaskState = (snap.state.task(obj.task_id) if snap else None) or obj
+            lines += [("next operation", task.next_operation.value), ("why", task.reason)]
+            return f"task {task.task_id}", lines, task.as_json() | {"title": task.title}
+        if kind == "compilation":
+            comp: CompilationState = obj
+            lines += [("next operation", comp.next_operation.value), ("why", comp.reason)]
+            return (f"compilation {comp.compilation_id}", lines,
+                    comp.as_json() | {"package_id": comp.package_id,
+                                      "rendered_sha256": comp.rendered_sha256})
+        if kind == "receipt":
+            r: Receipt = obj
+            check = snap.state.receipts if snap else None
+            covered = check.covered_by.get(r.receipt_id) if check else None
+            if covered is None:
+                lines.append((f"{WARN} coverage", "uncovered effect: no attempt.started with "
+                               "this key and request hash"))
+            else:
+                lines.append(("covered by", f"attempt {covered}"))
+            if check and any(r.receipt_id in g for g in check.duplicates):
+                lines.append((f"{WARN} duplicate", "another receipt has the same key and body "
+                              "hash: the provider served this request more than once"))
+            body = {"receipt_id": r.receipt_id, "received_at": r.received_at,
+                    "idempotency_key": r.idempotency_key, "body_sha256": r.body_sha256,
+                    "bytes": r.bytes, "line": r.line_no}
+            return f"receipt {r.receipt_id}", lines, body
+        # a case of the bundle
+        case: Path = obj
+        verdict_of = self.case_verdicts.get(case)
+        if verdict_of is not None:
+            label = f"{WARN} worst" if verdict_of.alarming else "worst next operation"
+            lines.append((label, verdict_of.label))
+        return f"case {case}", lines, {"case": str(case)}
+
+    def _resume_lines(self, call: CallState) -> list[tuple[str, str]]:
+        if self.read_only:
+            return [("resume", "permitted by the projection, but read-only mode")]
+        check = self.drift.get(call.call_id)
+        if check is None or check.last_seq != call.last_seq:
+            return [("resume", "start_call; drift not checked yet (r checks and asks)")]
+        if check.status is DriftStatus.DRIFT:
+            return [(f"{WARN} resume", "refused: drift")] + [
+                ("fix", fix) for fix in check.fixes]
+        if check.status is DriftStatus.NO_CHECK_POSSIBLE:
+            return [("resume", "permitted; no manifest, so no drift check is possible "
+                     "(r asks for the call id)")]
+        if check.status is DriftStatus.UNAVAILABLE:
+            return [(f"{WARN} resume", "the plan cannot be read: " + "; ".join(check.fixes))]
+        return [("resume", "permitted: the rebuilt request matches the recorded one (press r)")]

@@ -1,0 +1,84 @@
+"""6 Receipts: the provider's log, each line covered, uncovered or duplicated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from codeai_tui.app.widgets.cells import (
+    DUPLICATE_MARK,
+    DUPLICATE_TEXT,
+    UNCOVERED_MARK,
+    UNCOVERED_TEXT,
+    cell,
+    clock_part,
+    short_hash,
+)
+from codeai_tui.app.widgets.pane import Pane, TitlePart
+from codeai_tui.app.widgets.sources import LazySource
+from codeai_tui.app.widgets.table import Column, Row
+from codeai_tui.app.widgets.tasks_pane import row_indices
+from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.ledger import Receipt
+
+RECEIPT_COLUMNS = [Column("receipt", 7), Column("mark", 11), Column("covered by", 9),
+                   Column("key", 8), Column("time", 8), Column("body", 8)]
+
+
+def receipt_key(r: Receipt) -> str:
+    return f"{r.line_no}:{r.receipt_id}"
+
+
+def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
+    cover = cell(covered_by) if covered_by is not None else "\u2014 none"
+    if duplicate:
+        mark, tone = DUPLICATE_MARK, "error"
+    elif covered_by is None:
+        mark, tone = UNCOVERED_MARK, "error"
+    else:
+        mark, tone = "\u2714 covered", ""
+    return Row(receipt_key(r), (cell(r.receipt_id), mark, cover, cell(r.idempotency_key),
+                                clock_part(r.received_at), short_hash(r.body_sha256, 7)), tone)
+
+
+def receipt_builder(snapshot: CaseSnapshot) -> Callable[[Receipt], Row]:
+    check = snapshot.state.receipts
+    dup_ids = {rid for group in check.duplicates for rid in group}
+
+    def build(r: Receipt) -> Row:
+        return receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids)
+
+    return build
+
+
+class ReceiptsPane(Pane):
+    TITLE = "Receipts"
+    KEY = "6"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(RECEIPT_COLUMNS, empty_text="no provider receipts", **kwargs)  # type: ignore[arg-type]
+
+    def paint(self) -> None:
+        snap = self.snapshot
+        if snap is None:
+            self.set_source(LazySource((), lambda r: Row("", ()), receipt_key))
+        else:
+            build = receipt_builder(snap)
+            items = snap.receipts.receipts
+            self.set_source(LazySource(items, build, receipt_key,
+                                       row_indices(items, build, self.needle)))
+        super().paint()
+
+    def title_marks(self) -> list[TitlePart]:
+        if self.snapshot is None:
+            return []
+        check = self.snapshot.state.receipts
+        marks: list[TitlePart] = []
+        if check.duplicates:
+            marks.append((f" {DUPLICATE_TEXT} \u00d7{len(check.duplicates)}", "bold $error"))
+        if check.uncovered:
+            marks.append((f" {UNCOVERED_TEXT} \u00d7{len(check.uncovered)}", "bold $error"))
+        return marks
+
+    def receipt_at_cursor(self) -> Receipt | None:
+        source = self.source
+        return source.item_at(self.cursor) if isinstance(source, LazySource) else None

@@ -1,0 +1,121 @@
+"""The header: where we are, how live it is, and the counts that matter.
+
+The bar owns its state (`facts`, set from above) and its one-second timer (humanized
+"last commit" times), so nothing fires after it is gone. A note about an action names
+its case; the screen passes only the note of the open case (issue 9, A1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from codeai_tui.app.widgets.cells import WARN, cell
+from codeai_tui.app.widgets.detail_text import ago
+from codeai_tui.console.severity import FleetCounts
+
+
+@dataclass(frozen=True)
+class CaseCounts:
+    effect_unknown: int
+    duplicates: int
+    uncovered: int
+    anomalies: int
+
+
+@dataclass(frozen=True)
+class StatusFacts:
+    path: str
+    case_name: str | None = None
+    event_count: int = 0
+    state: str = "opening"  # following | paused | opening | file gone | unreadable | stopped
+    as_of: int | None = None
+    max_seq: int = 0
+    last_commit: str | None = None
+    counts: CaseCounts | None = None
+    fleet: FleetCounts | None = None
+    progress: tuple[str, int, int] | None = None
+    activity: str | None = None
+    note: str | None = None
+    note_ok: bool = True
+    read_only: bool = False
+    provider: str | None = None
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: auto; max-height: 5; padding: 0 1; background: $panel; }
+    """
+
+    facts: reactive[StatusFacts] = reactive(StatusFacts(""), init=False)
+
+    def __init__(self, clock: Callable[[], datetime], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.clock = clock
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self.paint)
+        self.paint()
+
+    def watch_facts(self) -> None:
+        self.paint()
+
+    def on_resize(self) -> None:
+        self.paint()
+
+    def paint(self) -> None:
+        f = self.facts
+        compact = 0 < self.size.width < 110  # short words keep 80 columns to two lines
+        parts: list[str | tuple[str, str]] = [("codeai-tui ", "bold $accent"),
+                                              (cell(f.path, 30 if compact else 60), "bold")]
+        if f.case_name:
+            parts += [" \u00b7 case ", (cell(f.case_name, 40), "bold")]
+        parts += [f" \u00b7 {f.event_count:,} events \u00b7 "]
+        if f.as_of is not None:
+            parts.append((f"\u23f2 as of seq {f.as_of:,} of {f.max_seq:,}", "bold $warning"))
+        else:
+            style = {"following": "bold $success", "paused": "bold $warning",
+                     "opening": "$text-muted"}.get(f.state, "bold $error")
+            glyph = {"following": "\u25cf ", "paused": "\u2016 "}.get(f.state, "\u2716 ")
+            parts.append((glyph + f.state, style))
+            if f.last_commit:
+                parts += [" \u00b7 " if compact else " \u00b7 last commit ",
+                          ago(f.last_commit, self.clock())]
+        if f.read_only:
+            parts += [" \u00b7 ", ("read-only", "bold $warning")]
+        parts.append("\n")
+        if f.counts is None:
+            if f.progress is None:
+                parts.append(("projection pending\u2026", "$text-muted"))
+        else:
+            c = f.counts
+            if f.fleet is not None:
+                parts.append(("this case: ", "bold"))
+            labels = ("unknown", "dup", "uncovered", "anomalies") if compact else (
+                "effect unknown", "duplicate effects", "uncovered receipts", "anomalies")
+            for count, label in zip((c.effect_unknown, c.duplicates, c.uncovered,
+                                     c.anomalies), labels, strict=True):
+                style = "bold $error" if count else "$text-muted"
+                mark = f"{WARN} " if count else ""
+                parts += [(f"{mark}{count:,} {label}", style), "  "]
+        if f.progress is not None:
+            label, done, total = f.progress
+            pct = (100 * done // total) if total else 100
+            parts.append((f"\u231b {label} {done:,}/{total:,} events ({pct}%)", "bold $warning"))
+        elif f.activity:
+            parts.append(("\u231b " + cell(f.activity, 120), "bold $warning"))
+        elif f.note:
+            parts.append((cell(f.note, 160), "$success" if f.note_ok else "bold $warning"))
+        if f.fleet is not None:
+            style = "bold $error" if f.fleet.alarming else "$text-muted"
+            mark = f"{WARN} " if f.fleet.alarming else ""
+            line = f.fleet.short_line() if compact else f.fleet.line()
+            parts += ["\n", ("bundle: ", "bold"), (mark + line, style)]
+        if f.provider:
+            parts += ["\n", (cell(f.provider, 160), "$text-muted")]
+        self.update(Content.assemble(*parts))

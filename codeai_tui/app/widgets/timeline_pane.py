@@ -1,0 +1,392 @@
+"""5 Timeline: every event by seq, paged from the ledger on demand.
+
+Row i is seq i+1 (seqs are gap-free by contract; a missing one draws as a gap row, an
+anomaly). Only a bounded number of pages is kept; a missing page is read by key in an
+async worker through aiosqlite (`ledger/areader.py`): page reads are ~1 ms of SQLite in
+aiosqlite's own thread, so the event loop only awaits them. The filter scan and `n`/`N`
+(a call's events) use the same reader. The pane owns the reader and closes it when it
+is unmounted or shows another case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+
+from codeai_tui.app.widgets.cells import WARN, cell, clock_part
+from codeai_tui.app.widgets.pane import Pane
+from codeai_tui.app.widgets.table import Column, Row
+from codeai_tui.console.filters import Needle, event_fields
+from codeai_tui.console.model import PROJECT_PAGE, TIMELINE_PAGE, CaseSnapshot
+from codeai_tui.ledger import Event, LedgerError
+from codeai_tui.ledger.areader import AsyncLedgerReader
+
+# 8 pages x 256 events: ~50 screens of scrollback; each event with its payload is ~1 KB,
+# and a page read by key costs ~1 ms, so a larger cache buys little and costs memory
+MAX_PAGES = 8
+FILTER_SCAN_LIMIT = 100_000
+
+TIMELINE_COLUMNS = [Column("seq", 7), Column("time", 8), Column("kind", 22),
+                    Column("subject", 12)]
+
+
+def event_row(ev: Event, *, after_as_of: bool, danger: bool, anomaly: bool) -> Row:
+    kind = cell(ev.kind, 60)
+    tone = ""
+    if anomaly or ev.payload_error:
+        kind = f"{WARN} {kind}"
+        tone = "warn"
+    if danger:
+        tone = "error"
+    if after_as_of:
+        tone = "dim"
+    return Row(str(ev.seq), (f"{ev.seq:>7}", clock_part(ev.recorded_at), kind,
+                             cell(ev.subject)), tone)
+
+
+def gap_row(seq: int) -> Row:
+    return Row(str(seq), (f"{seq:>7}", "", f"{WARN} seq {seq} missing (gap)", ""), "warn")
+
+
+class Decorator:
+    """What the projection says about an event's row (danger, anomaly, after as-of)."""
+
+    def __init__(self, snapshot: CaseSnapshot | None, as_of: int | None) -> None:
+        self.snapshot = snapshot
+        self.as_of = as_of
+        self._anomaly_seqs: set[int] | None = None
+
+    def anomaly_seqs(self) -> set[int]:
+        if self._anomaly_seqs is None:
+            self._anomaly_seqs = (
+                {a.seq for a in self.snapshot.state.anomalies} if self.snapshot else set())
+        return self._anomaly_seqs
+
+    def row(self, ev: Event) -> Row:
+        danger = False
+        if self.snapshot is not None and ev.call_id:
+            call = self.snapshot.call(ev.call_id)
+            danger = bool(call and call.effect_unknown and ev.kind == "attempt.started")
+        return event_row(ev, after_as_of=self.as_of is not None and ev.seq > self.as_of,
+                         danger=danger, anomaly=ev.seq in self.anomaly_seqs())
+
+
+class TimelineSource:
+    """All seqs 1..total; rows come from cached pages, missing pages are requested."""
+
+    def __init__(self, request: Callable[[int], None]) -> None:
+        self.total = 0
+        self.request = request
+        self.pages: OrderedDict[int, dict[int, Event]] = OrderedDict()
+        self.pending: set[int] = set()
+        self.decorator = Decorator(None, None)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def set_total(self, total: int) -> None:
+        """More events exist now: forget the page that held the old end (it was partial)."""
+        if total != self.total:
+            first_stale = max(0, (min(total, self.total) - 1) // TIMELINE_PAGE)
+            for page in [p for p in self.pages if p >= first_stale]:
+                del self.pages[page]
+            self.total = total
+
+    def put_page(self, page_no: int, events: Sequence[Event]) -> None:
+        self.pending.discard(page_no)
+        self.pages[page_no] = {ev.seq: ev for ev in events}
+        self.pages.move_to_end(page_no)
+        while len(self.pages) > MAX_PAGES:
+            self.pages.popitem(last=False)
+
+    def event_at(self, index: int) -> Event | None:
+        if not 0 <= index < self.total:
+            return None
+        page_no = index // TIMELINE_PAGE
+        page = self.pages.get(page_no)
+        if page is None:
+            if page_no not in self.pending:
+                self.pending.add(page_no)
+                self.request(page_no)
+            return None
+        return page.get(index + 1)
+
+    def is_loaded(self, index: int) -> bool:
+        return (index // TIMELINE_PAGE) in self.pages
+
+    def row(self, index: int) -> Row | None:
+        ev = self.event_at(index)
+        if ev is None:
+            if self.is_loaded(index) and 0 <= index < self.total:
+                return gap_row(index + 1)
+            return None
+        return self.decorator.row(ev)
+
+    def index_of(self, key: str) -> int | None:
+        try:
+            seq = int(key)
+        except ValueError:
+            return None
+        return seq - 1 if 1 <= seq <= self.total else None
+
+    def seq_at(self, index: int) -> int | None:
+        return index + 1 if 0 <= index < self.total else None
+
+
+class FilteredTimeline:
+    """A filter's matches (held in memory, capped by the scan)."""
+
+    def __init__(self, events: Sequence[Event], decorator: Decorator) -> None:
+        self.events = list(events)
+        self.decorator = decorator
+        self._index = {str(ev.seq): i for i, ev in enumerate(self.events)}
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def event_at(self, index: int) -> Event | None:
+        return self.events[index] if 0 <= index < len(self.events) else None
+
+    def is_loaded(self, index: int) -> bool:
+        return True
+
+    def row(self, index: int) -> Row | None:
+        ev = self.event_at(index)
+        return None if ev is None else self.decorator.row(ev)
+
+    def index_of(self, key: str) -> int | None:
+        return self._index.get(key)
+
+    def seq_at(self, index: int) -> int | None:
+        ev = self.event_at(index)
+        return ev.seq if ev else None
+
+
+class TimelinePane(Pane):
+    TITLE = "Timeline"
+    KEY = "5"
+
+    @dataclass
+    class Trouble(Message):
+        """A read failed; the screen shows it with the follower's own state."""
+
+        case: Path
+        error: LedgerError
+
+    @dataclass
+    class SeqChosen(Message):
+        """`n`/`N` landed on an event (time travel follows it)."""
+
+        seq: int
+
+    @dataclass
+    class Note(Message):
+        text: str
+
+    case: reactive[Path | None] = reactive(None, init=False)
+    total: reactive[int] = reactive(0, init=False)
+    decoration: reactive[tuple[CaseSnapshot | None, int | None]] = reactive(
+        (None, None), init=False, always_update=True)
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(TIMELINE_COLUMNS, empty_text="no events", follow_tail=True, **kwargs)  # type: ignore[arg-type]
+        self.pages = TimelineSource(self._request_page)
+        self.scanning: tuple[int, int] | None = None
+        self._reader: AsyncLedgerReader | None = None
+        self._reader_case: Path | None = None
+        self._reader_lock = asyncio.Lock()
+        self._matches: FilteredTimeline | None = None
+
+    # ---- the reader this pane owns
+
+    async def _open_reader(self, case: Path) -> AsyncLedgerReader:
+        async with self._reader_lock:
+            if self._reader is not None and self._reader_case != case:
+                old, self._reader = self._reader, None
+                await old.close()
+            if self._reader is None:
+                self._reader = await AsyncLedgerReader(case).open()
+                self._reader_case = case
+            return self._reader
+
+    async def _drop_reader(self) -> None:
+        async with self._reader_lock:
+            if self._reader is not None:
+                old, self._reader = self._reader, None
+                await old.close()
+
+    async def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "pages")
+        self.workers.cancel_group(self, "scan")
+        await self._drop_reader()
+
+    # ---- attributes set from above
+
+    def watch_case(self) -> None:
+        self.workers.cancel_group(self, "pages")
+        self.workers.cancel_group(self, "scan")
+        self.pages = TimelineSource(self._request_page)
+        self.pages.decorator = Decorator(*self.decoration)
+        self._matches = None
+        self.scanning = None
+        self.run_worker(self._drop_reader(), group="reader", exit_on_error=False)
+        self.paint()
+
+    def watch_total(self, total: int) -> None:
+        self.pages.set_total(total)
+        if self.needle is None:
+            self.set_source(self.pages)
+        self.paint_title()
+
+    def watch_decoration(self) -> None:
+        decorator = Decorator(*self.decoration)
+        self.pages.decorator = decorator
+        if self._matches is not None:
+            self._matches.decorator = decorator
+        self.refresh()
+
+    def watch_needle(self) -> None:
+        self.workers.cancel_group(self, "scan")
+        self._matches = None
+        if self.needle is not None and self.case is not None:
+            self.scanning = (0, self.total)
+            self.run_worker(self._scan(self.case, self.needle), group="scan",
+                            exclusive=True, exit_on_error=False)
+        else:
+            self.scanning = None
+        self.paint()
+
+    def paint(self) -> None:
+        if self.needle is None:
+            self.set_source(self.pages)
+        elif self._matches is not None:
+            self.set_source(self._matches)
+        else:
+            self.set_source(FilteredTimeline([], self.pages.decorator))
+        super().paint()
+
+    # ---- reads
+
+    def _request_page(self, page_no: int) -> None:
+        if self.case is not None:
+            self.run_worker(self._load_page(self.case, page_no), group="pages",
+                            exit_on_error=False)
+
+    async def _load_page(self, case: Path, page_no: int) -> None:
+        first = page_no * TIMELINE_PAGE + 1
+        try:
+            reader = await self._open_reader(case)
+            events = await reader.read_range(first, first + TIMELINE_PAGE - 1)
+        except LedgerError as exc:
+            await self._drop_reader()
+            self.pages.pending.discard(page_no)
+            self.post_message(self.Trouble(case, exc))
+            return
+        if case != self.case:
+            return
+        self.pages.put_page(page_no, events)
+        if self.needle is None:
+            self.refresh_rows()
+
+    async def _scan(self, case: Path, needle: Needle) -> None:
+        found: list[Event] = []
+        last = 0
+        truncated = False
+        shown = 0.0
+        try:
+            reader = await self._open_reader(case)
+            while True:
+                events = await reader.read_after(last, PROJECT_PAGE)
+                if not events:
+                    break
+                found.extend(ev for ev in events if needle.matches(event_fields(ev)))
+                last = events[-1].seq
+                if len(found) >= FILTER_SCAN_LIMIT:
+                    found, truncated = found[:FILTER_SCAN_LIMIT], True
+                    break
+                if time.monotonic() - shown > 0.1:
+                    shown = time.monotonic()
+                    self.scanning = (last, max(self.total, last))
+                    self.paint_title()
+        except LedgerError as exc:
+            await self._drop_reader()
+            self.post_message(self.Trouble(case, exc))
+        if case != self.case or needle != self.needle:
+            return
+        self.scanning = None
+        self._matches = FilteredTimeline(found, self.pages.decorator)
+        self.paint()
+        if truncated:
+            self.post_message(self.Note(f"showing the first {FILTER_SCAN_LIMIT:,} matches"))
+
+    def jump_to_call_event(self, call_id: str, direction: int) -> None:
+        if self.case is not None:
+            self.run_worker(self._jump(self.case, call_id, direction), group="jump",
+                            exclusive=True, exit_on_error=False)
+
+    async def _jump(self, case: Path, call_id: str, direction: int) -> None:
+        try:
+            reader = await self._open_reader(case)
+            seqs = await reader.call_seqs(call_id)
+        except LedgerError as exc:
+            await self._drop_reader()
+            self.post_message(self.Trouble(case, exc))
+            return
+        current = self.seq_at_cursor() or 0
+        if direction > 0:
+            target = next((s for s in seqs if s > current), None)
+        else:
+            target = next((s for s in reversed(seqs) if s < current), None)
+        if target is None:
+            later = "later" if direction > 0 else "earlier"
+            self.post_message(self.Note(f"no {later} event of call {cell(call_id, 80)}"))
+            return
+        self.focus()
+        if not self.select_key(str(target)):
+            self.post_message(self.Note(f"seq {target} is hidden by the timeline filter"))
+            return
+        self.post_message(self.SeqChosen(target))
+
+    # ---- what the cursor is on
+
+    def seq_at_cursor(self) -> int | None:
+        source = self.source
+        if isinstance(source, TimelineSource | FilteredTimeline):
+            return source.seq_at(self.cursor)
+        return None
+
+    def event_at_cursor(self) -> Event | None:
+        source = self.source
+        if isinstance(source, TimelineSource | FilteredTimeline):
+            return source.event_at(self.cursor)
+        return None
+
+    def cursor_loaded(self) -> bool:
+        source = self.source
+        if isinstance(source, TimelineSource | FilteredTimeline):
+            return self.row_count == 0 or source.is_loaded(self.cursor)
+        return True
+
+    def idle_subtitle(self) -> Content | None:
+        if self.new_below:
+            return Content.assemble((f"+{self.new_below:,} new below", "bold $warning"),
+                                    " \u00b7 G follows")
+        return None
+
+    def paint_title(self) -> None:
+        super().paint_title()
+        if self.scanning is not None:
+            done, total = self.scanning
+            self.border_subtitle = Content.assemble(
+                ("\u231b filtering ", "bold $warning"), f"{done:,}/{total:,} events")
+
+    def on_table_view_cursor_moved(self) -> None:
+        self.paint_title()  # "+N new below" goes when the cursor reaches the end

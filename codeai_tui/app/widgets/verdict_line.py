@@ -1,0 +1,54 @@
+"""One line that is never squeezed out: the selected call and its verdict (issue 9, A4)."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from codeai_tui.app.widgets.calls_pane import RESUMABLE_TEXT, drift_status
+from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, cell
+from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.workstate import CallState
+
+
+class VerdictLine(Static):
+    DEFAULT_CSS = """
+    VerdictLine { height: 1; padding: 0 1; background: $boost; }
+    VerdictLine.-danger { background: $error 30%; }
+    """
+
+    call: reactive[CallState | None] = reactive(None, init=False, always_update=True)
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
+    read_only: reactive[bool] = reactive(False, init=False)
+
+    def on_mount(self) -> None:
+        self.paint()
+
+    def watch_call(self) -> None:
+        self.paint()
+
+    def watch_drift(self) -> None:
+        self.paint()
+
+    def paint(self) -> None:
+        call = self.call
+        self.set_class(bool(call and call.effect_unknown), "-danger")
+        if call is None:
+            self.update(Content.assemble(("selected call: ", "bold"),
+                                         ("none (3 focuses Calls)", "$text-muted")))
+            return
+        parts: list[str | tuple[str, str]] = [("call ", "bold"), (cell(call.call_id, 30), "bold")]
+        if call.effect_unknown:
+            parts += [": ", (EFFECT_UNKNOWN_TEXT, "bold $error"),
+                      f" \u00b7 {call.next_operation.value}"]
+        elif call.resumable:
+            status = drift_status(call, self.drift)
+            style = "bold $warning" if status is DriftStatus.DRIFT else "bold $success"
+            parts += [": ", (RESUMABLE_TEXT[status], style)]
+            if not self.read_only and status is not DriftStatus.DRIFT:
+                parts.append(" \u00b7 r: resume")
+        else:
+            parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
+                      f" \u00b7 effect {call.provider_effect.value}"]
+        self.update(Content.assemble(*parts))
