@@ -309,3 +309,53 @@ async def test_dialog_shows_where_the_request_goes_and_fits_80x24(
         dialog = modal.query_one("#resume-dialog").region
         assert screen.contains_region(dialog)
         await pilot.press("escape")
+
+
+class RecordingRuns:
+    """Real plans; `run` records what it was asked to send and writes nothing."""
+
+    def __init__(self) -> None:
+        from codeai_tui.console.resume_service import LedgerResumeService
+
+        self.real = LedgerResumeService()
+        self.sent: list[bool] = []
+
+    def plan(self, case: Path, call_id: str) -> Any:
+        return self.real.plan(case, call_id)
+
+    def run(self, case: Path, plan: Any, *, reason: Any, send_credential: bool,
+            progress: Any) -> Any:
+        from codeai_tui.resume import ResumeRefused
+
+        self.sent.append(send_credential)
+        raise ResumeRefused(None, "recorded only")
+
+
+async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    """Security: case.json names the URL and the variable, so the dialog shows both, says
+    "no credential will be sent", and sends it only if the operator ticks the separate
+    control (off by default)."""
+    monkeypatch.setenv("CODEAI_API_KEY", "sk-secret-value-never-shown")
+    case = make_real_case(tmp_path / "c9", "http://127.0.0.1:9/v1")
+    service = RecordingRuns()
+    app = create_app(case, clock=frozen_clock, resume_service=service)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await open_modal(pilot)
+        text = modal_text(modal)
+        assert "http://127.0.0.1:9/c/c9/v1" in text and "(from case.json)" in text
+        assert "CODEAI_API_KEY" in text and "sk-secret" not in text
+        assert "no credential will be sent" in text
+        box = modal.query_one("#resume-send-credential")
+        assert box.value is False
+        await pilot.press("y")
+        await wait_for(pilot, lambda: service.sent == [False], what="run without credential")
+        await wait_for(pilot, lambda: not app.main.resuming, what="done")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="again")
+        modal = app.screen
+        modal.query_one("#resume-send-credential").value = True
+        await wait_for(pilot, lambda: "is sent as Authorization" in modal_text(modal),
+                       what="the dialog says it will send")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: service.sent == [False, True], what="run with it")

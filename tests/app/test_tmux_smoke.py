@@ -89,7 +89,10 @@ def test_console_in_a_real_terminal(tmux_app: tuple[str, Path]) -> None:
     assert "following" in screen and "8 events" in screen
     subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
     wait_screen(session, "resume refused")
-    subprocess.run(["tmux", "send-keys", "-t", session, "5", "["], check=True)
+    # one key at a time, each waited on: keys sent in a burst can be lost under load
+    key(session, "5")
+    wait_screen(session, "event seq 8")  # the timeline's cursor follows the tail
+    key(session, "[")
     wait_screen(session, "event seq 7")
     subprocess.run(["tmux", "send-keys", "-t", session, "t"], check=True)
     wait_screen(session, "AS OF seq 7 of 8")
