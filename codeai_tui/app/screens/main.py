@@ -92,6 +92,7 @@ class PaneTabs(Static):
 
 
 class MainScreen(Screen[None]):
+    AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
         (0, "-w80"), (100, "-w100"), (140, "-w140")]

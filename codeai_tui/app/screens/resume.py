@@ -97,6 +97,8 @@ class ResumeModal(ModalScreen[ResumeDecision]):
 
     def _body(self) -> ComposeResult:
         plan = self.plan
+        # the verdict first: on a small terminal it is what must be seen without scrolling
+        yield Static(self._verdict(), id="resume-verdict")
         yield Static(
             Content.assemble(
                 ("call id                   ", "bold"), _v(plan.call_id), "\n",
@@ -130,7 +132,6 @@ class ResumeModal(ModalScreen[ResumeDecision]):
                          plan.context_package_now)
         yield self._pair("rendered context sha256", plan.rendered_sha256_recorded,
                          plan.rendered_sha256_now)
-        yield Static(self._verdict(), id="resume-verdict")
         if self.needs_typed_id:
             yield Input(placeholder="type the call id to confirm", id="resume-typed-id")
         if not self.drift:

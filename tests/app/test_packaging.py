@@ -1,0 +1,46 @@
+"""E: a built wheel carries the themes and finds them however it is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_wheel_ships_the_themes_and_reads_only_its_own(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO),
+                            "-w", str(wheels)], capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = wheels.glob("codeai_tui-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for theme in ("incident-dark", "light", "high-contrast"):
+        assert f"codeai_tui/app/theme_files/{theme}.json" in names
+    assert not any(n.startswith(("themes/", "share/")) or ".data/" in n for n in names)
+    # a --target install (like --user: nothing under sys.prefix/share) ...
+    target = tmp_path / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                                "--target", str(target), str(wheel)],
+                               capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    # ... next to another package's top-level themes/, which must not be picked up
+    (target / "themes").mkdir()
+    (target / "themes" / "intruder.json").write_text(json.dumps({"primary": "#ff0000"}))
+    code = ("import codeai_tui.app.themes as t; "
+            "print(t.__file__); print(sorted(x.name for x in t.load_themes()[0]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), *sys.path[1:]])}
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    where, found = ran.stdout.strip().splitlines()
+    assert where.startswith(str(target))
+    assert found == "['high-contrast', 'incident-dark', 'light']"
