@@ -7,6 +7,7 @@ per case. Under time travel the open case's row shows its as-of verdict, marked.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from codeai_tui.console.fleet import CaseOrder, ordered, summarize
 from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
 from codeai_tui.ledger import LedgerError
 
+SUMMARY_BATCH_S = 0.25  # toolong's batching interval: a repaint per batch, not per case
 CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
 
 
@@ -55,8 +57,9 @@ class CasesPane(Pane):
 
     @dataclass
     class Summarized(Message):
-        case: Path
-        verdict: CaseVerdict
+        """Verdicts of some cases (batched by time: one repaint per batch, not per case)."""
+
+        verdicts: dict[Path, CaseVerdict]
 
     cases: reactive[tuple[Path, ...]] = reactive((), init=False)
     active: reactive[Path | None] = reactive(None, init=False)
@@ -73,6 +76,8 @@ class CasesPane(Pane):
         self._by_name = {case_name(c, self.root): c for c in self.cases}
         todo = [c for c in self.cases if c not in self.verdicts and c != self.active]
         if todo:
+            # one thread: two were measured slower on 1,000 cases (3.0-3.7 s vs 1.7 s on
+            # 2 busy cores; the projection half of each summary holds the GIL)
             self._summarize(todo)
         self.paint()
 
@@ -90,19 +95,27 @@ class CasesPane(Pane):
         self.paint()
 
     def on_cases_pane_summarized(self, message: Summarized) -> None:
-        self.set_verdict(message.case, message.verdict)
+        for case, verdict in message.verdicts.items():
+            self.verdicts.setdefault(case, verdict)  # the open case's live verdict wins
+        self.paint()
 
     @work(thread=True, exit_on_error=False, group="summaries", exclusive=True)
     def _summarize(self, cases: list[Path]) -> None:
         worker = get_current_worker()
+        batch: dict[Path, CaseVerdict] = {}
+        sent = time.monotonic()
         for case in cases:
             if worker.is_cancelled:
                 return
             try:
-                verdict = summarize(case)
+                batch[case] = summarize(case)
             except LedgerError as exc:
-                verdict = unreadable_verdict(exc.problem.value)
-            self.post_message(self.Summarized(case, verdict))
+                batch[case] = unreadable_verdict(exc.problem.value)
+            if time.monotonic() - sent >= SUMMARY_BATCH_S:
+                self.post_message(self.Summarized(batch))
+                batch, sent = {}, time.monotonic()
+        if batch:
+            self.post_message(self.Summarized(batch))
 
     def paint(self) -> None:
         rows: list[Row] = []
