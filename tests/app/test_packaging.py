@@ -44,3 +44,18 @@ def test_wheel_ships_the_themes_and_reads_only_its_own(tmp_path: Path) -> None:
     where, found = ran.stdout.strip().splitlines()
     assert where.startswith(str(target))
     assert found == "['high-contrast', 'incident-dark', 'light']"
+
+
+def test_readme_test_command_works_in_a_new_shell_and_ci_runs_it_verbatim() -> None:
+    """E: the second command names the virtualenv's programs (no `activate` needed), and
+    .ci/run runs exactly that line."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Two commands", 1)[1].split("## Commands", 1)[0]
+    commands = [line for line in block.splitlines() if line.startswith((".venv/", "python3"))]
+    assert len(commands) == 2, commands
+    second = commands[1]
+    assert second == ".venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
+    assert second in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    for name in ("bundle.svg", "bundle-80x24.svg", "resume-refused-drift.svg",
+                 "receipt-detail.svg"):
+        assert f"screenshots/{name}" in readme and (REPO / "screenshots" / name).is_file()
