@@ -692,3 +692,25 @@ async def test_palette_runs_actions_and_switches_theme(case_factory) -> None:  #
         await pilot.pause()
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.focused is app.main.pane("timeline"), what="focus")
+
+
+async def test_small_then_large_loses_no_columns_and_keeps_the_verdict(case_factory) -> None:  # noqa: ANN001
+    """A4: at 80x24 the verdict line and `r` stay visible and Calls can be scrolled
+    sideways; back at 160x48 the first column shows again."""
+    case = case_factory("killed_in_flight")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        main = app.main
+        verdict = main.query_one("#verdict")
+        assert verdict.region.height == 1 and verdict.region.y < 24
+        assert "effect unknown" in str(verdict.render())
+        footer_keys = [k for k in main.query("FooterKey") if getattr(k, "key", "") == "r"]
+        assert footer_keys and footer_keys[0].region.right <= 80 and footer_keys[0].region.width
+        calls = main.pane("calls")
+        assert calls.region.width <= 80 and calls.region.height > 3
+        await pilot.press("3", "right", "right", "right")
+        await wait_for(pilot, lambda: calls.scroll_offset.x > 0, what="scrolled sideways")
+        await pilot.resize_terminal(160, 48)
+        await wait_for(pilot, lambda: calls.region.width > 100, what="wide layout")
+        await wait_for(pilot, lambda: calls.scroll_offset.x == 0, what="first column back")
