@@ -218,6 +218,10 @@ async def test_time_travel_shows_older_state_everywhere(case_factory) -> None:  
         status = status_text(app)
         assert "as of seq 7" in status and "following" not in status  # A6: the header too
         assert "seq 7" in main.cases_pane.source.row(0).cells[1]  # and the Cases pane
+        from apphelpers import verdict_text
+
+        line = verdict_text(app)  # and the verdict line, which offers no action in the past
+        assert line.startswith("\u23f2 as of seq 7") and "r: resume" not in line
         assert main.shown.call("call-16").stage.value == "manifest_recorded"
         assert main.shown.call("call-17") is None
         assert main.pane("calls").row_count == 1

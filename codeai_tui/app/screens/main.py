@@ -239,6 +239,7 @@ class MainScreen(Screen[None]):
     def _paint_verdict(self) -> None:
         line = self.query_one(VerdictLine)
         line.drift = dict(self.drift)
+        line.as_of = self.as_of
         snap = self.shown
         line.call = snap.call(self.selected_call_id) if snap is not None else None
 

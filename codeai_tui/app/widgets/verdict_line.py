@@ -21,6 +21,7 @@ class VerdictLine(Static):
     call: reactive[CallState | None] = reactive(None, init=False, always_update=True)
     drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
     read_only: reactive[bool] = reactive(False, init=False)
+    as_of: reactive[int | None] = reactive(None, init=False)
 
     def on_mount(self) -> None:
         self.paint()
@@ -31,6 +32,9 @@ class VerdictLine(Static):
     def watch_drift(self) -> None:
         self.paint()
 
+    def watch_as_of(self) -> None:
+        self.paint()
+
     def paint(self) -> None:
         call = self.call
         self.set_class(bool(call and call.effect_unknown), "-danger")
@@ -38,7 +42,10 @@ class VerdictLine(Static):
             self.update(Content.assemble(("selected call: ", "bold"),
                                          ("none (3 focuses Calls)", "$text-muted")))
             return
-        parts: list[str | tuple[str, str]] = [("call ", "bold"), (cell(call.call_id, 30), "bold")]
+        parts: list[str | tuple[str, str]] = []
+        if self.as_of is not None:  # the past: nothing here can be acted on
+            parts.append((f"\u23f2 as of seq {self.as_of:,}: ", "bold $warning"))
+        parts += [("call ", "bold"), (cell(call.call_id, 30), "bold")]
         if call.effect_unknown:
             parts += [": ", (EFFECT_UNKNOWN_TEXT, "bold $error"),
                       f" \u00b7 {call.next_operation.value}"]
@@ -46,7 +53,7 @@ class VerdictLine(Static):
             status = drift_status(call, self.drift)
             style = "bold $warning" if status is DriftStatus.DRIFT else "bold $success"
             parts += [": ", (RESUMABLE_TEXT[status], style)]
-            if not self.read_only and status is not DriftStatus.DRIFT:
+            if not self.read_only and status is not DriftStatus.DRIFT and self.as_of is None:
                 parts.append(" \u00b7 r: resume")
         else:
             parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
