@@ -26,9 +26,11 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         parts: list[str | tuple[str, str]] = [("Keys", "bold $accent"), "\n\n"]
+        narrow = self.app.size.width < 110  # no padded id column: it would wrap
         for keys, description, binding_id in self.rows:
-            parts += [(f"{keys:<14}", "bold $primary"), f"{description:<52}",
-                      (f"id: {binding_id}", "$text-muted"), "\n"]
+            parts += [(f"{keys:<10}", "bold $primary"),
+                      description if narrow else f"{description:<54}",
+                      ("  " if narrow else "", ""), (f"id: {binding_id}", "$text-muted"), "\n"]
         parts += ["\nThe question this console answers: could the provider effect have "
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
                   " marks a call whose request may have reached the provider.\n"

@@ -62,7 +62,7 @@ class FilterBar(Vertical):
                 if i:
                     parts.append(" \u00b7 ")
                 parts += [f"{pane} ", (f"\u201c{cell(needle.text, 30)}\u201d", "bold")]
-            parts.append("  \u2014 esc on that pane (or / then enter on an empty line) clears")
+            parts.append(" \u2014 esc on that pane clears")
             line.update(Content.assemble(*parts))
 
     def edit(self, pane: str, title: str) -> None:
