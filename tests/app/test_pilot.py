@@ -647,6 +647,14 @@ async def test_a_crashing_follower_is_reported_not_hidden(case_factory, monkeypa
             raise RuntimeError("projector bug")
 
         monkeypatch.setattr(data.CaseFollower, "poll", boom)
+        # another process commits: the watcher wakes the follower, whose poll fails
+        count = app.main.live.max_seq
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            append_rows(writer, [{"seq": count + 1, "kind": "task.claimed",
+                                  "task_id": "task-1", "payload": {"worker": "w", "pid": 1}}])
+        finally:
+            writer.close()
         await wait_for(pilot, lambda: app.main.state == "stopped", what="stopped status")
         await wait_for(pilot, lambda: "projector bug" in banner_text(app), what="banner")
         assert app.is_running
@@ -718,3 +726,38 @@ async def test_small_then_large_loses_no_columns_and_keeps_the_verdict(case_fact
         await pilot.resize_terminal(160, 48)
         await wait_for(pilot, lambda: calls.region.width > 100, what="wide layout")
         await wait_for(pilot, lambda: calls.scroll_offset.x == 0, what="first column back")
+
+
+async def test_follow_polls_pages_and_scans_go_through_aiosqlite(case_factory,  # noqa: ANN001
+                                                                 monkeypatch) -> None:  # noqa: ANN001
+    """C: ledger/areader.py is used for real: the follow poll (data_version), timeline
+    pages and the filter scan are AsyncLedgerReader calls."""
+    from codeai_tui.ledger.areader import AsyncLedgerReader
+
+    used: dict[str, int] = {"changed": 0, "read_range": 0, "read_after": 0}
+    for name in used:
+        original = getattr(AsyncLedgerReader, name)
+
+        def counted(self, *args, _original=original, _name=name):  # noqa: ANN001, ANN202
+            used[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(AsyncLedgerReader, name, counted)
+    case = case_factory("completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert used["read_range"] > 0  # the timeline's first page
+        timeline = app.main.pane("timeline")
+        count = timeline.row_count
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            append_rows(writer, [{"seq": count + 1, "kind": "task.claimed", "task_id": "task-1",
+                                  "payload": {"worker": "w2", "pid": 1}}])
+        finally:
+            writer.close()
+        await wait_for(pilot, lambda: timeline.row_count == count + 1, what="append seen")
+        assert used["changed"] > 0
+        await pilot.press("5", "slash", *"claimed", "enter")
+        await wait_for(pilot, lambda: 0 < timeline.row_count < count, what="scan")
+        assert used["read_after"] > 0

@@ -1,16 +1,19 @@
 """The main screen: it composes the widgets, feeds them attributes and routes messages.
 
 It owns the case session (which case, its live and as-of snapshots, the selected call),
-the follower worker and the resume flow; each widget owns its own state, timers,
-workers and CSS. The follower is a thread on purpose: the projection is CPU-bound
-Python (a 1M-event catch-up is seconds of work), which in an async worker would run on
-the event loop and freeze the screen; page reads and filter scans, which only wait on
-SQLite, go through aiosqlite in the timeline pane's async workers.
+the follow workers and the resume flow; each widget owns its own state, timers,
+workers and CSS. The follow poll is an async worker on aiosqlite (`_watch`); what it
+finds is projected by a thread on purpose: the projection is CPU-bound Python (a
+1M-event catch-up is seconds of work) that in an async worker would run on the event
+loop and freeze the screen. Page reads and filter scans, which only wait on SQLite, go
+through aiosqlite in the timeline pane's async workers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -57,8 +60,20 @@ from codeai_tui.console.model import CaseFollower, CaseSnapshot, TimeMachine, di
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
+from codeai_tui.ledger.areader import AsyncLedgerReader
+from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.resume import ResumePlan, ResumeRefused
 from codeai_tui.textsafe import visible
+
+
+def receipts_stamp(case: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of the receipt log: a change means new receipts to read."""
+    try:
+        st = os.stat(case / RECEIPTS_RELPATH)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
 
 PANES = ("cases", "tasks", "calls", "compilations", "timeline", "receipts")
 ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news
@@ -138,6 +153,7 @@ class MainScreen(Screen[None]):
         self._seen_unknown: set[str] | None = None
         self._seen_duplicates: set[tuple[str, ...]] | None = None
         self._pending_alerts: dict[str, float] = {}
+        self._watching = False  # the aiosqlite watcher is polling (else the thread does)
 
     # ------------------------------------------------------------------ layout
 
@@ -300,6 +316,8 @@ class MainScreen(Screen[None]):
         self._wake.set()
         self._wake = threading.Event()
         self._follow(case, self._wake)
+        self.run_worker(self._watch(case, self._wake), group="watch", exclusive=True,
+                        exit_on_error=False)
         self._paint_panes()
         self.detail.subject = None
 
@@ -355,10 +373,14 @@ class MainScreen(Screen[None]):
                             return
                         wake.wait(REOPEN_S)
                         continue
-                wake.wait(POLL_S)
+                # The async watcher (`_watch`, aiosqlite) wakes this thread when another
+                # process commits or the receipt log changes; the timeout is a fallback
+                # so a dead watcher cannot stop following.
+                woken = wake.wait(REOPEN_S)
+                wake.clear()
                 if worker.is_cancelled:
                     return
-                if not self.following:
+                if not self.following or (not woken and self._watching):
                     continue
                 try:
                     snap = follower.poll()
@@ -373,6 +395,42 @@ class MainScreen(Screen[None]):
         finally:
             if follower is not None:
                 follower.close()
+
+    async def _watch(self, case: Path, wake: threading.Event) -> None:
+        """The follow poll, through aiosqlite: `PRAGMA data_version` on its own read-only
+        connection and the receipt log's stat, every POLL_S; a change wakes the follower
+        thread, which projects. Waiting on SQLite here costs the event loop nothing; the
+        projection stays in the thread because it is CPU-bound Python."""
+        reader: AsyncLedgerReader | None = None
+        stamp = receipts_stamp(case)
+        try:
+            while case == self.case:
+                await asyncio.sleep(POLL_S)
+                if not self.following:
+                    continue
+                try:
+                    if reader is None:
+                        reader = await AsyncLedgerReader(case).open()
+                    changed = await reader.changed()
+                    self._watching = True
+                except LedgerError:
+                    # the follower thread reports it (it reads the same file); retry
+                    self._watching = False
+                    if reader is not None:
+                        await reader.close()
+                        reader = None
+                    wake.set()
+                    await asyncio.sleep(REOPEN_S)
+                    continue
+                now = receipts_stamp(case)
+                if changed or now != stamp:
+                    stamp = now
+                    wake.set()
+        finally:
+            if case == self.case:
+                self._watching = False
+            if reader is not None:
+                await reader.close()
 
     def on_case_opened(self, message: m.CaseOpened) -> None:
         if message.case != self.case:
