@@ -64,6 +64,7 @@ from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.resume import ResumePlan, ResumeRefused
 from codeai_tui.textsafe import visible
+from codeai_tui.workstate import CallState
 
 
 def receipts_stamp(case: Path) -> tuple[int, int, int] | None:
@@ -634,7 +635,7 @@ class MainScreen(Screen[None]):
                 detail.case_verdicts = dict(table.verdicts)
                 detail.subject = Subject("case", case)
 
-    def selected_call(self):  # noqa: ANN201 - CallState | None
+    def selected_call(self) -> CallState | None:
         """The operator's selected call, in the live projection (resume acts on live)."""
         live = self.live
         return live.call(self.selected_call_id) if live is not None else None
