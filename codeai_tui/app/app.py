@@ -68,7 +68,7 @@ class CodeAIApp(App[None]):
         self._main = MainScreen(self.root, path_given=self.path_given,
                                 read_only=self.read_only, clock=self.clock,
                                 service=self.service, log=self.action_log,
-                                provider_note=self.provider_note)
+                                help_rows=self.help_rows, provider_note=self.provider_note)
         return self._main
 
     @property

@@ -116,6 +116,7 @@ class MainScreen(Screen[None]):
 
     def __init__(self, root: Path, *, path_given: str, read_only: bool,
                  clock: Callable[[], datetime], service: ResumeService, log: ActionLog,
+                 help_rows: Callable[[], list[tuple[str, str, str]]],
                  provider_note: str | None = None) -> None:
         super().__init__()
         self.root = root
@@ -124,6 +125,7 @@ class MainScreen(Screen[None]):
         self.clock = clock
         self.service = service
         self.action_log = log
+        self.help_rows = help_rows  # the registry with the keymap in use (the app's)
         self.provider_note = provider_note
         self.cases: list[Path] = []
         self.case: Path | None = None
@@ -673,7 +675,7 @@ class MainScreen(Screen[None]):
     def action_help(self) -> None:
         from codeai_tui.app.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen(self.app.help_rows()))  # type: ignore[attr-defined]
+        self.app.push_screen(HelpScreen(self.help_rows(), self.read_only))
 
     def action_action_log(self) -> None:
         self.app.push_screen(ActionLogScreen(self.action_log))
