@@ -35,7 +35,8 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
+def plan(drift: tuple[str, ...] = (), *, manifest: bool = True,
+         credential_set: bool = False) -> Any:
     from codeai_tui.destination import Destination
     from codeai_tui.resume import ResumePlan
 
@@ -56,8 +57,8 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True) -> Any:
         rendered_context=None,
         destination=Destination(
             base_url="http://127.0.0.1:8768/v1", base_url_from="case.json",
-            api_key_env="CODEAI_API_KEY", api_key_env_from="case.json", credential_set=False,
-            trusted=False),
+            api_key_env="CODEAI_API_KEY", api_key_env_from="case.json",
+            credential_set=credential_set, trusted=False),
     )
 
 
@@ -133,15 +134,17 @@ def test_time_travel_view(in_tmp: Path, snap_compare: Any) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
-@pytest.mark.parametrize("kind", ["match", "drift", "no-manifest"])
+@pytest.mark.parametrize("kind", ["match", "drift", "no-manifest", "untrusted-credential"])
 def test_resume_modal(in_tmp: Path, snap_compare: Any, kind: str,
                       size: tuple[int, int]) -> None:
-    case = fixed_case(in_tmp, "killed_after_manifest" if kind != "no-manifest"
-                      else "killed_after_requested")
+    case = fixed_case(in_tmp, "killed_after_requested" if kind == "no-manifest"
+                      else "killed_after_manifest")
     the_plan = {
         "match": plan(),
         "drift": plan(DRIFT_LINES),
         "no-manifest": plan(manifest=False),
+        # case.json names URL and variable, the variable is set: the explicit box, off
+        "untrusted-credential": plan(credential_set=True),
     }[kind]
     app = create_app(case, clock=frozen_clock, resume_service=StubPlans(the_plan))
 
