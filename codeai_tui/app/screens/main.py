@@ -157,6 +157,7 @@ class MainScreen(Screen[None]):
         self._seen_duplicates: set[tuple[str, ...]] | None = None
         self._pending_alerts: dict[str, float] = {}
         self._watching = False  # the aiosqlite watcher is polling (else the thread does)
+        self._watch_reader: AsyncLedgerReader | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -203,8 +204,14 @@ class MainScreen(Screen[None]):
         self._paint_status()
         self._discover()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
+        """Stop the follower and close the watcher's aiosqlite connection while the event
+        loop still runs (a connection left open would answer into a closed loop)."""
         self._wake.set()
+        self.workers.cancel_group(self, "watch")
+        reader, self._watch_reader = self._watch_reader, None
+        if reader is not None:
+            await reader.close()
 
     # ------------------------------------------------------------------ painting
 
@@ -414,12 +421,14 @@ class MainScreen(Screen[None]):
                 try:
                     if reader is None:
                         reader = await AsyncLedgerReader(case).open()
+                        self._watch_reader = reader
                     changed = await reader.changed()
                     self._watching = True
                 except LedgerError:
                     # the follower thread reports it (it reads the same file); retry
                     self._watching = False
                     if reader is not None:
+                        self._watch_reader = None
                         await reader.close()
                         reader = None
                     wake.set()
@@ -433,7 +442,9 @@ class MainScreen(Screen[None]):
             if case == self.case:
                 self._watching = False
             if reader is not None:
-                await reader.close()
+                if reader is self._watch_reader:
+                    self._watch_reader = None
+                await reader.close()  # idempotent: on_unmount may have closed it
 
     def on_case_opened(self, message: m.CaseOpened) -> None:
         if message.case != self.case:
