@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from apphelpers import (
     SIZE,
     detail_text,
@@ -294,10 +295,12 @@ async def test_a_note_belongs_to_its_case(tmp_path: Path, provider: Any) -> None
         await stays(pilot, lambda: "resumed call-1" not in status_text(app), what="gone")
 
 
+@pytest.mark.parametrize("upto", ["manifest", "requested"])
 async def test_dialog_shows_where_the_request_goes_and_fits_80x24(
-        tmp_path: Path, provider: Any) -> None:
-    """A4/A10: the base URL is in the dialog, and at 80x24 Cancel and Resume are on screen."""
-    case = make_real_case(tmp_path / "c8", provider.base_url)
+        tmp_path: Path, provider: Any, upto: str) -> None:
+    """A4/A10: the base URL is in the dialog, and at 80x24 Cancel and Resume are on screen
+    (both dialogs: match, and the typed-id one)."""
+    case = make_real_case(tmp_path / "c8", provider.base_url, upto=upto)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=(80, 24)) as pilot:
         modal = await open_modal(pilot)
