@@ -459,7 +459,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
              f"name port {port} instead")
     bundle = build_demo(out, port)
     print(bundle)
-    live = start_live(bundle, args.rate) if args.live else None
+    live = start_live(bundle, args.rate, case_port=port) if args.live else None
     try:
         if args.open:
             try:

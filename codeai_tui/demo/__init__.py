@@ -20,10 +20,11 @@ def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT) -> Path:
     return _build(out, case_port)
 
 
-def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0) -> subprocess.Popen[str]:
+def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0,
+               case_port: int = DEMO_PROVIDER_PORT) -> subprocess.Popen[str]:
     from codeai_tui.demo.live import start_live as _start
 
-    return _start(bundle, rate, busy_timeout)
+    return _start(bundle, rate, busy_timeout, case_port)
 
 
 __all__ = ["DEMO_PROVIDER_PORT", "build_demo", "start_live"]

@@ -82,9 +82,11 @@ def stop(proc: subprocess.Popen[str] | None) -> None:
 
 
 class LiveProducer:
-    def __init__(self, bundle: Path, rate: float, busy_timeout: float = 10.0) -> None:
+    def __init__(self, bundle: Path, rate: float, busy_timeout: float = 10.0,
+                 case_port: int = DEMO_PROVIDER_PORT) -> None:
         self.bundle = bundle
         self.busy_timeout = busy_timeout
+        self.case_port = case_port  # where case.json sends resumes (`demo --open` serves it)
         self.case = bundle / LIVE_CASE
         self.pace = 1.0 / rate if rate > 0 else 0.25
         self.providers: list[subprocess.Popen[str]] = []
@@ -146,7 +148,7 @@ class LiveProducer:
     def run(self) -> None:
         self.case.mkdir(parents=True, exist_ok=True)
         write_json(self.case / "case.json", {
-            "provider": {"base_url": f"http://127.0.0.1:{DEMO_PROVIDER_PORT}/c/{LIVE_CASE}/v1",
+            "provider": {"base_url": f"http://127.0.0.1:{self.case_port}/c/{LIVE_CASE}/v1",
                          "model": "synthetic-small", "api_key_env": "CODEAI_API_KEY"},
             "description": "Live: a producer keeps appending; some calls are killed mid-way.",
         })
@@ -180,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=4.0, help="events per second")
     p.add_argument("--busy-timeout", type=float, default=10.0,
                    help="seconds a producer waits for another process's write lock")
+    p.add_argument("--case-port", type=int, default=DEMO_PROVIDER_PORT,
+                   help="the port case.json names for resumes")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    live = LiveProducer(Path(args.bundle), args.rate, args.busy_timeout)
+    live = LiveProducer(Path(args.bundle), args.rate, args.busy_timeout, args.case_port)
     try:
         live.run()
     except Stop:
@@ -195,14 +199,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0) -> subprocess.Popen[str]:
+def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0,
+               case_port: int = DEMO_PROVIDER_PORT) -> subprocess.Popen[str]:
     """Start the live producer as its own process (the caller terminates it). What it
     has to say (a step that could not be recorded) goes to `<bundle>/live.log`."""
     log = open(Path(bundle) / "live.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
             python_module("codeai_tui.demo.live", str(bundle), "--rate", str(rate),
-                          "--busy-timeout", str(busy_timeout)),
+                          "--busy-timeout", str(busy_timeout), "--case-port", str(case_port)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, text=True,
             start_new_session=True, preexec_fn=_die_with_parent(),
         )

@@ -106,6 +106,13 @@ def test_demo_open_with_the_port_taken_builds_against_a_free_one(
         seen["note"] = provider_note
         return 0
 
+    def fake_live(bundle: Path, rate: float, busy_timeout: float = 10.0,
+                  case_port: int = 0) -> object:
+        seen["live_port"] = case_port
+        return object()
+
+    monkeypatch.setattr(demo, "start_live", fake_live)
+    monkeypatch.setattr(cli, "_stop_process", lambda proc: None)
     monkeypatch.setattr(demo, "build_demo", fake_build)
     monkeypatch.setattr(provider, "ProviderProcess", FakeProvider)
     monkeypatch.setattr(cli, "cmd_open", fake_open)
@@ -115,11 +122,11 @@ def test_demo_open_with_the_port_taken_builds_against_a_free_one(
         with contextlib.suppress(OSError):  # someone else holds it: the same situation
             squatter.bind(("127.0.0.1", demo.DEMO_PROVIDER_PORT))
         squatter.listen()
-        assert cli.main(["demo", "--open"]) == 0
+        assert cli.main(["demo", "--open", "--live"]) == 0
     finally:
         squatter.close()
     assert seen["port"] != demo.DEMO_PROVIDER_PORT
-    assert seen["provider_port"] == seen["port"] and seen["stopped"]
+    assert seen["provider_port"] == seen["port"] == seen["live_port"] and seen["stopped"]
     assert f"127.0.0.1:{seen['port']}" in str(seen["note"])
     assert "reach it" in str(seen["note"])
     assert f"port {demo.DEMO_PROVIDER_PORT} is taken" in capsys.readouterr().err
