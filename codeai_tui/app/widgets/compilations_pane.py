@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane
-from codeai_tui.app.widgets.sources import LazySource
+from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
-from codeai_tui.app.widgets.tasks_pane import row_indices
 from codeai_tui.workstate import CompilationState, NextOperation
 
 COMPILATION_COLUMNS = [Column("compilation", 11), Column("stage", 9), Column("next op", 10),

@@ -14,9 +14,8 @@ from codeai_tui.app.widgets.cells import (
     short_hash,
 )
 from codeai_tui.app.widgets.pane import Pane, TitlePart
-from codeai_tui.app.widgets.sources import LazySource
+from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
-from codeai_tui.app.widgets.tasks_pane import row_indices
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import Receipt
 

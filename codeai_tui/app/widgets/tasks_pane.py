@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from codeai_tui.app.widgets.cells import cell
 from codeai_tui.app.widgets.pane import Pane
-from codeai_tui.app.widgets.sources import LazySource
+from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
-from codeai_tui.console.filters import Needle
 from codeai_tui.workstate import NextOperation, TaskState
 
 TASK_COLUMNS = [Column("task", 10), Column("next operation", 17), Column("subject", 10),
@@ -17,13 +16,6 @@ def task_row(task: TaskState) -> Row:
     tone = "" if task.next_operation is NextOperation.NONE else "warn"
     return Row(task.task_id, (cell(task.task_id), task.next_operation.value,
                               cell(task.subject_id or ""), cell(task.title or "")), tone)
-
-
-def row_indices(items: list | tuple, build, needle: Needle | None) -> list[int] | None:  # noqa: ANN001
-    """One filter semantics: the words must appear in the cells the row shows."""
-    if needle is None:
-        return None
-    return [i for i, item in enumerate(items) if needle.matches(build(item).cells)]
 
 
 class TasksPane(Pane):
