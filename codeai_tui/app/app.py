@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
 
 from codeai_tui.app import actions
@@ -139,7 +140,6 @@ class CodeAIApp(App[None]):
             self.main.detail.repaint()
 
 
-def _probe(key: str) -> Any:
-    from textual.binding import Binding
-
+def _probe(key: str) -> Binding:
+    """A binding only for `get_key_display` (it formats a binding's key for this app)."""
     return Binding(key, "")
