@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,8 +18,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def test_wheel_ships_the_themes_and_reads_only_its_own(tmp_path: Path) -> None:
+    # build from a clean copy: an in-tree build/ of an earlier run could leak stale files
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "tests"))
     wheels = tmp_path / "wheels"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO),
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source),
                             "-w", str(wheels)], capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = wheels.glob("codeai_tui-*.whl")
