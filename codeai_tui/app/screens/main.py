@@ -46,6 +46,7 @@ from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
 from codeai_tui.app.widgets.compilations_pane import CompilationsPane
 from codeai_tui.app.widgets.detail_view import DetailView, Subject
 from codeai_tui.app.widgets.filter_bar import FilterBar
+from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.status_bar import CaseCounts, StatusBar, StatusFacts
@@ -158,6 +159,7 @@ class MainScreen(Screen[None]):
         self._pending_alerts: dict[str, float] = {}
         self._watching = False  # the aiosqlite watcher is polling (else the thread does)
         self._watch_reader: AsyncLedgerReader | None = None
+        self._closing = False
 
     # ------------------------------------------------------------------ layout
 
@@ -205,10 +207,12 @@ class MainScreen(Screen[None]):
         self._discover()
 
     async def on_unmount(self) -> None:
-        """Stop the follower and close the watcher's aiosqlite connection while the event
-        loop still runs (a connection left open would answer into a closed loop)."""
+        """Stop the follower and let the watcher end by itself, closing its aiosqlite
+        connection while the event loop still runs: a worker cancelled inside an
+        aiosqlite call leaves a connection that later answers into a closed loop."""
+        self._closing = True
         self._wake.set()
-        self.workers.cancel_group(self, "watch")
+        await finish_own_workers(self, ("watch",))
         reader, self._watch_reader = self._watch_reader, None
         if reader is not None:
             await reader.close()
@@ -414,7 +418,7 @@ class MainScreen(Screen[None]):
         reader: AsyncLedgerReader | None = None
         stamp = receipts_stamp(case)
         try:
-            while case == self.case:
+            while case == self.case and not self._closing:
                 await asyncio.sleep(POLL_S)
                 if not self.following:
                     continue

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.reactive import reactive
 
 from codeai_tui.app.widgets.cells import WARN, cell, clock_part
+from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.filters import Needle, event_fields
@@ -204,6 +205,7 @@ class TimelinePane(Pane):
         self._reader_case: Path | None = None
         self._reader_lock = asyncio.Lock()
         self._matches: FilteredTimeline | None = None
+        self._closing = False
 
     # ---- the reader this pane owns
 
@@ -224,8 +226,10 @@ class TimelinePane(Pane):
                 await old.close()
 
     async def on_unmount(self) -> None:
-        self.workers.cancel_group(self, "pages")
-        self.workers.cancel_group(self, "scan")
+        # let running reads end (a scan stops at its next page) rather than cancel them
+        # inside an aiosqlite call, then close the connection while the loop runs
+        self._closing = True
+        await finish_own_workers(self, ("pages", "scan", "jump", "reader"))
         await self._drop_reader()
 
     # ---- attributes set from above
@@ -303,7 +307,7 @@ class TimelinePane(Pane):
         shown = 0.0
         try:
             reader = await self._open_reader(case)
-            while True:
+            while not self._closing:
                 events = await reader.read_after(last, PROJECT_PAGE)
                 if not events:
                     break
