@@ -28,3 +28,13 @@ def case_factory(tmp_path: Path) -> Callable[[str], Path]:
         return make_case(tmp_path / name, name)
 
     return make
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A console test that leaves a thread answering into a closed event loop (an
+    aiosqlite connection cut off mid-call) fails instead of warning."""
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.filterwarnings(
+                "error::pytest.PytestUnhandledThreadExceptionWarning"))
