@@ -89,8 +89,9 @@ RANK_UNREADABLE = 100
 class CaseVerdict:
     """One line about one case: its worst next operation and the counts behind it."""
 
-    label: str
+    label: str  # the kind: "anomalies", "effect unknown", "start_call (call call-1)", ...
     rank: int
+    detail: str = ""  # "×2", or why the case is unreadable
     effect_unknown: int = 0
     duplicates: int = 0
     uncovered: int = 0
@@ -101,6 +102,11 @@ class CaseVerdict:
     def alarming(self) -> bool:
         """A provider effect may have happened unaccounted for (drawn as an error)."""
         return self.rank >= RANK_ANOMALY or self.effect_unknown > 0
+
+    @property
+    def line(self) -> str:
+        """What the Cases pane shows."""
+        return f"{self.label} {self.detail}" if self.detail else self.label
 
 
 def case_verdict(state: WorkState, event_count: int) -> CaseVerdict:
@@ -113,14 +119,14 @@ def case_verdict(state: WorkState, event_count: int) -> CaseVerdict:
     counts = dict(effect_unknown=unknown, duplicates=dups, uncovered=uncovered,
                   anomalies=anomalies, event_count=event_count)
     if dups:
-        return CaseVerdict(f"duplicate effect \u00d7{dups}", RANK_DUPLICATE, **counts)
+        return CaseVerdict("duplicate effect", RANK_DUPLICATE, f"\u00d7{dups}", **counts)
     if uncovered:
-        return CaseVerdict(f"uncovered effect \u00d7{uncovered}", RANK_UNCOVERED, **counts)
+        return CaseVerdict("uncovered effect", RANK_UNCOVERED, f"\u00d7{uncovered}", **counts)
     if unknown:
-        return CaseVerdict(f"effect unknown \u00d7{unknown}", OPERATION_RANK[
-            NextOperation.RECONCILE_EFFECT], **counts)
+        return CaseVerdict("effect unknown", OPERATION_RANK[NextOperation.RECONCILE_EFFECT],
+                           f"\u00d7{unknown}", **counts)
     if anomalies:
-        return CaseVerdict(f"anomalies \u00d7{anomalies}", RANK_ANOMALY, **counts)
+        return CaseVerdict("anomalies", RANK_ANOMALY, f"\u00d7{anomalies}", **counts)
     best: tuple[int, str] = (0, "")
     for kind, subject, op in _operations(state):
         rank = OPERATION_RANK.get(op, 0)
@@ -143,7 +149,8 @@ def _operations(state: WorkState) -> Iterable[tuple[str, str, NextOperation]]:
 
 
 def unreadable_verdict(problem: str) -> CaseVerdict:
-    return CaseVerdict(f"unreadable: {problem}", RANK_UNREADABLE)
+    """`problem`: the reader's one line (shown in Detail; the pane says "unreadable")."""
+    return CaseVerdict("unreadable", RANK_UNREADABLE, problem)
 
 
 @dataclass(frozen=True, slots=True)

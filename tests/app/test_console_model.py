@@ -28,7 +28,7 @@ from tests.core.cases import make_case as make_real_case
 def test_a_case_names_its_worst_next_operation_of_any_kind(tmp_path: Path, vector: str,
                                                            words: str) -> None:
     verdict = summarize(make_case(tmp_path / vector, vector))
-    assert words in verdict.label
+    assert words in verdict.line
 
 
 def test_fleet_counts_and_worst_first_order(tmp_path: Path) -> None:

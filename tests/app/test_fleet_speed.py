@@ -10,8 +10,9 @@ from apphelpers import frozen_clock, make_case, ready, wait_for
 
 from codeai_tui.app import create_app
 
-# 2 shared cores under a full test run: generous, but far below "minutes"
-LIMIT_S = 6.0
+# measured 1.7 s on an idle machine (48 s before summaries were batched); the bound is
+# loose because the full suite shares 2 cores with other work
+LIMIT_S = 15.0
 
 
 async def test_a_thousand_cases_list_fast(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from codeai_tui.app.screens.error import ErrorScreen
 from codeai_tui.app.screens.resume import ResumeModal
+from codeai_tui.app.widgets.status_bar import StatusBar
 
 DEADLINE_S = 5.0
 
@@ -30,24 +31,24 @@ async def error_shown(pilot: Any, what: str, timeout: float = DEADLINE_S) -> str
 async def projected(pilot: Any, what: str, timeout: float = DEADLINE_S) -> None:
     """Wait until the open case is projected and drawn (not an error screen)."""
     app = pilot.app
-    await wait_for(pilot, lambda: app.live is not None and app.progress is None,
+    await wait_for(pilot, lambda: app.main.live is not None and app.main.progress is None,
                    timeout=timeout, what=f"projection of {what}")
     assert not isinstance(app.screen, ErrorScreen)
 
 
 def anomalies(app: Any) -> list[str]:
     """The anomalies of the projection the console shows."""
-    return [a.problem for a in app.live.state.anomalies]
+    return [a.problem for a in app.main.live.state.anomalies]
 
 
 def status_text(app: Any) -> str:
-    return str(app.query_one("#status", Static).render())
+    return str(app.main.query_one(StatusBar).render())
 
 
 def receipt_lines(app: Any) -> list[str]:
     """What the console holds about the receipt log, worded as `inspect` words it (the
     console does not display receipt-log problems yet: see the issue 7 report)."""
-    log = app.live.receipts
+    log = app.main.live.receipts
     lines = [f"receipt log{f' line {n}' if n else ''}: {p}" for n, p in log.problems]
     if log.truncated_tail:
         lines.append("receipt log: its last line is cut short")
@@ -55,19 +56,23 @@ def receipt_lines(app: Any) -> list[str]:
 
 
 def notes(app: Any) -> list[str]:
-    """The notifications shown so far."""
-    return [n.message for n in app._notifications]
+    """What the console told the operator: its action log (refusals, failures, alerts,
+    internal errors: kept) and the toasts on screen now (public DOM, no private API)."""
+    kept = [e.text for e in app.action_log.entries]
+    shown = [str(t.render()) for screen in {app.screen, app.main}
+             for t in screen.query("Toast")]
+    return kept + shown
 
 
 def internal_errors(app: Any) -> list[str]:
     """Workers that died behind the screen (the app names them "internal error")."""
     return [n for n in notes(app) if "internal error" in n] + (
-        ["follow stopped"] if getattr(app, "status", None) == "stopped" else [])
+        ["follow stopped"] if app.main.state == "stopped" else [])
 
 
 async def select_call(pilot: Any, call_id: str) -> None:
     await pilot.press("3")
-    await wait_for(pilot, lambda: pilot.app.selected_call_id == call_id,
+    await wait_for(pilot, lambda: pilot.app.main.selected_call_id == call_id,
                    timeout=DEADLINE_S, what=f"{call_id} selected")
 
 
@@ -86,17 +91,24 @@ def dialog_open(app: Any) -> bool:
 
 async def resumed(pilot: Any, calls: int) -> None:
     """Wait for a confirmed resume to finish and its new call to be listed."""
-    app = pilot.app
-    await wait_for(pilot, lambda: app.last_result is not None
-                   and app.last_result.startswith("\u2714"), timeout=20, what="resume done")
-    await wait_for(pilot, lambda: app.table("calls").row_count == calls, what="new call row")
+    main = pilot.app.main
+    await wait_for(pilot, lambda: main.note is not None and main.note.ok, timeout=20,
+                   what="resume done")
+    await wait_for(pilot, lambda: main.pane("calls").row_count == calls, what="new call row")
 
 
 def bundle_state(app: Any) -> tuple[Path | None, str | None, dict[str, Any]]:
-    """(the open case, its trouble line, {case name: summary or error line}) of a bundle."""
-    return app.case, app.trouble, {case.name: s for case, s in app.summaries.items()}
+    """(the open case, its trouble line, {case name: (verdict, events) or error line})."""
+    main = app.main
+
+    def summary(verdict: Any) -> Any:
+        return verdict.detail if verdict.label == "unreadable" else (
+            verdict, verdict.event_count)
+
+    return main.case, main.trouble, {case.name: summary(v)
+                                     for case, v in main.cases_pane.verdicts.items()}
 
 
 def trouble(app: Any) -> str | None:
     """The open case's current problem line (the banner), if any."""
-    return app.trouble
+    return app.main.trouble

@@ -1030,6 +1030,7 @@ class MainScreen(Screen[None]):
                 self._paint_status()
             except NoMatches:
                 return
-        self.notify(visible(f"internal error in {what}", one_line=True, limit=300),
-                    title="internal error", severity="error", markup=False, timeout=15)
+        line = visible(f"internal error in {what}", one_line=True, limit=300)
+        self.action_log.add(self.clock(), self._case_label(), None, Outcome.ALERT, line)
+        self.notify(line, title="internal error", severity="error", markup=False, timeout=15)
 

@@ -108,23 +108,13 @@ class ResumeModal(ModalScreen[ResumeDecision]):
             classes="pair",
         )
         dest = plan.destination
-        yield Static(
-            Content.assemble(
-                ("request goes to           ", "bold"), (_v(dest.base_url), "bold"),
-                f"  (from {dest.base_url_from})", "\n",
-                ("credential variable       ", "bold"), _v(dest.api_key_env or "(none)"),
-                f"  (from {dest.api_key_env_from}; "
-                f"{'set' if dest.credential_set else 'not set'}; its value is never shown)",
-            ),
-            classes="pair", id="resume-destination",
-        )
         if dest.needs_credential_confirmation:
             # a separate, explicit control, off by default: only the case directory
             # vouches for this URL and variable
             yield Checkbox(Content(visible(f"send the value of {dest.api_key_env} to "
                                            f"{dest.base_url}", one_line=True, limit=160)),
                            value=False, id="resume-send-credential")
-        yield Static(self._credential_line(), id="resume-credential")
+        yield Static(self._destination(), classes="pair", id="resume-destination")
         yield self._pair("model", plan.model_recorded, plan.model_configured)
         yield self._pair("request sha256", plan.request_sha256_recorded,
                          plan.request_sha256_rebuilt)
@@ -146,17 +136,25 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         boxes = self.query("#resume-send-credential")
         return bool(boxes) and boxes.first(Checkbox).value
 
-    def _credential_line(self) -> Content:
+    def _destination(self) -> Content:
+        """Where the request goes, where that came from, and what happens to the
+        credential (its variable's name only; the value is never shown)."""
         dest = self.plan.destination
         send = dest.trusted or (self.is_mounted and self.send_credential())
         line = visible(dest.credential_line(send=send), one_line=True, limit=240)
         style = "bold $warning" if send and not dest.trusted else (
             "$success" if not send else "bold")
-        return Content.assemble(("credential                ", "bold"), (line, style))
+        return Content.assemble(
+            ("request goes to           ", "bold"), (_v(dest.base_url), "bold"),
+            f"  (from {dest.base_url_from})", "\n",
+            ("credential variable       ", "bold"), _v(dest.api_key_env or "(none)"),
+            f"  (from {dest.api_key_env_from}; "
+            f"{'set' if dest.credential_set else 'not set'}; its value is never shown)", "\n",
+            ("credential                ", "bold"), (line, style))
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
         event.stop()
-        self.query_one("#resume-credential", Static).update(self._credential_line())
+        self.query_one("#resume-destination", Static).update(self._destination())
 
     def _verdict(self) -> Content:
         plan = self.plan

@@ -40,7 +40,7 @@ def case_row(name: str, verdict: CaseVerdict | None, *, active: bool,
     shown = ("\u25b8 " if active else "  ") + name  # ▸ the case on screen
     if verdict is None:
         return Row(name, (cell(shown), "\u2026 projecting", ""), "dim")
-    label = verdict.label
+    label = verdict.line
     tone = ""
     if verdict.alarming:
         label, tone = f"{WARN} {label}", "error"
@@ -110,7 +110,7 @@ class CasesPane(Pane):
             try:
                 batch[case] = summarize(case)
             except LedgerError as exc:
-                batch[case] = unreadable_verdict(exc.problem.value)
+                batch[case] = unreadable_verdict(str(exc))
             if time.monotonic() - sent >= SUMMARY_BATCH_S:
                 self.post_message(self.Summarized(batch))
                 batch, sent = {}, time.monotonic()

@@ -162,7 +162,7 @@ class DetailView(VerticalScroll):
         verdict_of = self.case_verdicts.get(case)
         if verdict_of is not None:
             label = f"{WARN} worst" if verdict_of.alarming else "worst next operation"
-            lines.append((label, verdict_of.label))
+            lines.append((label, verdict_of.line))
         return f"case {case}", lines, {"case": str(case)}
 
     def _resume_lines(self, call: CallState) -> list[tuple[str, str]]:
