@@ -25,17 +25,23 @@ from .conftest import inprocess_cli
 
 def console_tool(case: Path, _scratch: Path) -> tuple[bool, str]:
     """The console opened on the case without any write action, then quit."""
+    import time
+
     from codeai_tui.app import create_app
-    from codeai_tui.app.pilot import wait_until
     from codeai_tui.app.screens.error import ErrorScreen
+
+    async def wait_until(pilot: Any, predicate: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not predicate():
+            await pilot.pause()
+            await asyncio.sleep(0.02)
 
     async def run() -> tuple[bool, str]:
         app: Any = create_app(case)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: app.status == "following"
-                             or isinstance(app.screen, ErrorScreen), timeout=30,
-                             what="the console to follow the case or say why not")
-            opened = app.status == "following"
+            await wait_until(pilot, lambda: app.main.state == "following"
+                             or isinstance(app.screen, ErrorScreen), timeout=30)
+            opened = app.main.state == "following"
             sentence = "" if opened else str(app.screen.sentence)
             await pilot.press("q")
         return opened, sentence
