@@ -59,10 +59,10 @@ def test_readme_test_command_works_in_a_new_shell_and_ci_runs_it_verbatim() -> N
     .ci/run runs exactly that line."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split("## Two commands", 1)[1].split("## Commands", 1)[0]
-    commands = [line for line in block.splitlines() if line.startswith((".venv/", "python3"))]
+    commands = [line for line in block.splitlines() if line.startswith("python3 -m venv .venv")]
     assert len(commands) == 2, commands
     second = commands[1]
-    assert second == ".venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
+    assert second == "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
     assert second in (REPO / ".ci" / "run").read_text(encoding="utf-8")
     for name in ("bundle.svg", "bundle-80x24.svg", "resume-refused-drift.svg",
                  "receipt-detail.svg"):
