@@ -406,3 +406,16 @@ def test_fifos_in_a_tool_case_and_as_effects_json_fail_without_hanging(bundle_co
     lines = done.stdout.splitlines()
     fails(lines, "FAIL 11_tool_generate: tools/receipts.ndjson is not a regular file")
     fails(lines, "FAIL bundle: effects.json is unreadable", "not a regular file")
+
+
+def test_a_receipt_the_ledger_holds_but_the_file_lacks_is_information(bundle_copy: Path) -> None:
+    """A kernel stopped between committing tool.completed and appending its receipt line
+    leaves a state the next replay repairs: verify says so and does not fail it."""
+    receipts = bundle_copy / "11_tool_generate" / "tools" / "receipts.ndjson"
+    lines = receipts.read_bytes().splitlines(keepends=True)
+    assert lines, "the generate case must hold a receipt for this test to mean anything"
+    receipts.write_bytes(b"".join(lines[:-1]))
+    code, out, _ = verify(bundle_copy)
+    assert code == 0, "\n".join(line for line in out if line.startswith("FAIL"))
+    info = [line for line in out if line.startswith("INFO 11_tool_generate:")]
+    assert len(info) == 1 and "not yet in tools/receipts.ndjson" in info[0]

@@ -17,15 +17,8 @@ from codeai_tui.reliability.actions import RESUME
 from codeai_tui.reliability.harness import ActorProc, Deadline, check_case
 from codeai_tui.reliability.kills import run_kills
 
-VERIFY_VS_RECEIPT_FILE = pytest.mark.xfail(
-    strict=True,
-    reason="found: main's verify tool checks (0762a52) FAIL a replay killed after "
-           "tool.completed commits and before tools/receipts.ndjson is appended ('1 ledger "
-           "receipt(s) not in the file'); the next replay re-saves it, verify does not say so")
 
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=VERIFY_VS_RECEIPT_FILE)
-                                  if n == "replay" else n for n in sorted(REGISTRY)])
+@pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_kills_at_every_boundary_leave_a_consistent_case(
     tmp_path: Path, slow_provider: Any, cli: Any, name: str
 ) -> None:
