@@ -100,8 +100,9 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
         try:
+            index = streamed.receipt_index()
             for i, call in enumerate(streamed.calls):
-                out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json()))
+                out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json(index)))
             anomalies, tasks, comps, receipts, _unknown = streamed.rest()
         except FastPathUnfit as exc:  # the checks before the first call missed it: one line
             raise LedgerError(LedgerProblem.CORRUPT,

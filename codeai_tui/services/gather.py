@@ -49,9 +49,9 @@ from codeai_tui.workstate import (
     fold_task_event,
     receipts_before,
 )
-from codeai_tui.workstate.evidence import _intern
+from codeai_tui.workstate.evidence import ReceiptIndex, _intern
 from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
-from codeai_tui.workstate.receipts import Coverage, add_coverage, check_log
+from codeai_tui.workstate.receipts import Coverage, add_coverage, check_log, index_for
 
 ALL_SEQS = (1 << 63) - 1
 CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
@@ -137,6 +137,7 @@ class Gathered:
         self.event_count = 0
         self.as_of_seq = 0
         self._skeletons: list[tuple[int, str, int | None, str]] = []
+        self._cut: tuple[ReceiptLog | None, ReceiptIndex] | None = None
         self._prepare()
 
     def _prepare(self) -> None:
@@ -293,10 +294,21 @@ class Gathered:
         for cs in comps:
             self.rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
         tasks = tuple(classify_task(t, self.rollups.get(t.task_id)) for t in self.tasks.values())
-        log = self.receipt_log
-        if log is not None:
-            log = receipts_before(log, self.sql.next_recorded_at(self.limit))
-        return self.anomalies.ordered(), tasks, comps, check_log(log, self.coverage)
+        log, index = self._cut_receipts()
+        return self.anomalies.ordered(), tasks, comps, check_log(log, self.coverage, index)
+
+    def receipt_index(self) -> ReceiptIndex:
+        """The receipts as of this projection's cut-off, indexed: known before any call
+        is produced, so streamed calls name their receipts too."""
+        return self._cut_receipts()[1]
+
+    def _cut_receipts(self) -> tuple[ReceiptLog | None, ReceiptIndex]:
+        if self._cut is None:
+            log = self.receipt_log
+            if log is not None:
+                log = receipts_before(log, self.sql.next_recorded_at(self.limit))
+            self._cut = (log, index_for(log))
+        return self._cut
 
     def work_state(self) -> WorkState:
         calls = tuple(self.calls())

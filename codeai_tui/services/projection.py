@@ -24,6 +24,7 @@ from codeai_tui.workstate import (
     WorkState,
     project,
 )
+from codeai_tui.workstate.evidence import ReceiptIndex
 
 
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None
@@ -76,6 +77,13 @@ class StreamedCase:
     gathered: str
     _gathered: Gathered | None
     _state: WorkState | None
+
+    def receipt_index(self) -> ReceiptIndex | None:
+        """The receipts as of the cut-off, for the calls' evidence (before `calls`)."""
+        if self._gathered is not None:
+            return self._gathered.receipt_index()
+        assert self._state is not None
+        return self._state.receipts.index
 
     def rest(self) -> tuple[tuple[Anomaly, ...], tuple[TaskState, ...],
                             tuple[CompilationState, ...], ReceiptCheck, dict[str, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -128,6 +128,43 @@ class CallEvidence:
     def clone(self) -> CallEvidence:
         """A copy that later folds may change while verdicts keep the original."""
         return replace(self, attempts=[replace(a) for a in self.attempts])
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptIndex:
+    """The receipt log as of the projection's cut-off, by (key, body hash): what lets
+    each attempt name the receipts that match it. `log`: present | absent | unreadable;
+    `complete_up_to`: the latest received_at it holds (the provider logs before working)."""
+
+    log: str
+    by_pair: Mapping[tuple[str, str], tuple[tuple[str, str], ...]]
+    complete_up_to: str | None
+
+
+
+def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptIndex
+                     ) -> tuple[tuple[str, str], ...]:
+    """The receipts matching one started attempt: same idempotency key and
+    body_sha256 == the attempt's request_sha256 (LEDGER.md section 5's pairing)."""
+    key = call.key
+    if key is None or not att.request_sha256 or att.started_seq is None:
+        return ()
+    return index.by_pair.get((key, att.request_sha256), ())
+
+
+def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, Any]:
+    """The `evidence` object of a call in `inspect --json`: the receipt log's status and,
+    per started attempt, the receipts that match it (and all of them for the call)."""
+    attempts = []
+    received: list[dict[str, str]] = []
+    for att in call.started_attempts():
+        mine = [{"receipt_id": rid, "received_at": at}
+                for rid, at in attempt_receipts(call, att, index)]
+        received += [m for m in mine if m not in received]
+        attempts.append({"attempt_id": att.attempt_id, "received": mine})
+    return {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
+            "received": received, "attempts": attempts}
+
 
 
 @dataclass(slots=True)

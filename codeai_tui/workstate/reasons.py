@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from codeai_tui.workstate.evidence import CallEvidence
+import re
+
+from codeai_tui.workstate.evidence import CallEvidence, ReceiptIndex, attempt_receipts
 from codeai_tui.workstate.vocab import CallStage
 
 
@@ -44,3 +46,32 @@ def call_reason(call: CallEvidence, stage: CallStage) -> str:
     if call.manifest_seq is None:
         reason += "; anomaly: attempt evidence without a call.manifest"
     return reason
+
+
+_CLOCK = re.compile(r"T(\d\d:\d\d:\d\d(?:\.\d{1,3})?)")
+
+
+def _clock(received_at: str) -> str:
+    """09:25:16.759 from an RFC 3339 time; the text itself when it does not parse."""
+    m = _CLOCK.search(received_at)
+    return m.group(1) if m else received_at
+
+
+def receipt_phrase(call: CallEvidence, index: ReceiptIndex) -> str | None:
+    """What the provider's own log says about the call's last started attempt, worded
+    for the one-line reason; None when no attempt started (nothing could be sent)."""
+    last = call.last_attempt()
+    if last is None:
+        return None
+    if index.log == "absent":
+        return "no receipt log: unknowable"
+    if index.log == "unreadable":
+        return "receipt log unreadable: unknowable"
+    got = attempt_receipts(call, last, index)
+    if got:
+        rid, at = got[0]
+        more = f" and {len(got) - 1} more (duplicate effect)" if len(got) > 1 else ""
+        return f"received by the provider at {_clock(at)} (receipt {rid}){more}"
+    upto = index.complete_up_to
+    return ("not in the provider's log (log complete up to "
+            f"{_clock(upto) if upto else 'its start: empty'})")

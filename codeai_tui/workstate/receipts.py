@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog
-from codeai_tui.workstate.evidence import CallEvidence
+from codeai_tui.workstate.evidence import CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import ReceiptCheck
 
 
@@ -42,6 +42,34 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
 
 
 Pair = tuple[str, str]  # (idempotency key, request hash)
+
+
+def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, str]] = (),
+                   log_present: bool = False) -> ReceiptIndex:
+    """The receipts (already cut to the as-of point) by (key, body hash), so every
+    attempt can name the receipts that match it. A log that exists but whose reading
+    failed as a whole (a line-0 problem) is "unreadable": no receipt proves nothing."""
+    if not log_present:
+        status = "absent"
+    elif any(line == 0 for line, _ in problems):
+        status = "unreadable"
+    else:
+        status = "present"
+    by_pair: dict[Pair, tuple[tuple[str, str], ...]] = {}
+    latest: tuple[datetime, str] | None = None
+    for r in receipts:
+        pair = (r.idempotency_key, r.body_sha256)
+        by_pair[pair] = by_pair.get(pair, ()) + ((r.receipt_id, r.received_at),)
+        when = parse_time(r.received_at)
+        if when is not None and (latest is None or when > latest[0]):
+            latest = (when, r.received_at)
+    return ReceiptIndex(status, by_pair, latest[1] if latest else None)
+
+
+def index_for(log: ReceiptLog | None) -> ReceiptIndex:
+    return index_receipts(log.receipts if log else (), log.problems if log else (),
+                          bool(log and log.exists))
+
 Coverage = dict[Pair, tuple[int, str]]  # pair -> (started seq, attempt id) of its earliest
 
 
@@ -92,10 +120,12 @@ def check_coverage(
     upto: int | None = None,
     problems: Sequence[tuple[int, str]] = (),
     log_present: bool = False,
+    index: ReceiptIndex | None = None,
 ) -> ReceiptCheck:
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
-    attempts started at or before that seq cover (time travel)."""
+    attempts started at or before that seq cover (time travel). `index`: the receipts'
+    index when the caller built it already (else built here)."""
     covered_by: dict[str, str | None] = {}
     seen: dict[Pair, str | list[str]] = {}  # a list only once a pair repeats
     get = started.get
@@ -118,6 +148,7 @@ def check_coverage(
         covered_by=covered_by,
         problems=tuple(problems),
         log_present=log_present,
+        index=index if index is not None else index_receipts(receipts, problems, log_present),
     )
 
 
@@ -133,10 +164,12 @@ def check_receipts(
                           log_present=log_present)
 
 
-def check_log(log: ReceiptLog | None, started: Coverage) -> ReceiptCheck:
+def check_log(log: ReceiptLog | None, started: Coverage,
+              index: ReceiptIndex | None = None) -> ReceiptCheck:
     return check_coverage(
         log.receipts if log else (), started,
         problems=log.problems if log else (), log_present=bool(log and log.exists),
+        index=index,
     )
 
 
@@ -170,5 +203,5 @@ class LiveReceiptCheck:
             t = self._template
             self._check = ReceiptCheck(len(self._covered_by), tuple(self._uncovered),
                                        t.duplicates, dict(self._covered_by), t.problems,
-                                       t.log_present)
+                                       t.log_present, t.index)
         return self._check

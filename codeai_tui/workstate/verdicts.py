@@ -12,8 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeai_tui.workstate.evidence import Anomaly, CallEvidence
-from codeai_tui.workstate.reasons import call_reason
+from codeai_tui.workstate.evidence import (
+    Anomaly,
+    CallEvidence,
+    ReceiptIndex,
+    call_receipt_evidence,
+)
+from codeai_tui.workstate.reasons import call_reason, receipt_phrase
 from codeai_tui.workstate.vocab import (
     WORK_STATE_FORMAT,
     CallStage,
@@ -61,8 +66,16 @@ class CallState:
             and not self.anomalous
         )
 
-    def as_json(self) -> dict[str, Any]:
-        return {
+    def reason_with(self, receipts: ReceiptIndex | None) -> str:
+        """The reason with what the provider's log says about the verdict's attempt."""
+        base = self.reason
+        phrase = receipt_phrase(self.evidence, receipts) if receipts is not None else None
+        return f"{base}; {phrase}" if phrase else base
+
+    def as_json(self, receipts: ReceiptIndex | None = None) -> dict[str, Any]:
+        """Section 7's fields; with `receipts` (the log as of the same cut-off) also the
+        matching receipts per attempt under `evidence`, and the reason names them."""
+        doc = {
             "call_id": self.call_id,
             "task_id": self.task_id,
             "idempotency_key": self.idempotency_key,
@@ -74,8 +87,11 @@ class CallState:
             "superseded_by": self.superseded_by,
             "resumed_from": self.resumed_from,
             "status": self.status,
-            "reason": self.reason,
+            "reason": self.reason_with(receipts),
         }
+        if receipts is not None:
+            doc["evidence"] = call_receipt_evidence(self.evidence, receipts)
+        return doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,7 @@ class ReceiptCheck:
     covered_by: dict[str, str | None]  # receipt_id -> attempt_id that covers it
     problems: tuple[tuple[int, str], ...] = ()
     log_present: bool = False
+    index: ReceiptIndex | None = field(default=None, compare=False, repr=False)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -178,14 +195,14 @@ class WorkState:
         return document_head(case, self.as_of_seq, self.event_count) | {
             "anomalies": [a.as_json() for a in self.anomalies],
             "tasks": [t.as_json() for t in self.tasks],
-            "calls": [c.as_json() for c in self.calls],
+            "calls": [c.as_json(self.receipts.index) for c in self.calls],
             "compilations": [c.as_json() for c in self.compilations],
             "receipts": self.receipts.as_json(),
         }
 
     def iter_call_json(self) -> Iterator[dict[str, Any]]:
         for c in self.calls:
-            yield c.as_json()
+            yield c.as_json(self.receipts.index)
 
 
 def document_head(case: str, as_of_seq: int, event_count: int) -> dict[str, Any]:

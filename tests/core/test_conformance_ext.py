@@ -1,0 +1,120 @@
+"""The project's extension vectors (tests/conformance_ext) through both projection paths
+(the SQLite fast path and the event-by-event oracle) and the real `inspect --json`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ledgerfactory import write_ledger
+
+from codeai_tui.services.projection import project_case
+from tests.support import TESTS, cli
+
+EXT = TESTS / "conformance_ext"
+VECTORS = [json.loads(p.read_text()) for p in sorted(EXT.glob("*.json"))]
+IDS = [v["name"] for v in VECTORS]
+
+
+def _check(doc: dict[str, Any], expect: dict[str, Any]) -> list[str]:
+    """Differences between an inspect-shaped document and a vector's expectations."""
+    problems = []
+    calls = {c["call_id"]: c for c in doc["calls"]}
+    for ident, fields in expect.get("calls", {}).items():
+        got = calls.get(ident)
+        if got is None:
+            problems.append(f"calls.{ident} missing")
+            continue
+        for key, want in fields.items():
+            if key == "reason_contains":
+                if want not in got["reason"]:
+                    problems.append(f"calls.{ident}.reason {got['reason']!r} lacks {want!r}")
+            elif got.get(key) != want:
+                problems.append(f"calls.{ident}.{key}: got {got.get(key)!r}, want {want!r}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ext")
+    return {v["name"]: write_ledger(root / v["name"], v["events"], receipts=v["receipts"]).parent
+            for v in VECTORS}
+
+
+def _points(vector: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
+    return [(None, vector["expect"])] + [
+        (int(seq), exp) for seq, exp in vector.get("expect_as_of", {}).items()]
+
+
+def test_there_are_extension_vectors() -> None:
+    assert len(VECTORS) >= 3
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=IDS)
+def test_both_projection_paths(vector: dict[str, Any], cases: dict[str, Path]) -> None:
+    case = cases[vector["name"]]
+    for as_of, expect in _points(vector):
+        fast = project_case(case, as_of)
+        slow = project_case(case, as_of, fast=False)
+        assert fast.gathered == "sql"
+        assert slow.gathered != "sql"
+        assert _check(fast.as_json("x"), expect) == [], f"fast path as of {as_of}"
+        assert _check(slow.as_json("x"), expect) == [], f"event path as of {as_of}"
+        assert fast.as_json("x") == slow.as_json("x")
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=IDS)
+def test_cli_inspect_json(vector: dict[str, Any], cases: dict[str, Path]) -> None:
+    case = cases[vector["name"]]
+    for as_of, expect in _points(vector):
+        args = ["inspect", str(case), "--json"] + ([] if as_of is None else ["--as-of", str(as_of)])
+        proc = cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert _check(json.loads(proc.stdout), expect) == [], f"as of {as_of}"
+
+
+def test_unreadable_log_is_not_mistaken_for_no_receipts(tmp_path: Path) -> None:
+    """A receipt log that is a symlink is refused: the verdict says unknowable, on both
+    paths, instead of "not in the provider's log"."""
+    vector = next(v for v in VECTORS if v["name"] == "evidence_received")
+    case = write_ledger(tmp_path / "case", vector["events"], receipts=vector["receipts"]).parent
+    log = case / "provider" / "receipts.jsonl"
+    real = case / "elsewhere.jsonl"
+    log.rename(real)
+    log.symlink_to(real)
+    for fast in (True, False):
+        doc = project_case(case, fast=fast).as_json("x")
+        c1 = next(c for c in doc["calls"] if c["call_id"] == "c1")
+        assert c1["evidence"]["receipt_log"] == "unreadable"
+        assert c1["evidence"]["received"] == []
+        assert c1["reason"].endswith("; receipt log unreadable: unknowable")
+
+
+def test_each_attempt_names_only_its_own_receipts(tmp_path: Path) -> None:
+    """Two attempts with different request bodies: the receipt of the first does not
+    make the second look received (the verdict's attempt is the last started)."""
+    vector = next(v for v in VECTORS if v["name"] == "evidence_received")
+    h1, h2 = "1" * 64, "2" * 64
+    events = [e for e in vector["events"] if e["seq"] <= 4] + [
+        {"seq": 5, "kind": "attempt.observed", "task_id": "t1", "call_id": "c1",
+         "attempt_id": "a1", "payload": {"transport": {"status": 500}}},
+        {"seq": 6, "kind": "attempt.interpreted", "task_id": "t1", "call_id": "c1",
+         "attempt_id": "a1", "payload": {"interpreter": "v1", "outcome": "retryable_error"}},
+        {"seq": 7, "kind": "attempt.retry_decided", "task_id": "t1", "call_id": "c1",
+         "attempt_id": "a1", "payload": {"decision": "retry", "reason": "500"}},
+        {"seq": 8, "kind": "attempt.started", "task_id": "t1", "call_id": "c1",
+         "attempt_id": "a2", "payload": {"attempt_no": 2, "request_sha256": h2}},
+    ]
+    receipts = [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:00:04.500Z",
+                 "idempotency_key": "k1", "body_sha256": h1, "bytes": 3}]
+    case = write_ledger(tmp_path / "case", events, receipts=receipts).parent
+    for fast in (True, False):
+        c1 = project_case(case, fast=fast).as_json("x")["calls"][0]
+        assert c1["stage"] == "effect_unknown"
+        assert c1["evidence"]["attempts"] == [
+            {"attempt_id": "a1", "received": [{"receipt_id": "r-a1",
+                                               "received_at": "2026-09-13T12:00:04.500Z"}]},
+            {"attempt_id": "a2", "received": []}]
+        assert "not in the provider's log (log complete up to 12:00:04.500)" in c1["reason"]
