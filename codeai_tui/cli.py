@@ -1,7 +1,8 @@
 """The command line: `codeai-tui PATH` opens the console; subcommands do the rest.
 
 Every bad input ends in one line on stderr and exit 2, never a traceback and never a
-write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 resume refused, 4 the
+write. Exit codes: 0 ok, 1 verification failed, 2 bad input, 3 refused (resume,
+reconcile: nothing appended), 4 the
 action ran and its call ended failed, 5 it ran and the effect is unknown, 74 the
 disk is full (nothing half-written; the line says what was not recorded), 70 an
 internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
@@ -33,8 +34,8 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
                 "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
-COMMANDS = ("open", "inspect", "resume", "provider", "demo", "verify", "bench", "export",
-            "receipts", "replay", "reliability")
+COMMANDS = ("open", "inspect", "resume", "reconcile", "provider", "demo", "verify", "bench",
+            "export", "receipts", "replay", "reliability")
 
 
 class CliError(Exception):
@@ -78,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="the environment variable holding the credential (trusted)")
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
+    p.add_argument("case")
+    p.add_argument("call_id")
+    p.add_argument("--finding", required=True, choices=("received", "not_received"),
+                   help="did the provider receive the last attempt (ledger/RECONCILE.md)")
+    p.add_argument("--note", default=None, help="recorded in attempt.reconciled")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     p = sub.add_parser("provider", help="run the synthetic provider on loopback")
@@ -178,6 +187,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_inspect(args)
     if args.command == "resume":
         return cmd_resume(args)
+    if args.command == "reconcile":
+        return cmd_reconcile(args)
     if args.command == "provider":
         return cmd_provider(args)
     if args.command == "open":
@@ -257,6 +268,43 @@ def _confirm(plan: ResumePlan) -> tuple[bool, bool]:
                     f"{dest.api_key_env} to {dest.base_url}? [y/N] ")
         send = input(visible(question, one_line=True)).strip().lower() in ("y", "yes")
     return True, send
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    """Record the operator's finding for an effect-unknown call: exit 0 when appended,
+    3 when the projection or the receipt log refuses it (nothing appended), 2 bad input."""
+    from codeai_tui.reconcile import ReconcileRefused, reconcile_call
+    from codeai_tui.resume import UnknownCall
+
+    case = Path(args.case)
+    if not case.is_dir():
+        raise CliError(f"{args.case}: not a case directory")
+    if not args.call_id.strip():
+        raise CliError("the call id is empty")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError("refusing to reconcile without confirmation: run on a terminal or pass --yes")
+        shown = visible(args.call_id, one_line=True)
+        answer = input(f"Record finding {args.finding} for {shown}? Type the call id: ")
+        if answer.strip() != args.call_id:
+            print("not reconciled", file=sys.stderr)
+            return EXIT_REFUSED
+    try:
+        result = reconcile_call(case, args.call_id, args.finding, args.note)
+    except UnknownCall as exc:
+        raise CliError(exc.reason) from None
+    except ReconcileRefused as exc:
+        why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
+        print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
+        return EXIT_REFUSED
+    st = result.state
+    receipts = ", ".join(result.evidence) or "none"
+    print(visible(
+        f"reconciled {result.call_id} attempt {result.attempt_id} as {result.finding} "
+        f"(seq {result.seq}; matching receipts: {receipts}); now {st.stage.value}, "
+        f"next {st.next_operation.value}, provider effect {st.provider_effect.value}",
+        one_line=True))
+    return EXIT_OK
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -16,7 +16,9 @@ from codeai_tui.workstate import CallStage, CallState, NextOperation, WorkState
 # higher is worse
 SEVERITY: dict[str, int] = {
     CallStage.EFFECT_UNKNOWN: 5,
+    CallStage.RECONCILED_RECEIVED: 4,  # a decision about a duplicate is pending
     CallStage.PREPARATION_FAILED: 3,
+    CallStage.RECONCILED_NOT_RECEIVED: 2,
     CallStage.OBSERVED: 2,
     CallStage.INTERPRETED: 2,
     CallStage.RETRY_DECIDED: 2,

@@ -63,6 +63,8 @@ ATTEMPT_KINDS = frozenset(
         "attempt.interpreted",
         "attempt.retry_decided",
         "attempt.completed",
+        # the operator's finding for an effect-unknown attempt (ledger/RECONCILE.md)
+        "attempt.reconciled",
     }
 )
 KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS

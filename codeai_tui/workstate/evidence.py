@@ -58,6 +58,12 @@ class AttemptEvidence:
     outcome: str | None = None
     decision: str | None = None
     status: str | None = None
+    # ledger/RECONCILE.md: attempt.reconciled (finding, receipt ids) and whether the
+    # retry decision explicitly accepted a duplicate of a received effect
+    reconciled_seq: int | None = None
+    finding: str | None = None
+    reconciled_receipts: tuple[str, ...] = ()
+    accept_duplicate: bool = False
 
     @property
     def order_seq(self) -> int:
@@ -386,8 +392,20 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
     elif kind == "attempt.retry_decided":
         att.retry_decided_seq = att.retry_decided_seq or seq
         att.decision = _word(p, "decision")
+        att.accept_duplicate = p.get("accept_duplicate") is True
         if att.decision not in ("retry", "stop"):
             report(f"attempt.retry_decided with decision {att.decision!r}")
+    elif kind == "attempt.reconciled":
+        if att.reconciled_seq is not None:
+            report(f"attempt {aid} reconciled a second time (the first finding stands)")
+            return
+        finding = _word(p, "finding")
+        if finding not in ("received", "not_received"):
+            report(f"attempt.reconciled with finding {finding!r} (ignored)")
+            return
+        att.reconciled_seq = seq
+        att.finding = finding
+        att.reconciled_receipts = tuple(_str_list(p.get("evidence")))
     elif kind == "attempt.completed":
         att.completed_seq = att.completed_seq or seq
         att.status = _word(p, "status")

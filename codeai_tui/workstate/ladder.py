@@ -7,20 +7,51 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codeai_tui.workstate.evidence import CallEvidence, CompilationEvidence, TaskEvidence
+from codeai_tui.workstate.evidence import (
+    AttemptEvidence,
+    CallEvidence,
+    CompilationEvidence,
+    TaskEvidence,
+)
 from codeai_tui.workstate.verdicts import CallState, CompilationState, TaskState
 from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation, ProviderEffect
 
 
 def _effect_as_completed(call: CallEvidence) -> ProviderEffect:
-    """Rung 2's provider effect: happened if a started attempt was observed, else unknown
-    if one started, else none (orphan attempt evidence never counts)."""
+    """Rung 2's provider effect: happened if a started attempt was observed (or reconciled
+    as received), else unknown if one started that no finding settled, else none (orphan
+    attempt evidence never counts). Without attempt.reconciled this is v1's rule."""
     started = [a for a in call.attempts if a.started_seq is not None]
-    if any(a.observed_seq is not None for a in started):
+    if any(a.observed_seq is not None or a.finding == "received" for a in started):
         return ProviderEffect.HAPPENED
-    if started:
+    if any(a.finding != "not_received" for a in started):
         return ProviderEffect.UNKNOWN
     return ProviderEffect.NONE
+
+
+def _reconciled_rung(last: AttemptEvidence
+                     ) -> tuple[CallStage, NextOperation, ProviderEffect, bool]:
+    """ledger/RECONCILE.md: the rungs of an attempt whose only evidence after
+    attempt.started is the operator's finding (and what was decided after it).
+    Received: the effect happened and its response is lost; nothing retries it unless
+    a retry decision recorded `accept_duplicate: true`."""
+    if last.finding == "not_received":
+        if last.completed_seq is not None:
+            return (CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE,
+                    ProviderEffect.NONE, False)
+        return (CallStage.RECONCILED_NOT_RECEIVED, NextOperation.START_NEXT_ATTEMPT,
+                ProviderEffect.NONE, False)
+    if last.completed_seq is not None:
+        return (CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE,
+                ProviderEffect.HAPPENED, False)
+    if last.decision == "stop":
+        return CallStage.RETRY_DECIDED, NextOperation.FINALIZE, ProviderEffect.HAPPENED, False
+    if last.decision == "retry" and last.accept_duplicate:
+        return (CallStage.RETRY_DECIDED, NextOperation.START_NEXT_ATTEMPT,
+                ProviderEffect.HAPPENED, True)
+    # no decision, or a retry that did not accept the duplicate: still to decide
+    return (CallStage.RECONCILED_RECEIVED, NextOperation.DECIDE_DUPLICATE,
+            ProviderEffect.HAPPENED, True)
 
 
 def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
@@ -42,6 +73,8 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
         stage, op = CallStage.REQUESTED, NextOperation.START_CALL
     elif last is None:
         stage, op = CallStage.MANIFEST_RECORDED, NextOperation.START_CALL
+    elif last.finding is not None and last.observed_seq is None:
+        stage, op, effect, risk = _reconciled_rung(last)
     elif not last.has_later_evidence:
         stage, op = CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
         effect, risk = ProviderEffect.UNKNOWN, True

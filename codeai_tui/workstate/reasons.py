@@ -27,7 +27,18 @@ def call_reason(call: CallEvidence, stage: CallStage) -> str:
     last = call.last_attempt()
     assert last is not None  # every later stage has a started attempt
     aid = last.attempt_id
-    if stage is CallStage.EFFECT_UNKNOWN:
+    if stage is CallStage.RECONCILED_NOT_RECEIVED:
+        reason = (f"attempt {aid} reconciled at seq {last.reconciled_seq}: not received by "
+                  "the provider; start the next attempt (no duplicate possible)")
+    elif stage is CallStage.RECONCILED_RECEIVED:
+        named = ", ".join(last.reconciled_receipts) or "no receipt named"
+        reason = (f"attempt {aid} reconciled at seq {last.reconciled_seq}: received by the "
+                  f"provider ({named}), its response is lost; finalize as failed, or record "
+                  "a retry that accepts the duplicate")
+        if last.decision == "retry":
+            reason += (f" (the retry decision at seq {last.retry_decided_seq} did not accept "
+                       "the duplicate)")
+    elif stage is CallStage.EFFECT_UNKNOWN:
         reason = (f"attempt {aid} started at seq {last.order_seq}; nothing recorded after it: "
                   "the provider may have served it (repeating risks a duplicate effect)")
     elif stage is CallStage.OBSERVED:
@@ -40,6 +51,9 @@ def call_reason(call: CallEvidence, stage: CallStage) -> str:
     elif stage is CallStage.RETRY_DECIDED:
         reason = (f"attempt {aid}: decision {last.decision!r} at seq {last.retry_decided_seq}, "
                   "no attempt.completed")
+        if last.finding == "received" and last.observed_seq is None:
+            reason += (", after it was reconciled as received"
+                       + (" (a duplicate was accepted)" if last.accept_duplicate else ""))
     else:
         reason = (f"attempt {aid} completed ({last.status}) at seq {last.completed_seq}, "
                   "no call.completed")

@@ -16,6 +16,7 @@ class NextOperation(StrEnum):
     REDECIDE = "redecide"
     START_NEXT_ATTEMPT = "start_next_attempt"
     FINALIZE = "finalize"
+    DECIDE_DUPLICATE = "decide_duplicate"  # ledger/RECONCILE.md: finalize, or accept a duplicate
     RECOMPILE = "recompile"
     REPEAT_ACCEPTANCE = "repeat_acceptance"
     CHECK_AND_ACCEPT = "check_and_accept"
@@ -32,6 +33,9 @@ class CallStage(StrEnum):
     INTERPRETED = "interpreted"
     RETRY_DECIDED = "retry_decided"
     ATTEMPT_COMPLETED = "attempt_completed"
+    # ledger/RECONCILE.md: an operator's recorded finding for an effect-unknown attempt
+    RECONCILED_NOT_RECEIVED = "reconciled_not_received"
+    RECONCILED_RECEIVED = "reconciled_received"
 
 
 class CompilationStage(StrEnum):

@@ -49,7 +49,7 @@ def _points(vector: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
 
 
 def test_there_are_extension_vectors() -> None:
-    assert len(VECTORS) >= 3
+    assert len(VECTORS) >= 10
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=IDS)
@@ -63,6 +63,7 @@ def test_both_projection_paths(vector: dict[str, Any], cases: dict[str, Path]) -
         assert _check(fast.as_json("x"), expect) == [], f"fast path as of {as_of}"
         assert _check(slow.as_json("x"), expect) == [], f"event path as of {as_of}"
         assert fast.as_json("x") == slow.as_json("x")
+        assert fast.anomalies == ()
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=IDS)
