@@ -23,7 +23,7 @@ SHA = "ab" * 32
 KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "task.created\x1b[31m"]
 CALL_HEAVY = ["call.requested", "call.manifest", "attempt.started", "attempt.observed",
               "attempt.interpreted", "attempt.retry_decided", "attempt.completed",
-              "call.completed", "call.resumed"]
+              "call.completed", "call.resumed", "attempt.reconciled"]
 
 payload_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6) | st.just(SHA)
@@ -38,11 +38,15 @@ payload_texts = st.one_of(
                          "acceptance_id", "offered", "required_ids", "missing_ids", "error",
                          "request_sha256", "request_artifact", "response_sha256",
                          "response_artifact", "rendered_sha256", "by", "transport",
-                         "resumed_from", "adopted_attempt_id"]),
+                         "resumed_from", "adopted_attempt_id", "finding", "evidence",
+                         "accept_duplicate"]),
         payload_values, max_size=5,
     ).map(json.dumps),
     st.sampled_from(["[]", "null", "42", "{", "\"text\"", "{\"decision\": \"retry\"}",
-                     "{\"a\": NaN}", "{\"status\": \"succeeded\"}"]),
+                     "{\"a\": NaN}", "{\"status\": \"succeeded\"}",
+                     "{\"finding\": \"received\", \"evidence\": [\"r-1\"]}",
+                     "{\"finding\": \"not_received\"}",
+                     "{\"decision\": \"retry\", \"accept_duplicate\": true}"]),
 )
 
 
