@@ -285,6 +285,10 @@ class CallRunner:
             wire["stream"] = True
         if transport.error:
             wire["error"] = transport.error
+        if not transport.maybe_sent:
+            # the connection was never made: evidence that the provider got nothing
+            # (ledger/RECONCILE.md section 4), so the projection says effect none
+            wire["sent"] = False
         observed: JsonObject = {
             "transport": wire,
             "response_sha256": response_sha,

@@ -60,6 +60,9 @@ class AttemptEvidence:
     status: str | None = None
     # ledger/RECONCILE.md: attempt.reconciled (finding, receipt ids) and whether the
     # retry decision explicitly accepted a duplicate of a received effect
+    # the observation says no byte left the machine (transport.sent false: the connection
+    # was never made), so the provider cannot have served it (RECONCILE.md section 4)
+    not_sent: bool = False
     reconciled_seq: int | None = None
     finding: str | None = None
     reconciled_receipts: tuple[str, ...] = ()
@@ -158,6 +161,18 @@ def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptInd
     return index.by_pair.get((key, att.request_sha256), ())
 
 
+def attempt_effect(att: AttemptEvidence) -> str:
+    """One started attempt's provider effect: happened when observed as sent (or found
+    received), none when observed as never sent (or found not received), else unknown."""
+    if att.observed_seq is not None:
+        return "none" if att.not_sent else "happened"
+    if att.finding == "received":
+        return "happened"
+    if att.finding == "not_received":
+        return "none"
+    return "unknown"
+
+
 def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, Any]:
     """The `evidence` object of a call in `inspect --json`: the receipt log's status and,
     per started attempt, the receipts that match it (and all of them for the call)."""
@@ -167,7 +182,8 @@ def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, 
         mine = [{"receipt_id": rid, "received_at": at}
                 for rid, at in attempt_receipts(call, att, index)]
         received += [m for m in mine if m not in received]
-        attempts.append({"attempt_id": att.attempt_id, "received": mine})
+        attempts.append({"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
+                         "received": mine})
     return {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
             "received": received, "attempts": attempts}
 
@@ -385,6 +401,7 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
         att.observed_seq = att.observed_seq or seq
         transport = p.get("transport")
         att.transport_status = transport.get("status") if isinstance(transport, dict) else None
+        att.not_sent = isinstance(transport, dict) and transport.get("sent") is False
         check_artifact_refs(kind, p, report)
     elif kind == "attempt.interpreted":
         att.interpreted_seq = att.interpreted_seq or seq

@@ -12,19 +12,21 @@ from codeai_tui.workstate.evidence import (
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
+    attempt_effect,
 )
 from codeai_tui.workstate.verdicts import CallState, CompilationState, TaskState
 from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation, ProviderEffect
 
 
 def _effect_as_completed(call: CallEvidence) -> ProviderEffect:
-    """Rung 2's provider effect: happened if a started attempt was observed (or reconciled
-    as received), else unknown if one started that no finding settled, else none (orphan
-    attempt evidence never counts). Without attempt.reconciled this is v1's rule."""
-    started = [a for a in call.attempts if a.started_seq is not None]
-    if any(a.observed_seq is not None or a.finding == "received" for a in started):
+    """Rung 2's provider effect: happened if a started attempt was observed as sent (or
+    reconciled as received), else unknown if one started that nothing settled, else none
+    (orphan attempt evidence never counts). Without attempt.reconciled and `sent: false`
+    observations this is v1's rule."""
+    effects = {attempt_effect(a) for a in call.attempts if a.started_seq is not None}
+    if "happened" in effects:
         return ProviderEffect.HAPPENED
-    if any(a.finding != "not_received" for a in started):
+    if "unknown" in effects:
         return ProviderEffect.UNKNOWN
     return ProviderEffect.NONE
 
@@ -79,7 +81,9 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
         stage, op = CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
         effect, risk = ProviderEffect.UNKNOWN, True
     else:
-        effect = ProviderEffect.HAPPENED
+        # v1: happened. An observation that says nothing was sent (RECONCILE.md section
+        # 4) makes this attempt's effect none; earlier attempts still count.
+        effect = _effect_as_completed(call) if last.not_sent else ProviderEffect.HAPPENED
         if last.interpreted_seq is None:
             stage, op = CallStage.OBSERVED, NextOperation.REINTERPRET
         elif last.retry_decided_seq is None and last.completed_seq is None:

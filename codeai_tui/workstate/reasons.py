@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 
-from codeai_tui.workstate.evidence import CallEvidence, ReceiptIndex, attempt_receipts
+from codeai_tui.workstate.evidence import (
+    CallEvidence,
+    ReceiptIndex,
+    attempt_effect,
+    attempt_receipts,
+)
 from codeai_tui.workstate.vocab import CallStage
 
 
@@ -15,7 +20,12 @@ def call_reason(call: CallEvidence, stage: CallStage) -> str:
         return f"call.resumed at seq {call.resumed_seq}: superseded by {call.resumed_as}{by}"
     if stage is CallStage.COMPLETED:
         adopting = f", adopting attempt {call.adopted_attempt_id}" if call.adopted_attempt_id else ""
-        return f"call.completed at seq {call.completed_seq} with status {call.status}{adopting}"
+        reason = f"call.completed at seq {call.completed_seq} with status {call.status}{adopting}"
+        started = call.started_attempts()
+        if started and all(attempt_effect(a) == "none" for a in started):
+            reason += ("; nothing was sent to the provider (every attempt was observed as not "
+                       "sent or reconciled as not received)")
+        return reason
     if stage is CallStage.PREPARATION_FAILED:
         return (f"call.preparation_failed at seq {call.preparation_failed_seq}"
                 f" ({call.preparation_error or 'no error recorded'}): nothing was sent")
@@ -57,6 +67,8 @@ def call_reason(call: CallEvidence, stage: CallStage) -> str:
     else:
         reason = (f"attempt {aid} completed ({last.status}) at seq {last.completed_seq}, "
                   "no call.completed")
+    if last.not_sent and last.observed_seq is not None:
+        reason += "; its observation says nothing was sent (the connection was never made)"
     if call.manifest_seq is None:
         reason += "; anomaly: attempt evidence without a call.manifest"
     return reason

@@ -115,7 +115,7 @@ def test_each_attempt_names_only_its_own_receipts(tmp_path: Path) -> None:
         c1 = project_case(case, fast=fast).as_json("x")["calls"][0]
         assert c1["stage"] == "effect_unknown"
         assert c1["evidence"]["attempts"] == [
-            {"attempt_id": "a1", "received": [{"receipt_id": "r-a1",
-                                               "received_at": "2026-09-13T12:00:04.500Z"}]},
-            {"attempt_id": "a2", "received": []}]
+            {"attempt_id": "a1", "provider_effect": "happened",
+             "received": [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:00:04.500Z"}]},
+            {"attempt_id": "a2", "provider_effect": "unknown", "received": []}]
         assert "not in the provider's log (log complete up to 12:00:04.500)" in c1["reason"]

@@ -11,6 +11,7 @@ from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderCo
 from codeai_tui.provider import ProviderProcess
 from codeai_tui.requests import intent_for
 from codeai_tui.runner import CallRunner
+from codeai_tui.services.projection import project_case as project_either
 from codeai_tui.workstate import CallStage, ProviderEffect
 
 
@@ -55,7 +56,12 @@ def test_sent_and_timed_out_records_nothing_after_started(tmp_path: Path) -> Non
     assert len(read_receipts(case).receipts) == 1  # the provider did receive it
 
 
-def test_connection_refused_is_observed_without_status(tmp_path: Path) -> None:
+def test_connection_refused_is_observed_as_not_sent(tmp_path: Path) -> None:
+    """No connection, no byte left: the observation records `sent: false` and the
+    projection says no provider effect, per attempt and for the call, in inspect --json
+    (RECONCILE.md section 4), instead of v1's "happened" for any observation."""
+    from tests.support import cli
+
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -63,12 +69,35 @@ def test_connection_refused_is_observed_without_status(tmp_path: Path) -> None:
     assert _call(case, f"http://127.0.0.1:{port}/v1") == "failed"
     with LedgerReader(case) as reader:
         observed = [e for e in reader.events() if e.kind == "attempt.observed"]
-    assert observed and observed[0].payload["transport"]["status"] is None
-    assert "error" in observed[0].payload["transport"]
+    assert len(observed) == 2  # one retry, also refused
+    for ev in observed:
+        assert ev.payload["transport"]["status"] is None
+        assert ev.payload["transport"]["sent"] is False
+        assert "error" in ev.payload["transport"]
+    for fast in (True, False):
+        state = project_either(case, fast=fast).call("c1")
+        assert state is not None and state.stage is CallStage.COMPLETED
+        assert state.provider_effect is ProviderEffect.NONE
+        assert "nothing was sent" in state.reason
+    proc = cli("inspect", str(case), "--json")
+    assert proc.returncode == 0, proc.stderr
+    call = json.loads(proc.stdout)["calls"][0]
+    assert call["provider_effect"] == "none"
+    assert [a["provider_effect"] for a in call["evidence"]["attempts"]] == ["none", "none"]
+
+
+def test_an_answered_attempt_is_not_marked_unsent(tmp_path: Path) -> None:
+    """Only a connection never made says `sent: false`: a 500 that was answered is an
+    effect that happened."""
+    case = tmp_path / "case"
+    with ProviderProcess(case / "provider" / "receipts.jsonl", fail_first=1) as prov:
+        assert _call(case, prov.base_url) == "succeeded"
+    with LedgerReader(case) as reader:
+        observed = [e for e in reader.events() if e.kind == "attempt.observed"]
+    assert [e.payload["transport"]["status"] for e in observed] == [503, 200]
+    assert all("sent" not in e.payload["transport"] for e in observed)
     state = project_case(case).call("c1")
-    assert state is not None and state.stage is CallStage.COMPLETED
-    assert state.provider_effect is ProviderEffect.HAPPENED  # the ladder's word for "observed"
-    json.dumps(project_case(case).as_json("x"))
+    assert state is not None and state.provider_effect is ProviderEffect.HAPPENED
 
 
 def test_provider_dying_mid_request_leaves_effect_unknown(tmp_path: Path) -> None:
