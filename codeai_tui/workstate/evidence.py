@@ -139,16 +139,36 @@ class CallEvidence:
         return replace(self, attempts=[replace(a) for a in self.attempts])
 
 
-@dataclass(frozen=True, slots=True)
+ByPair = Mapping[tuple[str, str], tuple[tuple[str, str], ...]]
+
+
 class ReceiptIndex:
     """The receipt log as of the projection's cut-off, by (key, body hash): what lets
     each attempt name the receipts that match it. `log`: present | absent | unreadable;
-    `complete_up_to`: the latest received_at it holds (the provider logs before working)."""
+    `complete_up_to`: the latest received_at it holds (the provider logs before working).
 
-    log: str
-    by_pair: Mapping[tuple[str, str], tuple[tuple[str, str], ...]]
-    complete_up_to: str | None
+    Built on first use: every receipt check carries one, but only `inspect --json` and
+    the reasons read it, and time travel checks receipts at every step."""
 
+    __slots__ = ("_build", "_built", "log")
+
+    def __init__(self, log: str, build: Callable[[], tuple[ByPair, str | None]]) -> None:
+        self.log = log
+        self._build: Callable[[], tuple[ByPair, str | None]] | None = build
+        self._built: tuple[ByPair, str | None] = ({}, None)
+
+    def _get(self) -> tuple[ByPair, str | None]:
+        if self._build is not None:
+            self._built, self._build = self._build(), None
+        return self._built
+
+    @property
+    def by_pair(self) -> ByPair:
+        return self._get()[0]
+
+    @property
+    def complete_up_to(self) -> str | None:
+        return self._get()[1]
 
 
 def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptIndex

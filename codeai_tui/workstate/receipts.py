@@ -55,15 +55,19 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
         status = "unreadable"
     else:
         status = "present"
-    by_pair: dict[Pair, tuple[tuple[str, str], ...]] = {}
-    latest: tuple[datetime, str] | None = None
-    for r in receipts:
-        pair = (r.idempotency_key, r.body_sha256)
-        by_pair[pair] = by_pair.get(pair, ()) + ((r.receipt_id, r.received_at),)
-        when = parse_time(r.received_at)
-        if when is not None and (latest is None or when > latest[0]):
-            latest = (when, r.received_at)
-    return ReceiptIndex(status, by_pair, latest[1] if latest else None)
+
+    def build() -> tuple[dict[Pair, tuple[tuple[str, str], ...]], str | None]:
+        by_pair: dict[Pair, tuple[tuple[str, str], ...]] = {}
+        latest: tuple[datetime, str] | None = None
+        for r in receipts:
+            pair = (r.idempotency_key, r.body_sha256)
+            by_pair[pair] = by_pair.get(pair, ()) + ((r.receipt_id, r.received_at),)
+            when = parse_time(r.received_at)
+            if when is not None and (latest is None or when > latest[0]):
+                latest = (when, r.received_at)
+        return by_pair, latest[1] if latest else None
+
+    return ReceiptIndex(status, build)
 
 
 def index_for(log: ReceiptLog | None) -> ReceiptIndex:
