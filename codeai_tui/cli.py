@@ -221,7 +221,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from codeai_tui.inspect import inspect_path, render_table, write_json
+    from codeai_tui.inspection import inspect_path, render_table, write_json
 
     if args.as_of is not None and args.as_of < 0:
         raise CliError("--as-of must be a seq >= 0")
@@ -463,7 +463,8 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     app.run()
     # what the operator did stays on the terminal after the screen is gone (A5)
     print(visible(app.action_log.summary(), one_line=True))
-    return EXIT_OK
+    ended_by = getattr(app, "ended_by", None)
+    return 128 + ended_by if ended_by else EXIT_OK  # the shell's convention for a signal
 
 
 def _port_free(port: int) -> bool:

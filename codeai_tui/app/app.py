@@ -8,6 +8,9 @@ behind the projection, the drift check, a dialog pinned to the evidence shown, a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -79,11 +82,30 @@ class CodeAIApp(App[None]):
         return self._main
 
     def on_mount(self) -> None:
+        self._end_on_signals()
         if self._wanted_theme not in self.available_themes:
             self.notify(visible(f"theme {self._wanted_theme!r} not found; using {self.theme}",
                                 one_line=True), severity="warning", markup=False)
         for problem in self._theme_problems:
             self.notify(visible(problem, one_line=True), severity="warning", markup=False)
+
+    # ---- ending cleanly when told to
+
+    ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def _end_on_signals(self) -> None:
+        """SIGTERM or SIGHUP (a closed terminal, `kill`, a supervisor) end the app the way
+        `q` does, so Textual restores the terminal: without this the default action killed
+        the process in the alternate screen with mouse reporting on and the tty raw."""
+        self.ended_by: int | None = None
+        loop = asyncio.get_running_loop()
+        for sig in self.ENDING_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._signalled, sig)
+
+    def _signalled(self, sig: signal.Signals) -> None:
+        self.ended_by = int(sig)
+        self.exit()
 
     # ---- the keymap, recorded so help and the palette show remapped keys
 

@@ -111,3 +111,35 @@ def test_console_in_a_real_terminal(tmux_app: tuple[str, Path]) -> None:
             break
         time.sleep(0.1)
     assert not alive, "q did not quit the console"
+
+
+@pytest.mark.parametrize("sig", ["TERM", "HUP"])
+def test_a_signal_ends_the_console_and_gives_the_terminal_back(tmp_path: Path, sig: str) -> None:
+    """SIGTERM/SIGHUP used to kill the console in the alternate screen with mouse
+    reporting on; now it ends as `q` does: terminal restored, summary printed, 128+N."""
+    case = make_case(tmp_path / "case", "killed_in_flight")
+    session = f"codeai-sig-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "pid"
+    command = (f"echo $$ > {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -m "
+               f"codeai_tui {shlex.quote(str(case))}")
+    shell = " ".join(shlex.quote(p) for p in (
+        "bash", "--norc", "-c", f"bash --norc -c {shlex.quote(command)}; echo EXITED=$?; "
+        "stty -a | grep -o -- '-\\?icanon' | head -1; sleep 30"))
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
+                    shell], check=True, env=env)
+    try:
+        wait_screen(session, "effect unknown")
+        os.kill(int(marker.read_text().strip()), getattr(__import__("signal"), f"SIG{sig}"))
+        text = wait_screen(session, "EXITED=")
+        code = 128 + int(getattr(__import__("signal"), f"SIG{sig}"))
+        assert f"EXITED={code}" in text
+        assert "this session" in text  # the summary line the console prints on exit
+        assert "\nicanon" in "\n" + text.split("EXITED=", 1)[1].split("\n", 1)[1]
+        flags = subprocess.run(["tmux", "display", "-p", "-t", session,
+                                "#{alternate_on} #{mouse_any_flag}"], capture_output=True,
+                               text=True, check=True).stdout.split()
+        assert flags == ["0", "0"]
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
