@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,7 +148,12 @@ def export_case(case_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
         out_store.put(found.data)
         copied += 1
     files: list[str] = []
-    for rel in CASE_FILES:
+    # plain files are copied byte for byte; a tool's SQLite store through the backup API
+    copiers: list[tuple[str, Callable[[Path, Path], None], type[Exception]]] = [
+        *((rel, _copy_regular, OSError) for rel in CASE_FILES),
+        *((rel, _backup_store, sqlite3.Error) for rel in TOOL_STORES),
+    ]
+    for rel, copy_one, failure in copiers:
         src = case / rel
         if not os.path.lexists(src):
             continue
@@ -155,22 +161,9 @@ def export_case(case_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
             skipped.append(f"{rel} is not a regular file")
             continue
         try:
-            _copy_regular(src, dest / rel)
-        except OSError as exc:
-            skipped.append(f"{rel}: {exc.strerror or exc}")
-            continue
-        files.append(rel)
-    for rel in TOOL_STORES:
-        src = case / rel
-        if not os.path.lexists(src):
-            continue
-        if not _regular(src):
-            skipped.append(f"{rel} is not a regular file")
-            continue
-        try:
-            _backup_store(src, dest / rel)
-        except sqlite3.Error as exc:
-            skipped.append(f"{rel}: {exc}")
+            copy_one(src, dest / rel)
+        except failure as exc:
+            skipped.append(f"{rel}: {getattr(exc, 'strerror', None) or exc}")
             continue
         files.append(rel)
     count, max_seq, digest = copied_content
