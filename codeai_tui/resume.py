@@ -28,7 +28,7 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
-from codeai_tui.requests import build_request, intent_for
+from codeai_tui.request_bytes import build_request, intent_for
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallStage, CallState, NextOperation, Projector
 

@@ -23,7 +23,7 @@ from codeai_tui.ledger.case import CaseConfig
 from codeai_tui.ledger.jsontypes import JsonObject, JsonValue
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
-from codeai_tui.requests import build_request
+from codeai_tui.request_bytes import build_request
 from codeai_tui.responses import (
     ParsedJson,
     StreamAssembler,

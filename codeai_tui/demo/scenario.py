@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeai_tui.requests import intent_for
+from codeai_tui.request_bytes import intent_for
 from codeai_tui.runner import CallRunner
 
 TITLE = "review a paragraph"

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
-from codeai_tui.requests import intent_for
+from codeai_tui.request_bytes import intent_for
 from codeai_tui.runner import CallRunner
 
 PARAGRAPH = "The committee, having met, decided that the decision was decided."

@@ -18,7 +18,7 @@ from pathlib import Path
 from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
-from codeai_tui.requests import CONVERSATION
+from codeai_tui.request_bytes import CONVERSATION
 from codeai_tui.runner import CallRunner
 from codeai_tui.tools.kernel import Completed, ToolKernel
 from codeai_tui.tools.turn import (

@@ -25,7 +25,7 @@ from codeai_tui.ledger.jsontypes import JsonObject, JsonValue
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter
-from codeai_tui.requests import CONVERSATION, REQUEST_OPTIONS, intent_for
+from codeai_tui.request_bytes import CONVERSATION, REQUEST_OPTIONS, intent_for
 from codeai_tui.responses import (
     ParsedJson,
     PlannedToolCall,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.inspect import project_case
+from codeai_tui.inspection import project_case
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
 from codeai_tui.resume import ResumeRefused, plan_resume, resume_call
 from codeai_tui.workstate import CallStage, NextOperation

@@ -6,10 +6,10 @@ import json
 import socket
 from pathlib import Path
 
-from codeai_tui.inspect import project_case
+from codeai_tui.inspection import project_case
 from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig, read_receipts
 from codeai_tui.provider import ProviderProcess
-from codeai_tui.requests import intent_for
+from codeai_tui.request_bytes import intent_for
 from codeai_tui.runner import CallRunner
 from codeai_tui.services.projection import project_case as project_either
 from codeai_tui.workstate import CallStage, ProviderEffect

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeai_tui.inspect import project_case
+from codeai_tui.inspection import project_case
 from codeai_tui.ledger import (
     ArtifactStore,
     CaseConfig,
@@ -22,7 +22,7 @@ from codeai_tui.ledger import (
     read_receipts,
 )
 from codeai_tui.provider import ProviderProcess, completion_for, stream_chunks, tool_call_id
-from codeai_tui.requests import intent_for
+from codeai_tui.request_bytes import intent_for
 from codeai_tui.responses import StreamAssembler, assemble_stream, parse_response, tool_plan
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallStage
@@ -208,7 +208,7 @@ def test_error_event_or_data_after_done_is_not_complete() -> None:
 @pytest.mark.parametrize("rendered", [None, "[A]\nctx"])
 def test_intents_without_the_new_keys_build_the_same_bytes_as_before(rendered: str | None) -> None:
     from codeai_tui.ledger import canonical_json
-    from codeai_tui.requests import build_request
+    from codeai_tui.request_bytes import build_request
 
     intent = intent_for("review", "flag unclear sentences", {"paragraph_ref": "A"})
     messages = ([{"role": "system", "content": rendered}] if rendered is not None else []) + [

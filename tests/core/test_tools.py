@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.inspect import project_case
+from codeai_tui.inspection import project_case
 from codeai_tui.ledger import LedgerReader, LedgerWriter
 from codeai_tui.responses import PlannedToolCall
 from codeai_tui.tools import (
