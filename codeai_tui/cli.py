@@ -464,7 +464,14 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     # what the operator did stays on the terminal after the screen is gone (A5)
     print(visible(app.action_log.summary(), one_line=True))
     ended_by = getattr(app, "ended_by", None)
-    return 128 + ended_by if ended_by else EXIT_OK  # the shell's convention for a signal
+    if ended_by:
+        # Told to stop: the terminal is restored and the summary printed; a reader thread
+        # still starting (a worker's first read, an aiosqlite connection) must not keep
+        # the process alive, so end now with the shell's convention for a signal.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + ended_by)
+    return EXIT_OK
 
 
 def _port_free(port: int) -> bool:
