@@ -34,7 +34,8 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
                 "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
-COMMANDS = ("open", "inspect", "resume", "reconcile", "provider", "demo", "verify", "bench",
+COMMANDS = ("open", "inspect", "resume", "reconcile", "reinterpret", "redecide", "finalize",
+            "next-attempt", "provider", "demo", "verify", "bench",
             "export", "receipts", "replay", "reliability")
 
 
@@ -88,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="did the provider receive the last attempt (ledger/RECONCILE.md)")
     p.add_argument("--note", default=None, help="recorded in attempt.reconciled")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    _advance_parsers(sub)
 
     p = sub.add_parser("provider", help="run the synthetic provider on loopback")
     p.add_argument("--host", default="127.0.0.1")
@@ -189,6 +192,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_resume(args)
     if args.command == "reconcile":
         return cmd_reconcile(args)
+    if args.command in ("reinterpret", "redecide", "finalize", "next-attempt"):
+        from codeai_tui.advance_cli import cmd_advance
+
+        return cmd_advance(args)
     if args.command == "provider":
         return cmd_provider(args)
     if args.command == "open":
@@ -218,6 +225,35 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_bench(args.events, args.keep, args.runs, args.cases, args.live_seconds)
     raise CliError(f"unknown command {args.command}")
+
+
+def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """reinterpret / redecide / finalize / next-attempt (codeai_tui/advance.py)."""
+    helps = {
+        "reinterpret": "interpret an observed attempt's stored response again (no network)",
+        "redecide": "decide retry or stop from the recorded interpretation, under the policy",
+        "finalize": "record the terminal events where the projection says finalize",
+        "next-attempt": "start the next attempt where the projection says start_next_attempt",
+    }
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text)
+        p.add_argument("case")
+        p.add_argument("call_id")
+        if name in ("redecide", "next-attempt"):
+            p.add_argument("--max-attempts", type=int, default=2, metavar="N",
+                           help="retry a retryable error while fewer than N attempts started "
+                                "(default 2, the runner's)")
+        if name in ("redecide", "finalize"):
+            p.add_argument("--accept-duplicate", action="store_true",
+                           help="at decide_duplicate: record an explicit acceptance of a "
+                                "duplicate (retry) instead of finalizing as failed")
+            p.add_argument("--note", default=None, help="recorded with the decision")
+        if name == "next-attempt":
+            p.add_argument("--base-url", default=None,
+                           help="where to send (trusted: given by you, not by the case directory)")
+            p.add_argument("--api-key-env", default=None, metavar="VAR",
+                           help="the environment variable holding the credential (trusted)")
+        p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

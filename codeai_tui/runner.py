@@ -301,9 +301,11 @@ class CallRunner:
         return observed
 
     def execute(self, task_id: str, call_id: str, key: str, request_sha256: str,
-                max_attempts: int = 2) -> str:
+                max_attempts: int = 2, first_attempt: int = 1) -> str:
         """Run attempts for a call whose manifest is recorded; returns the final call status
-        ("succeeded"/"failed") or "effect_unknown" when the outcome could not be observed."""
+        ("succeeded"/"failed") or "effect_unknown" when the outcome could not be observed.
+        `first_attempt` > 1 continues a call whose earlier attempts are recorded
+        (codeai_tui/advance.py: start the next attempt)."""
         # Exactly the bytes whose hash attempt.started records: read back verified
         # (a regular file in the case whose bytes hash to the name), never "whatever is
         # at that path".
@@ -318,7 +320,7 @@ class CallRunner:
             return "failed"
         body = found.data
         api_key = self._credential
-        for attempt_no in range(1, max_attempts + 1):
+        for attempt_no in range(first_attempt, max_attempts + 1):
             attempt_id = f"{call_id}-a{attempt_no}"
             ids = {"call_id": call_id, "attempt_id": attempt_id}
             self.append("attempt.started", task_id,

@@ -57,3 +57,52 @@ def add_call(case: Path, writer: LedgerWriter, config: CaseConfig, call_id: str,
     if upto == "manifest":
         runner.manifest("task-1", call_id, key, intent_for("review", "flag unclear sentences"),
                         package)
+
+
+# The answer an overloaded provider gives (the synthetic provider's --fail-first body).
+OVERLOADED = b'{"error":{"message":"overloaded, try again","type":"overloaded"}}'
+# The states an advance action acts on (codeai_tui/advance.py), in ladder order.
+ADVANCE_STAGES = ("effect_unknown", "observed", "interpreted", "retry_decided",
+                  "decided_stop", "attempt_completed")
+
+
+def make_advance_case(case: Path, provider_url: str, upto: str,
+                      call_id: str = "call-1") -> str:
+    """A call whose first attempt was answered 503 and whose runner died after `upto`
+    (one of ADVANCE_STAGES): the record a producer leaves when killed at that commit.
+    `decided_stop` decided stop (retries exhausted), `attempt_completed` also completed
+    the attempt as failed. Written through the project's writer; the 503 body is stored
+    as the response artifact, as the runner stores it."""
+    if upto not in ADVANCE_STAGES:
+        raise ValueError(f"upto must be one of {ADVANCE_STAGES}")
+    make_call_case(case, provider_url, call_id=call_id)
+    from codeai_tui.ledger import LedgerReader
+
+    with LedgerReader(case) as reader:
+        manifest = next(e for e in reader.events_for_call(call_id) if e.kind == "call.manifest")
+    with LedgerWriter.open(case) as writer:
+        sha = str((manifest.payload or {})["request_sha256"])
+        ids = {"call_id": call_id, "attempt_id": f"{call_id}-a1"}
+        steps: list[tuple[str, dict[str, object]]] = [
+            ("attempt.started", {"attempt_no": 1, "request_sha256": sha})]
+        if upto != "effect_unknown":
+            from codeai_tui.ledger.artifacts import ArtifactStore
+
+            body = ArtifactStore(case).put(OVERLOADED)
+            steps.append(("attempt.observed", {
+                "transport": {"status": 503, "bytes": len(OVERLOADED)},
+                "response_sha256": body, "response_artifact": body}))
+        if upto in ("interpreted", "retry_decided", "decided_stop", "attempt_completed"):
+            steps.append(("attempt.interpreted", {"interpreter": "v1",
+                                                  "outcome": "retryable_error"}))
+        if upto == "retry_decided":
+            steps.append(("attempt.retry_decided", {"decision": "retry", "reason": "status 503"}))
+        if upto in ("decided_stop", "attempt_completed"):
+            steps.append(("attempt.retry_decided", {"decision": "stop",
+                                                    "reason": "status 503, attempts used"}))
+        if upto == "attempt_completed":
+            steps.append(("attempt.completed", {"status": "failed"}))
+        for kind, payload in steps:
+            writer.append(kind, "task-1", payload, **ids)
+    return call_id
+
