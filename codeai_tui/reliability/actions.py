@@ -268,3 +268,10 @@ def register(action: Action) -> Action:
 register(RESUME)
 register(REPLAY)
 register(NAIVE_RESUME)
+
+# reconcile and the advance actions (codeai_tui/advance.py); imported here, after Action
+# is defined, because their module builds on it
+from codeai_tui.reliability.advance_actions import ADVANCE_ACTIONS  # noqa: E402
+
+for _advance in ADVANCE_ACTIONS:
+    register(_advance)

@@ -76,6 +76,13 @@ def make_advance_case(case: Path, provider_url: str, upto: str,
     if upto not in ADVANCE_STAGES:
         raise ValueError(f"upto must be one of {ADVANCE_STAGES}")
     make_call_case(case, provider_url, call_id=call_id)
+    advance_call(case, call_id, upto)
+    return call_id
+
+
+def advance_call(case: Path, call_id: str, upto: str) -> None:
+    """Record call_id's first attempt up to `upto` (see make_advance_case); the call
+    must have its manifest and no attempt."""
     from codeai_tui.ledger import LedgerReader
 
     with LedgerReader(case) as reader:
@@ -104,5 +111,4 @@ def make_advance_case(case: Path, provider_url: str, upto: str,
             steps.append(("attempt.completed", {"status": "failed"}))
         for kind, payload in steps:
             writer.append(kind, "task-1", payload, **ids)
-    return call_id
 

@@ -24,6 +24,7 @@ from typing import Any
 from codeai_tui.ledger import LedgerReader, read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.reliability.actions import Action, Boundary, Target
+from codeai_tui.reliability.sendgate import unsafe_sends
 
 Cli = Callable[[Sequence[str]], tuple[int, str, str]]
 
@@ -237,6 +238,7 @@ def check_case(case: Path, cli: Cli) -> CaseCheck:
         check.problems.append(f"inspect printed no JSON: {exc}")
         return check
     check.problems += consistency_problems(check.doc)
+    check.problems += unsafe_sends(read_events(case))  # no send past the gate (sendgate.py)
     check.problems += receipts_per_key_problems(case, check.doc)
     rc, out, err = cli(["verify", str(case)])
     check.verify_output = out

@@ -14,6 +14,7 @@ import pytest
 from codeai_tui.ledger import LedgerWriter
 from codeai_tui.reliability import REGISTRY, Action
 from codeai_tui.reliability.actions import RESUME
+from codeai_tui.reliability.advance_actions import ADVANCE_ACTIONS
 from codeai_tui.reliability.harness import ActorProc, Deadline, check_case
 from codeai_tui.reliability.kills import run_kills
 
@@ -34,6 +35,11 @@ def test_kills_at_every_boundary_leave_a_consistent_case(
     # the kills landed on both sides of the commit: nothing half-done either way
     if name == "resume":
         assert any(k.startswith("not acted on") for k in landings)
+        assert any("effect_unknown" in k for k in landings)
+    if name in {a.name for a in ADVANCE_ACTIONS}:
+        # before the claim the action is still the next step; after it, it is not
+        assert len(landings) >= 2, landings
+    if name == "next-attempt":
         assert any("effect_unknown" in k for k in landings)
     if name == "replay":
         assert any("not_admitted" in k for k in landings)
