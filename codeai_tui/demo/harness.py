@@ -46,6 +46,7 @@ DRIFT_MODEL = "synthetic-large"
 IN_FLIGHT_LATENCY_S = 120.0
 INVENTORY = "hashes.json"  # the slow provider holds a request far longer than the kill takes
 EFFECTS = "effects.json"
+OPERATOR_ACTION = "operator_action.json"
 WORKER_RUNS = "worker_runs.json"
 TOOL_WORKERS = 2  # tool cases built at once (each is a provider and 1-2 worker processes)
 
@@ -62,6 +63,9 @@ class CaseSpec:
     model: str = MODEL
     copy_of: str | None = None
     effect_mode: str | None = None  # a tool case: the mode of tools.effects it runs
+    # an operator action run (its own process) after the kill: (verb, *args), e.g. a
+    # reconcile finding, recorded in operator_action.json (issue 11: a case for each step)
+    action: tuple[str, ...] | None = None
 
 
 CASES: tuple[CaseSpec, ...] = (
@@ -121,6 +125,25 @@ CASES: tuple[CaseSpec, ...] = (
              "Killed while the tool ran (after its publication, before the kernel recorded "
              "the outcome): admitted without an outcome, effect unknown; replay refused.",
              scenario="tool", checkpoint="tool-effect", effect_mode="killed-in-tool"),
+    # Cases 15-17: the advance actions each have a case where they are the next step.
+    CaseSpec("15_reconciled_not_received", "reconciled_not_received",
+             "Killed right after attempt.started, before sending: no receipt. A separate "
+             "reconcile recorded not_received (the provider's log proves it): start the "
+             "next attempt (next-attempt sends the recorded request once).",
+             checkpoint="attempt.started",
+             action=("reconcile", "--finding", "not_received", "--note",
+                     "demo harness: no receipt in the provider's log")),
+    CaseSpec("16_reconciled_received", "reconciled_received",
+             "A copy of 04 where a separate reconcile recorded received (its receipt is "
+             "the evidence): the response is lost. Decide: finalize as failed, or accept "
+             "a duplicate explicitly (redecide --accept-duplicate) and send again.",
+             checkpoint="attempt.started", in_flight=True, copy_of="04_killed_in_flight",
+             action=("reconcile", "--finding", "received", "--note",
+                     "demo harness: the provider's receipt matches")),
+    CaseSpec("17_killed_after_interpreted", "killed_after_interpreted",
+             "Killed after attempt.interpreted (success): no retry decision recorded. "
+             "Redecide under the stated policy (stop: adopt it), then finalize.",
+             checkpoint="attempt.interpreted"),
 )
 
 
@@ -239,6 +262,25 @@ class Harness:
         _say(f"{name}: resume plan: {plan['stage']}, {plan['verdict']}")
         return record
 
+    def operator_action(self, spec: CaseSpec, call_id: str) -> dict[str, Any]:
+        """An operator's action after the kill, by its own process; exit 0 expected."""
+        assert spec.action is not None
+        case = self.bundle / spec.name
+        before = snapshot(case)
+        verb, *rest = spec.action
+        phase = self.cli(verb, spec.name, call_id, *rest, "--yes")
+        after = snapshot(case)
+        record = {"call_id": call_id, "action": verb, **phase.as_json(), "before": before,
+                  "after": after}
+        write_json(case / OPERATOR_ACTION, record)
+        if phase.exit_code != 0:
+            raise DemoError(f"{spec.name}: {verb} exited {phase.exit_code}: "
+                            f"{phase.stderr.strip()}")
+        _say(f"{spec.name}: {verb} (exit 0); events {before['event_count']} -> "
+             f"{after['event_count']}, receipts {before['receipt_count']} -> "
+             f"{after['receipt_count']}")
+        return record
+
     def naive_restart(self, name: str) -> dict[str, Any]:
         case = self.bundle / name
         before = snapshot(case)
@@ -286,6 +328,9 @@ class Harness:
         self.inspect(resumed, "inspection_before_resume.json")
         self.resume_attempt(resumed, call, expect_exit=0)
         for spec in CASES:
+            if spec.action is not None:
+                self.operator_action(spec, call)
+        for spec in CASES:
             self.inspect(spec.name)
         write_json(self.bundle / "bundle.json", {
             "format": BUNDLE_FORMAT,
@@ -315,8 +360,9 @@ def readme() -> str:
         "checkpoints (termination.json); a separate `codeai-tui inspect --json` process",
         "recorded the projection with before/after counts and hashes (inspection.json);",
         "resumes, refusals and the naive restart ran as separate processes too",
-        "(resume_attempt.json, resume_plan.json, naive_restart.json). Provider effects",
-        "are counted by the synthetic provider's own log (provider/receipts.jsonl).",
+        "(resume_attempt.json, resume_plan.json, naive_restart.json, operator_action.json).",
+        "Provider effects are counted by the synthetic provider's own log",
+        "(provider/receipts.jsonl).",
         "Tool cases (tools/) ran the report worker, killed and replayed as separate",
         "processes (worker_runs.json); effects.json counts their publications in",
         "tools/reports.sqlite3 and their provider calls in provider/receipts.jsonl.",

@@ -81,7 +81,7 @@ def termination_claims(case: CaseData, doc: Any, resumed: bool) -> list[Claim]:
         problems.append(f"events were committed after the kill (last seq {last})")
     text = (f"producer pid {t.get('pid')} killed by SIGKILL right after {t.get('event')} "
             f"(seq {seq}, {t.get('point')}); nothing committed after it"
-            + (" until the resume" if resumed else ""))
+            + (" until an operator acted (resume, reconcile)" if resumed else ""))
     return [Claim(not problems, case.name, text if not problems else
                   f"termination.json disagrees with the ledger: {'; '.join(problems)}")]
 

@@ -57,7 +57,9 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
     claims = ledger_claims(case)
     termination = case.json_doc("termination.json")
     if termination is not None:
-        claims += termination_claims(case, termination, resumed=resume.get("exit_code") == 0)
+        acted = as_dict(case.json_doc("operator_action.json")).get("exit_code") == 0
+        claims += termination_claims(case, termination,
+                                     resumed=resume.get("exit_code") == 0 or acted)
     elif entry and role not in TOOL_EXPECTED:  # tool cases record their workers instead
         claims.append(Claim(False, case.name, "termination.json is missing"))
     for filename, final in (("inspection_before_resume.json", False), ("inspection.json", True)):

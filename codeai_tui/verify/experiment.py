@@ -29,6 +29,7 @@ class Expect:
     resume_exit: int | None = None
     duplicates: bool = False
     plan: str | None = None  # the verdict a read-only resume plan recorded
+    action: tuple[str, str] | None = None  # an operator action after the kill: verb, finding
 
 
 _COMP_OK = (("completed", "none"),)
@@ -58,6 +59,18 @@ EXPECTED: dict[str, Expect] = {
     "resumed": Expect(("call.manifest", "after_commit"),
                       (("completed", "none", "happened"), ("superseded", "none", "none")),
                       _COMP_OK, ("check_and_accept",), 1, resume_exit=0),
+    # issue 11: a case for each advance step (15, 16 after a separate reconcile process)
+    "reconciled_not_received": Expect(("attempt.started", "after_commit"),
+                                      (("reconciled_not_received", "start_next_attempt", "none"),),
+                                      _COMP_OK, ("start_next_attempt",), 0,
+                                      action=("reconcile", "not_received")),
+    "reconciled_received": Expect(("attempt.started", "provider_holding_request"),
+                                  (("reconciled_received", "decide_duplicate", "happened"),),
+                                  _COMP_OK, ("decide_duplicate",), 1,
+                                  action=("reconcile", "received")),
+    "killed_after_interpreted": Expect(("attempt.interpreted", "after_commit"),
+                                       (("interpreted", "redecide", "happened"),), _COMP_OK,
+                                       ("redecide",), 1),
     "completed_and_accepted": Expect(("task.accepted", "after_commit"),
                                      (("completed", "none", "happened"),) * 2, _COMP_OK * 2,
                                      ("none", "repeat_acceptance"), 2),
@@ -77,6 +90,8 @@ def role_claims(case: CaseData, role: str, derived: Derived) -> list[Claim]:
         claims += _resume_claims(case, role, exp.resume_exit, derived)
     if exp.plan is not None:
         claims.append(_plan_claim(case, exp.plan, derived))
+    if exp.action is not None:
+        claims.append(_action_claim(case, exp.action))
     if role == "naive_restart":
         claims += _naive_claims(case, derived)
     if role in ("compilation_failed", "killed_after_compilation_requested"):
@@ -94,6 +109,25 @@ def _states_claim(case: CaseData, role: str, exp: Expect, d: Derived) -> Claim:
             f"tasks {list(tasks)}")
     return Claim(got == want, case.name, text + (" as preregistered" if got == want
                                                  else f"; preregistered {want}"))
+
+
+def _action_claim(case: CaseData, action: tuple[str, str]) -> Claim:
+    """The operator's action ran in its own process, appended exactly its one event (the
+    finding, on the killed attempt) and sent nothing."""
+    rec = as_dict(case.json_doc("operator_action.json"))
+    before, after = as_dict(rec.get("before")), as_dict(rec.get("after"))
+    verb, finding = action
+    n = before.get("event_count")
+    appended = [r for r in case.rows if isinstance(n, int) and r.seq > n]
+    ok = (rec.get("action") == verb and rec.get("exit_code") == 0
+          and isinstance(n, int) and after.get("event_count") == n + 1
+          and before.get("receipt_count") == after.get("receipt_count")
+          and [r.kind for r in appended] == [f"attempt.{verb}d"]
+          and appended[0].payload.get("finding") == finding)
+    return Claim(ok, case.name,
+                 f"a separate {verb} process recorded {finding} and nothing else (events "
+                 f"{n} -> {after.get('event_count')}, receipts {before.get('receipt_count')} "
+                 f"-> {after.get('receipt_count')})" + ("" if ok else " (does not hold)"))
 
 
 def _termination_claim(case: CaseData, exp: Expect) -> Claim:

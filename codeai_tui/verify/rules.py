@@ -92,12 +92,41 @@ def collect(rows: list[Row]) -> tuple[dict[str, Call], dict[str, Compilation], d
     return calls, comps, tasks
 
 
+FINDINGS = ("received", "not_received")
+
+
+def _finding(att: Attempt) -> str | None:
+    """ledger/RECONCILE.md section 2: the first attempt.reconciled stands; a finding
+    that is neither word is ignored."""
+    found = att.seen.get("attempt.reconciled", {}).get("finding")
+    return found if found in FINDINGS else None
+
+
 def _effect_when_done(call: Call) -> str:
-    if any("attempt.observed" in a.seen for a in call.attempts.values()):
+    if any("attempt.observed" in a.seen or _finding(a) == "received"
+           for a in call.attempts.values()):
         return "happened"
-    if any(a.started_seq is not None for a in call.attempts.values()):
+    if any(a.started_seq is not None and _finding(a) is None for a in call.attempts.values()):
         return "unknown"
     return "none"
+
+
+def _reconciled(att: Attempt) -> tuple[str, str, str, bool]:
+    """RECONCILE.md section 2's table: stage, next operation, effect, duplicate risk."""
+    completed = "attempt.completed" in att.seen
+    if _finding(att) == "not_received":
+        if completed:
+            return "attempt_completed", "finalize", "none", False
+        return "reconciled_not_received", "start_next_attempt", "none", False
+    if completed:
+        return "attempt_completed", "finalize", "happened", False
+    decided = att.seen.get("attempt.retry_decided")
+    if decided is not None and decided.get("decision") == "stop":
+        return "retry_decided", "finalize", "happened", False
+    if decided is not None and decided.get("decision") == "retry" \
+            and decided.get("accept_duplicate") is True:
+        return "retry_decided", "start_next_attempt", "happened", True
+    return "reconciled_received", "decide_duplicate", "happened", True
 
 
 def derive_call(call: Call) -> dict[str, Any]:
@@ -120,6 +149,8 @@ def derive_call(call: Call) -> dict[str, Any]:
         stage, op = "requested", "start_call"
     elif last is None:
         stage, op = "manifest_recorded", "start_call"
+    elif _finding(last) is not None and "attempt.observed" not in last.seen:
+        stage, op, effect, risk = _reconciled(last)
     elif not any(k in last.seen for k in OUTCOME_KINDS):
         stage, op, effect, risk = "effect_unknown", "reconcile_effect", "unknown", True
     else:

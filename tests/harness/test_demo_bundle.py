@@ -96,13 +96,46 @@ TOOL_CASES = {  # after the ten, in this order (tests/harness/test_tool_cases.py
 }
 
 
+# issue 11: a case where each advance step is next (stage, next operation, receipts)
+ADVANCE_CASES = {
+    "15_reconciled_not_received": "reconciled_not_received",
+    "16_reconciled_received": "reconciled_received",
+    "17_killed_after_interpreted": "killed_after_interpreted",
+}
+ADVANCE_STATES = {
+    "15_reconciled_not_received": ("reconciled_not_received", "start_next_attempt", 0),
+    "16_reconciled_received": ("reconciled_received", "decide_duplicate", 1),
+    "17_killed_after_interpreted": ("interpreted", "redecide", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(ADVANCE_STATES))
+def test_each_advance_step_has_a_case(demo_bundle: Path, name: str) -> None:
+    projection = load(demo_bundle / name / "inspection.json")["projection"]
+    (call,) = projection["calls"]
+    stage, op, receipts = ADVANCE_STATES[name]
+    assert (call["stage"], call["next_operation"]) == (stage, op)
+    assert projection["receipts"]["count"] == receipts == len(receipts_of(demo_bundle / name))
+    assert projection["anomalies"] == []
+    action = demo_bundle / name / "operator_action.json"
+    if name != "17_killed_after_interpreted":  # 15 and 16: a separate reconcile process
+        rec = load(action)
+        assert rec["exit_code"] == 0 and rec["action"] == "reconcile"
+        assert rec["after"]["event_count"] == rec["before"]["event_count"] + 1
+        assert rec["after"]["receipt_count"] == rec["before"]["receipt_count"]
+    else:
+        assert not action.exists()
+
+
 def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     manifest = load(demo_bundle / "bundle.json")
     dirs = [c["dir"] for c in manifest["cases"]]
     assert dirs[:10] == list(CASE_VECTORS)  # numbering and roles of the ten unchanged
     assert [c["role"] for c in manifest["cases"][:10]] == [n.split("_", 1)[1] for n in CASE_VECTORS]
-    assert {c["dir"]: c["role"] for c in manifest["cases"][10:]} == TOOL_CASES
-    assert dirs[10:] == list(TOOL_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][10:14]} == TOOL_CASES
+    assert dirs[10:14] == list(TOOL_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][14:]} == ADVANCE_CASES
+    assert dirs[14:] == list(ADVANCE_CASES)
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]

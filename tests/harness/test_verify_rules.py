@@ -3,6 +3,7 @@ sqlite3, read back by the verifier's own reader)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,20 @@ def test_verify_on_foreign_ledgers_fails_only_the_duplicate(tmp_path: Path) -> N
     assert len(failed) == 1 and failed[0].startswith(
         "FAIL naive_restart_copy: unexpected duplicate effect: shows 2 identical receipts")
     assert lines[-1].endswith("passed, 1 failed")
+
+
+EXT_RECONCILED = [json.loads(p.read_text()) for p in sorted(
+    (Path(__file__).resolve().parents[1] / "conformance_ext").glob("reconciled_*.json"))]
+
+
+@pytest.mark.parametrize("vector", EXT_RECONCILED, ids=[v["name"] for v in EXT_RECONCILED])
+def test_verifier_rules_match_the_reconcile_vectors(tmp_path: Path,
+                                                    vector: dict[str, Any]) -> None:
+    """The verifier's own reading of ledger/RECONCILE.md section 2 agrees with the
+    extension's vectors (the demo's cases 15 and 16 depend on it)."""
+    write_ledger(tmp_path, vector["events"], receipts=vector["receipts"])
+    derived = derive(read_case(tmp_path).rows)
+    _subset(derived.calls, vector["expect"]["calls"])
+    for ident, want in vector.get("expect_as_of", {}).items():
+        partial = derive([r for r in read_case(tmp_path).rows if r.seq <= int(ident)])
+        _subset(partial.calls, want.get("calls", {}))
