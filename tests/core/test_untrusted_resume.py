@@ -6,65 +6,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from codeai_tui.ledger import ArtifactStore, LedgerReader
 from tests.core.cases import file_hashes, make_case
 from tests.core.test_resume_prompt import _run_on_pty
-from tests.support import cli
+from tests.support import Capture, capture_server, cli
 
 SECRET = "sk-trusted-7f3a9c1e"
 UNRELATED = "db-password-b81d44aa"
 
 
-@dataclass
-class Captured:
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-
-    def bodies_sha(self) -> list[str]:
-        return [hashlib.sha256(body).hexdigest() for _, body in self.requests]
-
-
-class _CaptureHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        self.server.captured.requests.append(({k.lower(): v for k, v in self.headers.items()},  # type: ignore[attr-defined]
-                                               body))
-        answer = json.dumps({"id": "cap-1", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "ok"},
-             "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args: Any) -> None:
-        return
-
-
 @pytest.fixture
-def capture() -> Iterator[tuple[str, Captured]]:
+def capture() -> Iterator[tuple[str, Capture]]:
     """A server on 127.0.0.1 that records every header and body it is sent."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CaptureHandler)
-    server.captured = Captured()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.captured  # type: ignore[attr-defined]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with capture_server() as cap:
+        yield cap.url, cap
 
 
 @pytest.fixture
@@ -99,7 +59,7 @@ def _request_sha(case: Path) -> str:
 
 @pytest.mark.parametrize("tamper", ["symlink", "other-bytes"])
 def test_resume_refuses_a_replaced_request_artifact_and_sends_nothing(
-    tmp_path: Path, capture: tuple[str, Captured], tamper: str
+    tmp_path: Path, capture: tuple[str, Capture], tamper: str
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -123,7 +83,7 @@ def test_resume_refuses_a_replaced_request_artifact_and_sends_nothing(
 
 
 def test_every_request_sent_hashes_to_what_attempt_started_records(
-    tmp_path: Path, capture: tuple[str, Captured]
+    tmp_path: Path, capture: tuple[str, Capture]
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -137,7 +97,7 @@ def test_every_request_sent_hashes_to_what_attempt_started_records(
 
 
 def test_a_replaced_rendered_context_is_drift_not_content(
-    tmp_path: Path, capture: tuple[str, Captured]
+    tmp_path: Path, capture: tuple[str, Capture]
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -194,7 +154,7 @@ def test_put_refuses_a_symlinked_store_directory(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("secrets_env")
 def test_yes_never_sends_a_credential_where_only_case_json_points(
-    tmp_path: Path, capture: tuple[str, Captured]
+    tmp_path: Path, capture: tuple[str, Capture]
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -212,7 +172,7 @@ def test_yes_never_sends_a_credential_where_only_case_json_points(
 
 @pytest.mark.usefixtures("secrets_env")
 def test_a_destination_from_the_command_line_gets_its_credential(
-    tmp_path: Path, capture: tuple[str, Captured]
+    tmp_path: Path, capture: tuple[str, Capture]
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -230,7 +190,7 @@ def test_a_destination_from_the_command_line_gets_its_credential(
 
 @pytest.mark.usefixtures("secrets_env")
 def test_the_operator_config_outside_the_case_can_vouch_for_a_destination(
-    tmp_path: Path, capture: tuple[str, Captured]
+    tmp_path: Path, capture: tuple[str, Capture]
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
@@ -246,7 +206,7 @@ def test_the_operator_config_outside_the_case_can_vouch_for_a_destination(
 
 @pytest.mark.usefixtures("secrets_env")
 def test_an_operator_config_inside_the_case_is_refused(tmp_path: Path,
-                                                       capture: tuple[str, Captured]) -> None:
+                                                       capture: tuple[str, Capture]) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)
     _point_case_at(case, url, "MY_DB_PASSWORD")
@@ -262,7 +222,7 @@ def test_an_operator_config_inside_the_case_is_refused(tmp_path: Path,
 @pytest.mark.usefixtures("secrets_env")
 @pytest.mark.parametrize(("answers", "sent"), [("y\nn\n", False), ("y\ny\n", True)])
 def test_the_prompt_shows_url_and_variable_and_asks_before_sending_a_credential(
-    tmp_path: Path, capture: tuple[str, Captured], answers: str, sent: bool
+    tmp_path: Path, capture: tuple[str, Capture], answers: str, sent: bool
 ) -> None:
     url, captured = capture
     case = make_case(tmp_path / "c", url)

@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
-import threading
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import consoleprobe as probe
 import pytest
@@ -32,76 +26,17 @@ from ptyrun import run_on_pty
 from codeai_tui.app import create_app
 from codeai_tui.ledger import LedgerReader, read_receipts
 from tests.core.cases import make_case
+from tests.support import Capture, capture_server
 
 CREDENTIAL = "sk-cred-5f1e9a7b3c2d"  # in CODEAI_API_KEY, the credential variable
 UNRELATED = "unrelated-db-pass-8c4e2a"  # in MY_DB_PASSWORD: must never leave the process
 SECRET_VALUES = (CREDENTIAL.encode(), UNRELATED.encode())
 
 
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Capture:
-    url: str
-    received: list[Received] = field(default_factory=list)
-    receipts: Path | None = None  # where the receipt line goes (the case's log)
-
-    def auth(self) -> list[str | None]:
-        return [r.headers.get("authorization") for r in self.received]
-
-    def raw(self) -> bytes:
-        return b"".join(json.dumps([r.path, r.headers]).encode() + r.body for r in self.received)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        cap: Capture = self.server.capture
-        cap.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                     body))
-        if cap.receipts is not None:  # like the provider: durable before answering
-            cap.receipts.parent.mkdir(exist_ok=True)
-            with open(cap.receipts, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({
-                    "receipt_id": f"cap-{uuid.uuid4().hex[:12]}",
-                    "received_at": "2026-09-13T12:10:00Z",
-                    "idempotency_key": self.headers.get("Idempotency-Key", ""),
-                    "body_sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-        answer = json.dumps({"id": "cap-1", "object": "chat.completion", "model": "m",
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": "ok"}}]
-                             }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args: Any) -> None:
-        return
-
-
 @pytest.fixture
 def capture() -> Iterator[Capture]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.capture = Capture(f"http://127.0.0.1:{server.server_address[1]}/v1")  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.capture  # type: ignore[attr-defined]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with capture_server() as cap:
+        yield cap
 
 
 @pytest.fixture
