@@ -27,6 +27,9 @@ class ActionSpec:
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("resume", "r", "resume", "Resume", "Resume the selected call (gated by the "
                "projection and the drift check)", show=True, writes=True, palette=False),
+    ActionSpec("advance", "v", "advance", "Advance", "Advance the selected call as the "
+               "projection says: reinterpret, redecide, finalize, next attempt, or decide a "
+               "duplicate (confirmation first)", writes=True),
     ActionSpec("next_effect_unknown", "e", "next_effect_unknown", "Next unknown",
                "Next effect_unknown call (all cases)", show=True),
     ActionSpec("filter", "slash", "filter", "Filter", "Filter the focused pane", show=True),

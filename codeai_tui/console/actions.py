@@ -15,6 +15,7 @@ from enum import StrEnum
 
 class Outcome(StrEnum):
     RESUMED = "resumed"
+    ADVANCED = "advanced"  # reinterpret / redecide / finalize / next attempt (issue 11)
     REFUSED = "refused"
     FAILED = "failed"
     CANCELLED = "cancelled"

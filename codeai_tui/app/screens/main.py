@@ -37,6 +37,7 @@ from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
 from codeai_tui.app.screens.action_log import ActionLogScreen
+from codeai_tui.app.screens.advance import AdvanceActions
 from codeai_tui.app.screens.error import ErrorScreen
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
@@ -108,7 +109,7 @@ class PaneTabs(Static):
         return Content.assemble(*parts)
 
 
-class MainScreen(Screen[None]):
+class MainScreen(AdvanceActions, Screen[None]):
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
@@ -672,6 +673,8 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "advance":
+            return self.check_advance()
         if action in ("resume", "explain_resume"):
             if self.read_only:
                 return False

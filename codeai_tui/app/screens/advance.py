@@ -1,0 +1,320 @@
+"""Advance the selected call from the console: `v` runs what the projection names next.
+
+reinterpret, redecide, finalize, start the next attempt, or (at decide_duplicate)
+finalize as failed / accept a duplicate: codeai_tui/advance.py does the work, gated by
+the projection inside its write transaction. Here: a confirmation that shows the step,
+what it appends, and (for a next attempt) where the request goes, with Cancel focused;
+accepting a duplicate needs the call id typed. The decision is pinned to the evidence
+shown (the service refuses if the call changed). Everywhere the projection names none
+of these, `v` refuses with the reason and writes nothing; in read-only mode it is hidden.
+Results, refusals and cancellations go to the action log.
+
+`AdvanceActions` is mixed into the main screen (one binding, one worker group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from codeai_tui import advance
+from codeai_tui.console.actions import Outcome
+from codeai_tui.console.resume_service import LedgerResumeService
+from codeai_tui.ledger.errors import LedgerError
+from codeai_tui.resume import ResumeRefused
+from codeai_tui.textsafe import visible
+from codeai_tui.workstate import CallState, NextOperation
+
+if TYPE_CHECKING:
+    from codeai_tui.app.screens.main import MainScreen
+
+# the projected next operation -> the steps an operator may take there
+STEPS: dict[NextOperation, tuple[str, ...]] = {
+    NextOperation.REINTERPRET: ("reinterpret",),
+    NextOperation.REDECIDE: ("redecide",),
+    NextOperation.FINALIZE: ("finalize",),
+    NextOperation.START_NEXT_ATTEMPT: ("next-attempt",),
+    NextOperation.DECIDE_DUPLICATE: ("finalize", "accept-duplicate"),
+}
+APPENDS = {
+    "reinterpret": "attempt.interpreted (interpreter v1 over the stored response bytes; "
+                   "the provider is not contacted)",
+    "redecide": f"attempt.retry_decided under the policy: retryable errors retried while "
+                f"fewer than {advance.DEFAULT_MAX_ATTEMPTS} attempts started",
+    "finalize": "attempt.completed / call.completed (at decide_duplicate: retry_decided "
+                "stop, then completed as failed: no duplicate)",
+    "next-attempt": "attempt.started (committed before sending), then sends the recorded "
+                    "request once and records what comes back",
+    "accept-duplicate": "attempt.retry_decided {decision: retry, accept_duplicate: true}: "
+                        "the effect happened; a next attempt will repeat it",
+}
+LABELS = {"reinterpret": "Reinterpret (y)", "redecide": "Redecide (y)",
+          "finalize": "Finalize (y)", "next-attempt": "Send next attempt (y)",
+          "accept-duplicate": "Accept duplicate"}
+
+
+def steps_for(call: CallState | None) -> tuple[str, ...]:
+    """The steps the projection permits on this call (none: refuse)."""
+    if call is None or call.anomalous or call.superseded_by is not None:
+        return ()
+    return STEPS.get(call.next_operation, ())
+
+
+def _v(value: object) -> str:
+    return visible(value if value is not None else "\u2014", one_line=True, limit=160)
+
+
+@dataclass(frozen=True)
+class AdvanceView:
+    """What the dialog shows, pinned to the call's evidence."""
+
+    case: Path
+    call_id: str
+    stage: str
+    next_operation: str
+    reason: str
+    steps: tuple[str, ...]
+    evidence: tuple[int, int]
+    plan: advance.NextAttemptPlan | None = None  # next-attempt: where it goes
+
+
+class AdvanceReady(Message):
+    def __init__(self, view: AdvanceView) -> None:
+        super().__init__()
+        self.view = view
+
+
+class AdvanceFinished(Message):
+    def __init__(self, case: Path, call_id: str, outcome: Outcome, text: str) -> None:
+        super().__init__()
+        self.case, self.call_id, self.outcome, self.text = case, call_id, outcome, text
+
+
+class AdvanceModal(ModalScreen[str | None]):
+    """Cancel focused; `y` takes the single step; accepting a duplicate needs the typed id."""
+
+    DEFAULT_CSS = """
+    AdvanceModal { align: center middle; background: $background 60%; }
+    #advance-dialog { width: 100%; max-width: 110; height: auto; max-height: 100%;
+                      border: thick $warning; background: $surface; padding: 0 1; }
+    #advance-title { height: 1; }
+    #advance-body { height: auto; max-height: 60vh; }
+    #advance-body Static { height: auto; }
+    #advance-say { height: auto; }
+    #advance-buttons { height: auto; align-horizontal: right; }
+    #advance-buttons Button { margin-left: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="advance.cancel_escape"),
+        Binding("n", "cancel", "Cancel", id="advance.cancel"),
+        Binding("y", "confirm", "Confirm", id="advance.confirm"),
+    ]
+
+    def __init__(self, view: AdvanceView) -> None:
+        super().__init__()
+        self.view = view
+
+    @property
+    def single(self) -> str | None:
+        """The one step `y` takes (none at decide_duplicate: press a button)."""
+        return self.view.steps[0] if len(self.view.steps) == 1 else None
+
+    def compose(self) -> ComposeResult:
+        v = self.view
+        with Vertical(id="advance-dialog"):
+            yield Static(Content.assemble(("Advance call ", "bold"),
+                                          (_v(v.call_id), "bold $accent"),
+                                          (f": {v.next_operation}", "bold")), id="advance-title")
+            with VerticalScroll(id="advance-body"):
+                yield Static(Content.assemble(("stage      ", "bold"), _v(v.stage), "\n",
+                                              ("evidence   ", "bold"),
+                                              f"{v.evidence[0]} events to seq {v.evidence[1]}",
+                                              "\n", ("why        ", "bold"),
+                                              visible(v.reason, one_line=True, limit=300)))
+                for step in v.steps:
+                    yield Static(Content.assemble((f"{step:<17}", "bold"),
+                                                  ("appends " + APPENDS[step], "")))
+                if v.plan is not None:
+                    dest = v.plan.destination
+                    yield Static(Content.assemble(
+                        ("request goes to  ", "bold"), (_v(dest.base_url), "bold"),
+                        f"  (from {dest.base_url_from}); attempt {v.plan.attempt_no}", "\n",
+                        ("credential       ", "bold"),
+                        _v(dest.credential_line(send=dest.trusted))), id="advance-destination")
+                if "accept-duplicate" in v.steps:
+                    yield Input(placeholder="type the call id to accept a duplicate",
+                                id="advance-typed-id")
+            yield Static("", id="advance-say")
+            with Horizontal(id="advance-buttons"):
+                yield Button("Cancel (n / esc)", id="advance-cancel", variant="primary")
+                for step in v.steps:
+                    yield Button(LABELS[step], id=f"advance-{step}", variant="error",
+                                 disabled=step == "accept-duplicate")
+
+    def on_mount(self) -> None:
+        self.query_one("#advance-cancel", Button).focus()
+
+    def _typed(self) -> bool:
+        inputs = self.query("#advance-typed-id")
+        return bool(inputs) and inputs.first(Input).value.strip() == self.view.call_id
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.query_one("#advance-accept-duplicate", Button).disabled = not self._typed()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        step = (event.button.id or "").removeprefix("advance-")
+        if step == "accept-duplicate" and not self._typed():
+            self._say("type the call id first")
+        elif step in self.view.steps:
+            self.dismiss(step)
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_confirm(self) -> None:
+        if self.single is None:
+            self._say("two choices here: Finalize (as failed), or type the call id and "
+                      "Accept duplicate")
+            return
+        self.dismiss(self.single)
+
+    def _say(self, text: str) -> None:
+        self.query_one("#advance-say", Static).update(
+            Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
+
+
+def _run(view: AdvanceView, step: str, service: object) -> tuple[Outcome, str]:
+    """Run the chosen step (in a worker thread); the service re-checks the gate."""
+    case, call_id, pinned = view.case, view.call_id, view.evidence
+    if step == "reinterpret":
+        result = advance.reinterpret(case, call_id, expected=pinned)
+    elif step == "redecide":
+        result = advance.redecide(case, call_id, expected=pinned)
+    elif step == "finalize":
+        result = advance.finalize(case, call_id, expected=pinned)
+    elif step == "accept-duplicate":
+        result = advance.redecide(case, call_id, accept_duplicate=True, expected=pinned,
+                                  note="accepted in the console")
+    else:
+        assert view.plan is not None
+        options = service.options if isinstance(service, LedgerResumeService) else None
+        result = advance.next_attempt(
+            case, call_id, base_url=options.base_url if options else None,
+            api_key_env=options.api_key_env if options else None,
+            send_credential=view.plan.destination.trusted, expected=view.plan)
+        outcome = Outcome.ADVANCED if result.status == "succeeded" else Outcome.FAILED
+        return outcome, result.summary()
+    return Outcome.ADVANCED, result.summary()
+
+
+class AdvanceActions:
+    """The main screen's `advance` action (mixed into MainScreen)."""
+
+    def check_advance(self: MainScreen) -> bool | None:
+        """Hidden and blocked in read-only mode; elsewhere `v` answers (and refuses with
+        the projection's reason where no advance step is permitted)."""
+        return not self.read_only
+
+    def action_advance(self: MainScreen) -> None:
+        call = self.selected_call()
+        if self.read_only or self.case is None:
+            return
+        steps = steps_for(call)
+        label = self._case_label()
+        if call is None:
+            self.notify("select a call first (3 focuses Calls)", severity="warning",
+                        markup=False)
+            return
+        if self.as_of is not None or not steps or self.resuming or self.planning:
+            why = ("time travel shows the past: go back to live first" if self.as_of is not None
+                   else "another action is running" if self.resuming or self.planning
+                   else f"the projection says next operation is "
+                        f"{call.next_operation.value}: {call.reason}")
+            text = visible(f"{call.call_id}: advance not permitted; {why}", one_line=True,
+                           limit=400)
+            self.action_log.add(self.clock(), label, call.call_id, Outcome.REFUSED, text)
+            self.notify(text, title="advance refused", severity="warning", markup=False,
+                        timeout=10)
+            return
+        self.planning = True
+        view = AdvanceView(self.case, call.call_id, call.stage.value,
+                           call.next_operation.value, call.reason, steps,
+                           (call.evidence.event_count, call.last_seq))
+        self._advance_plan(view)
+
+    @work(thread=True, exit_on_error=False, group="advance", exclusive=True)
+    def _advance_plan(self: MainScreen, view: AdvanceView) -> None:
+        plan = None
+        if "next-attempt" in view.steps:
+            options = self.service.options if isinstance(self.service, LedgerResumeService) \
+                else None
+            try:
+                plan = advance.plan_next_attempt(
+                    view.case, view.call_id, base_url=options.base_url if options else None,
+                    api_key_env=options.api_key_env if options else None)
+            except (ResumeRefused, LedgerError, ValueError) as exc:
+                self.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
+                                                  f"{view.call_id}: next attempt refused: {exc}"))
+                return
+        self.post_message(AdvanceReady(replace(view, plan=plan)))
+
+    def on_advance_ready(self: MainScreen, message: AdvanceReady) -> None:
+        view = message.view
+        if view.case != self.case or self.as_of is not None or self.read_only:
+            self.planning = False
+            return
+
+        def decided(step: str | None) -> None:
+            label = self._case_label(view.case)
+            if step is None:
+                self.planning = False
+                self.action_log.add(self.clock(), label, view.call_id, Outcome.CANCELLED,
+                                    f"advance ({view.next_operation}) cancelled by the operator")
+                return
+            self.action_log.add(self.clock(), label, view.call_id, Outcome.CONFIRMED,
+                                f"confirmed {step}")
+            self.activity = f"{step} {view.call_id}\u2026"
+            self._advance_run(view, step)
+
+        self.app.push_screen(AdvanceModal(view), decided)
+
+    @work(thread=True, exit_on_error=False, group="advance", exclusive=True)
+    def _advance_run(self: MainScreen, view: AdvanceView, step: str) -> None:
+        try:
+            outcome, text = _run(view, step, self.service)
+        except ResumeRefused as exc:
+            op = f" (next operation {exc.next_operation.value})" if exc.next_operation else ""
+            outcome, text = Outcome.REFUSED, f"{view.call_id}: {step} refused{op}: {exc.reason}"
+        except (LedgerError, ValueError) as exc:
+            outcome, text = Outcome.FAILED, f"{view.call_id}: {step} failed: {exc}"
+        self.post_message(AdvanceFinished(view.case, view.call_id, outcome, text))
+
+    def on_advance_finished(self: MainScreen, message: AdvanceFinished) -> None:
+        self.planning = False
+        self.activity = None
+        text = visible(message.text, one_line=True, limit=400)
+        self.action_log.add(self.clock(), self._case_label(message.case), message.call_id,
+                            message.outcome, text)
+        ok = message.outcome is Outcome.ADVANCED
+        self.notify(text, title="advance " + message.outcome.value,
+                    severity="information" if ok else "warning", markup=False, timeout=15)
+        self._wake.set()
+        self._paint_status()
+        self.refresh_bindings()
