@@ -12,6 +12,7 @@ from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, wait_for
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.app import create_app
+from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.advance import AdvanceModal
 from codeai_tui.ledger import LedgerReader, read_receipts
 from codeai_tui.reconcile import reconcile_call
@@ -59,6 +60,11 @@ async def test_each_step_is_confirmed_and_recorded(tmp_path: Path, provider: Any
         await pilot.press("y")
         await wait_for(pilot, lambda: "advanced" in _outcomes(app), timeout=20,
                        what="advance done")
+        await pilot.press("a")  # the action log shows it
+        await wait_for(pilot, lambda: isinstance(app.screen, ActionLogScreen), what="log")
+        await pilot.pause()
+        shown = "\n".join(str(w.render()) for w in app.screen.query(Static))
+        assert "advanced" in shown and step in shown
     assert _kinds(case) == before + appended
     assert _outcomes(app) == ["confirmed", "advanced"]
     assert len(read_receipts(case).receipts) == 0  # none of these three sends

@@ -16,7 +16,8 @@ from codeai_tui.textsafe import visible
 
 STYLE = {Outcome.RESUMED: "bold $success", Outcome.REFUSED: "bold $warning",
          Outcome.FAILED: "bold $error", Outcome.ALERT: "bold $error",
-         Outcome.CANCELLED: "$text-muted", Outcome.CONFIRMED: "bold"}
+         Outcome.CANCELLED: "$text-muted", Outcome.CONFIRMED: "bold",
+         Outcome.ADVANCED: "bold $success"}
 
 
 class ActionLogScreen(ModalScreen[None]):
@@ -42,7 +43,7 @@ class ActionLogScreen(ModalScreen[None]):
             parts.append(("nothing yet: resumes, refusals and alerts appear here", "italic"))
         for e in self.log_model.entries:
             parts += [e.at.strftime("%H:%M:%S"), "  ",
-                      (f"{e.outcome.value:<9}", STYLE[e.outcome]), "  ",
+                      (f"{e.outcome.value:<9}", STYLE.get(e.outcome, "bold")), "  ",
                       visible(e.case, one_line=True, limit=40), "  ",
                       (visible(e.call_id or "\u2014", one_line=True, limit=40), "bold"), "\n",
                       "          ", visible(e.text, one_line=True, limit=300), "\n"]

@@ -158,7 +158,9 @@ class AdvanceModal(ModalScreen[str | None]):
             with Horizontal(id="advance-buttons"):
                 yield Button("Cancel (n / esc)", id="advance-cancel", variant="primary")
                 for step in v.steps:
-                    yield Button(LABELS[step], id=f"advance-{step}", variant="error",
+                    label = LABELS[step] if self.single else (
+                        "Finalize as failed" if step == "finalize" else LABELS[step])
+                    yield Button(label, id=f"advance-{step}", variant="error",
                                  disabled=step == "accept-duplicate")
 
     def on_mount(self) -> None:
