@@ -62,7 +62,8 @@ def test_verify_on_foreign_ledgers_fails_only_the_duplicate(tmp_path: Path) -> N
 
 
 EXT_RECONCILED = [json.loads(p.read_text()) for p in sorted(
-    (Path(__file__).resolve().parents[1] / "conformance_ext").glob("reconciled_*.json"))]
+    (Path(__file__).resolve().parents[1] / "conformance_ext").glob("*.json"))
+    if p.name.startswith(("reconciled_", "advanced_"))]
 
 
 @pytest.mark.parametrize("vector", EXT_RECONCILED, ids=[v["name"] for v in EXT_RECONCILED])
