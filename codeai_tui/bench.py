@@ -255,10 +255,11 @@ print(f"{p95:.4f} {rss1 - rss0:.1f} {written} {f.projector.event_count}")
 _BUNDLE = """
 import sys, time
 t0 = time.perf_counter()
-from codeai_tui.console.model import discover_cases, summarize_case
+from codeai_tui.console.model import discover_cases
+from codeai_tui.console.fleet import summarize  # what the Cases pane runs per case
 cases = discover_cases(sys.argv[1])
 for c in cases:
-    summarize_case(c)
+    summarize(c)
 print(f"{time.perf_counter() - t0:.4f} {len(cases)}")
 """
 
