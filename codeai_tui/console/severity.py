@@ -8,7 +8,7 @@ calls" (issue 9, A7). The counts feed the bundle header (B).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from codeai_tui.workstate import CallStage, CallState, NextOperation, WorkState
@@ -81,6 +81,10 @@ OPERATION_RANK: dict[NextOperation, int] = {
     NextOperation.CHECK_AND_ACCEPT: 20,
     NextOperation.NONE: 0,
 }
+# a start_call that resume refuses for drift needs the operator to fix the configuration
+# first (like fix_inputs); the label is the Calls pane's own words (issue 9, A2)
+RANK_DRIFT = OPERATION_RANK[NextOperation.FIX_INPUTS]
+DRIFT_LABEL = "\u2716 drift: resume refuses"
 RANK_DUPLICATE = 90
 RANK_UNCOVERED = 80
 RANK_ANOMALY = 60
@@ -111,9 +115,11 @@ class CaseVerdict:
         return f"{self.label} {self.detail}" if self.detail else self.label
 
 
-def case_verdict(state: WorkState, event_count: int) -> CaseVerdict:
+def case_verdict(state: WorkState, event_count: int,
+                 drifted: Collection[str] = ()) -> CaseVerdict:
     """Worst of: receipt problems, effect_unknown, anomalies, then every call's, task's
-    and compilation's next operation (the subject named)."""
+    and compilation's next operation (the subject named). `drifted`: calls whose drift
+    check ran and refuses: their start_call reads as the drift, never as start_call."""
     unknown = state.effect_unknown_count
     dups = len(state.receipts.duplicates)
     uncovered = len(state.receipts.uncovered)
@@ -131,6 +137,10 @@ def case_verdict(state: WorkState, event_count: int) -> CaseVerdict:
         return CaseVerdict("anomalies", RANK_ANOMALY, f"\u00d7{anomalies}", **counts)
     best: tuple[int, str] = (0, "")
     for kind, subject, op in _operations(state):
+        if kind == "call" and op is NextOperation.START_CALL and subject in drifted:
+            if best[0] < RANK_DRIFT:
+                best = (RANK_DRIFT, f"{DRIFT_LABEL} (call {subject})")
+            continue
         rank = OPERATION_RANK.get(op, 0)
         if rank > best[0]:
             best = (rank, f"{op.value} ({kind} {subject})")

@@ -133,6 +133,7 @@ class MainScreen(AdvanceActions, Screen[None]):
         self.case: Path | None = None
         self.live: CaseSnapshot | None = None
         self.live_verdict: CaseVerdict | None = None
+        self._live_base: CaseVerdict | None = None  # the follower's, before drift is known
         self.shown: CaseSnapshot | None = None
         self.shown_verdict: CaseVerdict | None = None
         self.as_of: int | None = None
@@ -259,8 +260,10 @@ class MainScreen(AdvanceActions, Screen[None]):
             if snap is not None:
                 timeline.total = max(self.max_seq, snap.max_seq)
             timeline.decoration = (snap, self.as_of)
-            self.cases_pane.as_of = (self.as_of, self.shown_verdict) \
-                if self.as_of is not None and self.shown_verdict is not None else None
+            # only once the as-of projection is on screen: never a live verdict under "seq N"
+            self.cases_pane.as_of = (snap.as_of, self.shown_verdict) if (
+                self.as_of is not None and snap is not None and snap.as_of is not None
+                and self.shown_verdict is not None) else None
             detail = self.detail
             detail.snapshot = snap
             detail.drift = dict(self.drift)
@@ -308,7 +311,7 @@ class MainScreen(AdvanceActions, Screen[None]):
             return
         self.case = case
         self.live = self.shown = None
-        self.live_verdict = self.shown_verdict = None
+        self.live_verdict = self.shown_verdict = self._live_base = None
         self.selected_call_id = None
         self._time_machine = None
         self.as_of = None
@@ -494,7 +497,8 @@ class MainScreen(AdvanceActions, Screen[None]):
             return
         snap = message.snapshot
         first = self.live is None
-        self.live, self.live_verdict = snap, message.verdict
+        self._live_base = message.verdict
+        self.live, self.live_verdict = snap, self._verdict_with_drift(snap, message.verdict)
         if self.progress and self.progress[0] == "projecting":
             self.progress = None
         self.trouble = None
@@ -502,13 +506,13 @@ class MainScreen(AdvanceActions, Screen[None]):
         self.event_count = snap.event_count
         self.max_seq = snap.max_seq
         self.last_commit = snap.last_recorded_at
-        self.cases_pane.set_verdict(message.case, message.verdict)
+        self.cases_pane.set_verdict(message.case, self.live_verdict)
         self._note_changes(snap, first)
         if self.modal is not None:
             self._check_modal_evidence(snap)
         self._check_drift(snap)
         if self.as_of is None:
-            self.shown, self.shown_verdict = snap, message.verdict
+            self.shown, self.shown_verdict = snap, self.live_verdict
             self._paint_panes()
             if first and self.selected_call_id is None:
                 self._select_from(self.calls)
@@ -601,7 +605,24 @@ class MainScreen(AdvanceActions, Screen[None]):
             if check.status is DriftStatus.UNAVAILABLE and call is not None:
                 check = DriftCheck(check.call_id, call.last_seq, check.status, check.fixes)
             self.drift[check.call_id] = check
+        if live is not None and self._live_base is not None:
+            # the Cases row says the drift once it is known, as the Calls pane does (A2)
+            self.live_verdict = self._verdict_with_drift(live, self._live_base)
+            self.cases_pane.set_verdict(message.case, self.live_verdict)
+            if self.as_of is None:
+                self.shown_verdict = self.live_verdict
         self._paint_panes()
+
+    def _verdict_with_drift(self, snap: CaseSnapshot, verdict: CaseVerdict) -> CaseVerdict:
+        """The follower's verdict, re-ranked when a drift check refuses a start_call
+        (a pass over the calls, only then: drift is rare)."""
+        drifted = frozenset(
+            call_id for call_id, check in self.drift.items()
+            if check.status is DriftStatus.DRIFT and (call := snap.call(call_id)) is not None
+            and call.last_seq == check.last_seq)
+        if not drifted:
+            return verdict
+        return case_verdict(snap.state, snap.event_count, drifted)
 
     # ------------------------------------------------------------------ selection
 

@@ -1,8 +1,10 @@
 """1 Cases: every case of a bundle with its worst next operation of any kind.
 
 The pane owns the worker that summarises the cases it lists (a thread: each summary is
-a CPU-bound projection; 1,000 small cases list in about 0.7 s) and posts `Summarized`
-per case. Under time travel the open case's row shows its as-of verdict, marked.
+a CPU-bound projection; 1,000 small cases list in about 1 s) and posts `Summarized`
+per case. Under time travel the open case's row shows its as-of verdict ("⏲ seq N:")
+and every other row is marked "● live:" (time travel is per case: the others are not
+rewound), and the title says so, so no row can be read as the other's time.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from textual.reactive import reactive
 from textual.worker import get_current_worker
 
 from codeai_tui.app.widgets.cells import WARN, cell
-from codeai_tui.app.widgets.pane import Pane
+from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.table import Column, ListSource, Row
 from codeai_tui.console.fleet import CaseOrder, ordered, summarize
 from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
@@ -35,8 +37,11 @@ def case_name(case: Path, root: Path) -> str:
         return str(case)
 
 
+LIVE_MARK = "\u25cf live: "  # another case's row while the open one is time-travelling
+
+
 def case_row(name: str, verdict: CaseVerdict | None, *, active: bool,
-             as_of: int | None = None) -> Row:
+             as_of: int | None = None, live_mark: bool = False) -> Row:
     shown = ("\u25b8 " if active else "  ") + name  # ▸ the case on screen
     if verdict is None:
         return Row(name, (cell(shown), "\u2026 projecting", ""), "dim")
@@ -48,6 +53,8 @@ def case_row(name: str, verdict: CaseVerdict | None, *, active: bool,
         tone = "warn"
     if as_of is not None:
         label = f"\u23f2 seq {as_of:,}: {label}"
+    elif live_mark:
+        label = LIVE_MARK + label
     return Row(name, (cell(shown), cell(label), f"{verdict.event_count:,}"), tone)
 
 
@@ -119,16 +126,23 @@ class CasesPane(Pane):
 
     def paint(self) -> None:
         rows: list[Row] = []
+        travelling = self.as_of is not None
         for case in ordered(list(self.cases), self.verdicts, self.order):
             active = case == self.active
             as_of = self.as_of if active else None
             verdict = as_of[1] if as_of is not None else self.verdicts.get(case)
             row = case_row(case_name(case, self.root), verdict, active=active,
-                           as_of=as_of[0] if as_of is not None else None)
+                           as_of=as_of[0] if as_of is not None else None,
+                           live_mark=travelling and not active)
             if self.needle is None or self.needle.matches(row.cells):
                 rows.append(row)
         self.set_source(ListSource(rows))
         super().paint()
+
+    def title_marks(self) -> list[TitlePart]:
+        if self.as_of is None or len(self.cases) < 2:
+            return []
+        return [(f" \u23f2 open case as of seq {self.as_of[0]:,}; others live", "bold $warning")]
 
     def idle_subtitle(self) -> Content | None:
         if len(self.cases) < 2:

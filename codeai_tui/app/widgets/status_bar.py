@@ -115,7 +115,9 @@ class StatusBar(Static):
             style = "bold $error" if f.fleet.alarming else "$text-muted"
             mark = f"{WARN} " if f.fleet.alarming else ""
             line = f.fleet.short_line() if compact else f.fleet.line()
-            parts += ["\n", ("bundle: ", "bold"), (mark + line, style)]
+            # under time travel only the open case is rewound: the bundle counts stay live
+            label = "bundle: " if f.as_of is None else "bundle (live): "
+            parts += ["\n", (label, "bold"), (mark + line, style)]
         if f.provider:
             parts += ["\n", (cell(f.provider, 160), "$text-muted")]
         self.update(Content.assemble(*parts))
