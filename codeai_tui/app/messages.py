@@ -71,6 +71,13 @@ class LedgerTrouble(Message):
 
 
 @dataclass
+class LedgerReplaced(Message):
+    """The case's ledger file is another file than the one read so far (issue 12)."""
+
+    case: Path
+
+
+@dataclass
 class DriftChecked(Message):
     case: Path
     checks: list[DriftCheck]

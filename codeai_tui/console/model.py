@@ -151,6 +151,16 @@ def discover_cases(path: str | os.PathLike[str]) -> list[Path]:
     return find_cases(path)
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a file: a ledger replaced under the console (a copy moved into
+    place, a restore) has a new one, though its path and even its events may look alike."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _receipts_stamp(case_dir: Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(case_dir / RECEIPTS_RELPATH)
@@ -171,6 +181,8 @@ class CaseFollower:
     def __init__(self, case_dir: Path) -> None:
         self.case_dir = case_dir
         self.reader = LedgerReader(case_dir)
+        # which file this follower reads; the reader keeps reading it even if replaced
+        self.identity = file_identity(self.reader.path)
         self.sql = EvidenceSQL(case_dir)
         self.lock = threading.Lock()
         try:

@@ -353,6 +353,7 @@ class MainScreen(AdvanceActions, Screen[None]):
         worker = get_current_worker()
         follower: CaseFollower | None = None
         ever_opened = False
+        identity: tuple[int, int] | None = None  # the file the projection was built from
         last_progress = 0.0
 
         def progress(done: int, total: int) -> None:
@@ -371,6 +372,9 @@ class MainScreen(AdvanceActions, Screen[None]):
                 if follower is None:
                     try:
                         follower = CaseFollower(case)
+                        if identity is not None and follower.identity != identity:
+                            self.post_message(m.LedgerReplaced(case))
+                        identity = follower.identity
                         self.post_message(m.CaseOpened(case, follower.event_count,
                                                        follower.max_seq,
                                                        follower.last_recorded_at))
@@ -464,6 +468,39 @@ class MainScreen(AdvanceActions, Screen[None]):
         self.last_commit = message.last
         self.timeline.total = message.max_seq  # the timeline draws before the projection
         self._paint_status()
+
+    def on_ledger_replaced(self, message: m.LedgerReplaced) -> None:
+        """Another file now sits at the ledger's path: say so, and keep nothing read from
+        the old one (snapshots, time travel, drift verdicts, alert memory, timeline pages,
+        the selection, an open resume dialog's evidence); the follower projects anew."""
+        case = message.case
+        if case != self.case:
+            return
+        text = (f"{WARN} ledger file replaced at {self.clock():%H:%M:%S}: everything shown "
+                "is re-read from the new file")
+        self.live = self.shown = None
+        self.live_verdict = self.shown_verdict = self._live_base = None
+        self.as_of = None
+        self._time_machine = None
+        self.selected_call_id = None
+        self.drift = {}
+        self._seen_unknown = None
+        self._seen_duplicates = None
+        self._pending_alerts.clear()
+        self.workers.cancel_group(self, "as_of")
+        self.workers.cancel_group(self, "drift")
+        if self.modal is not None:
+            self.modal.evidence_changed("the ledger file was replaced")
+        timeline = self.timeline
+        timeline.reload()
+        timeline.total = 0
+        self.note = Note(case, "", text, ok=False)
+        self.action_log.add(self.clock(), self._case_label(case), None, Outcome.ALERT, text)
+        self.notify(text, title="ledger replaced", severity="warning", markup=False,
+                    timeout=15)
+        self._paint_panes()
+        self.detail.subject = None
+        self.refresh_bindings()
 
     def on_projection_progress(self, message: m.ProjectionProgress) -> None:
         if message.case != self.case:

@@ -244,6 +244,10 @@ class TimelinePane(Pane):
         self.run_worker(self._drop_reader(), group="reader", exit_on_error=False)
         self.paint()
 
+    def reload(self) -> None:
+        """Forget every page and the reader: the ledger file was replaced."""
+        self.watch_case()
+
     def watch_total(self, total: int) -> None:
         self.pages.set_total(total)
         if self.needle is None:
