@@ -178,12 +178,18 @@ class CaseFollower:
     held while the projector changes; time travel reads the projector under it.
     """
 
-    def __init__(self, case_dir: Path) -> None:
+    def __init__(self, case_dir: Path, stop: Callable[[], bool] | None = None) -> None:
         self.case_dir = case_dir
+        # `stop`: when it turns true (the console quits, the worker is cancelled) every
+        # read in progress ends within a millisecond with a LedgerError ("interrupted"),
+        # even deep inside the fast path's grouped reads; the caller may swap it later
+        self.stop = stop
         self.reader = LedgerReader(case_dir)
+        self.reader.abort_when(self.stopped)
         # which file this follower reads; the reader keeps reading it even if replaced
         self.identity = file_identity(self.reader.path)
         self.sql = EvidenceSQL(case_dir)
+        self.sql.abort_when(self.stopped)
         self.lock = threading.Lock()
         try:
             unique = self.sql.event_ids_unique()
@@ -196,6 +202,10 @@ class CaseFollower:
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
         _register(self)
+
+    def stopped(self) -> bool:
+        stop = self.stop
+        return stop is not None and stop()
 
     def close(self) -> None:
         _unregister(self)
@@ -362,7 +372,7 @@ class TimeMachine:
                     and follower.projector.last_seq >= seq:
                 return follower.as_of(seq)
             if self._own is None:
-                own = CaseFollower(self.case_dir)
+                own = CaseFollower(self.case_dir, stop)
                 try:
                     own.catch_up(progress, stop)
                 except BaseException:
@@ -373,6 +383,7 @@ class TimeMachine:
                     return None
                 self._own = own
             else:
+                self._own.stop = stop  # this call's worker, not the one that opened it
                 self._own.catch_up()
             return self._own.as_of(seq)
 

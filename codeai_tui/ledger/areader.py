@@ -49,6 +49,20 @@ class AsyncLedgerReader:
         self._lock = asyncio.Lock()
 
     async def open(self) -> AsyncLedgerReader:
+        # A reader that fails to open is closed here: nobody else holds it.
+        try:
+            return await self._open()
+        except asyncio.CancelledError:
+            # cancelled while opening (the console quits under load): aiosqlite's thread
+            # is not a daemon and would keep the process alive after the screen is gone
+            # (seen: the summary printed, no exit); stop it without awaiting here
+            self._stop_now()
+            raise
+        except Exception:
+            await self.close()
+            raise
+
+    async def _open(self) -> AsyncLedgerReader:
         check_ledger_files(self.path)
         try:
             self._conn = await aiosqlite.connect(
@@ -76,6 +90,11 @@ class AsyncLedgerReader:
         self._inode = _inode(self.path)
         self._data_version = await self._read_data_version()
         return self
+
+    def _stop_now(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.stop()  # queues close-and-end for its thread; returns at once
 
     async def close(self) -> None:
         if self._conn is not None:

@@ -12,11 +12,11 @@ read event by event instead.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from codeai_tui.ledger.errors import classify_sqlite_error
-from codeai_tui.ledger.reader import connect_readonly, resolve_ledger_path
+from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
 
 
 class FastPathUnfit(Exception):
@@ -80,6 +80,10 @@ class EvidenceSQL:
 
     def close(self) -> None:
         self._conn.close()
+
+    def abort_when(self, stop: Callable[[], bool]) -> None:
+        """Statements end ("interrupted") soon after `stop()` turns true."""
+        abort_when(self._conn, stop)
 
     def __enter__(self) -> EvidenceSQL:
         return self

@@ -19,7 +19,7 @@ import re
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -35,6 +35,7 @@ from codeai_tui.ledger.schema import (
 )
 
 BUSY_TIMEOUT_S = 2.0
+STOP_CHECK_OPS = 20_000  # SQLite VM steps between stop checks (see abort_when)
 PAGE_SIZE = 5000
 CAREFUL_PAGE = 50_000  # careful mode (see LedgerReader): fewer full scans of an unindexed seq
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER range
@@ -164,6 +165,14 @@ def connect_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Con
     return conn
 
 
+def abort_when(conn: sqlite3.Connection, stop: Callable[[], bool]) -> None:
+    """Make every statement on `conn` end with "interrupted" (a LedgerError to callers)
+    soon after `stop()` turns true: SQLite asks every STOP_CHECK_OPS virtual-machine steps
+    (well under a millisecond), so a reader thread in the middle of a long grouped read
+    lets the console quit at once (issue 9/12: `q` during the first load)."""
+    conn.set_progress_handler(lambda: 1 if stop() else 0, STOP_CHECK_OPS)
+
+
 def check_format(conn: sqlite3.Connection, path: Path) -> None:
     rows = fetch_all(conn, "SELECT value FROM ledger_meta WHERE key='format'")
     row = rows[0] if rows else None
@@ -202,6 +211,10 @@ class LedgerReader:
 
     def close(self) -> None:
         self._conn.close()
+
+    def abort_when(self, stop: Callable[[], bool]) -> None:
+        """Statements end ("interrupted") soon after `stop()` turns true."""
+        abort_when(self._conn, stop)
 
     def __enter__(self) -> LedgerReader:
         return self

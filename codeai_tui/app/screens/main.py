@@ -351,6 +351,10 @@ class MainScreen(AdvanceActions, Screen[None]):
     def _follow(self, case: Path, wake: threading.Event) -> None:
         """The one poller of this case's ledger: project in pages, then follow."""
         worker = get_current_worker()
+
+        def stopped() -> bool:  # reads in progress end at once: quit answers in time
+            return worker.is_cancelled or self._closing
+
         follower: CaseFollower | None = None
         ever_opened = False
         identity: tuple[int, int] | None = None  # the file the projection was built from
@@ -371,15 +375,15 @@ class MainScreen(AdvanceActions, Screen[None]):
             while not worker.is_cancelled:
                 if follower is None:
                     try:
-                        follower = CaseFollower(case)
+                        follower = CaseFollower(case, stopped)
                         if identity is not None and follower.identity != identity:
                             self.post_message(m.LedgerReplaced(case))
                         identity = follower.identity
                         self.post_message(m.CaseOpened(case, follower.event_count,
                                                        follower.max_seq,
                                                        follower.last_recorded_at))
-                        follower.catch_up(progress, lambda: worker.is_cancelled)
-                        if worker.is_cancelled:
+                        follower.catch_up(progress, stopped)
+                        if stopped():
                             return
                         ready(follower.snapshot())
                         ever_opened = True
@@ -390,6 +394,8 @@ class MainScreen(AdvanceActions, Screen[None]):
                         if follower is not None:
                             follower.close()
                             follower = None
+                        if stopped():
+                            return  # interrupted on purpose: no trouble to report
                         self.post_message(m.LedgerTrouble(case, exc, ever_opened))
                         if not ever_opened and exc.problem is not LedgerProblem.BUSY:
                             return
@@ -400,7 +406,7 @@ class MainScreen(AdvanceActions, Screen[None]):
                 # so a dead watcher cannot stop following.
                 woken = wake.wait(REOPEN_S)
                 wake.clear()
-                if worker.is_cancelled:
+                if stopped():
                     return
                 if not self.following or (not woken and self._watching):
                     continue
@@ -409,6 +415,8 @@ class MainScreen(AdvanceActions, Screen[None]):
                 except LedgerError as exc:
                     follower.close()
                     follower = None
+                    if stopped():
+                        return
                     self.post_message(m.LedgerTrouble(case, exc, True))
                     wake.wait(REOPEN_S)
                     continue
@@ -875,8 +883,10 @@ class MainScreen(AdvanceActions, Screen[None]):
         if machine is None or machine.case_dir != case:
             machine = self._time_machine = TimeMachine(case)
         try:
-            snap = machine.to(seq, progress, lambda: worker.is_cancelled)
+            snap = machine.to(seq, progress, lambda: worker.is_cancelled or self._closing)
         except LedgerError as exc:
+            if worker.is_cancelled or self._closing:
+                return
             self.post_message(m.LedgerTrouble(case, exc, True))
             return
         if snap is not None:
