@@ -252,6 +252,56 @@ p95 = lat[int(0.95 * (len(lat) - 1))] if lat else float("nan")
 print(f"{p95:.4f} {rss1 - rss0:.1f} {written} {f.projector.event_count}")
 """
 
+_FOLLOW_READS = """
+import asyncio, resource, statistics, subprocess, sys, time
+from datetime import datetime, timezone
+from pathlib import Path
+from codeai_tui.console.model import CaseFollower
+from codeai_tui.ledger.areader import AsyncLedgerReader
+case, writer_code, rate, seconds, mode = (Path(sys.argv[1]), sys.argv[2], sys.argv[3],
+                                          float(sys.argv[4]), sys.argv[5])
+POLL_S = 0.1  # the console's follow poll (app/constants.py)
+f = CaseFollower(case); f.catch_up(); f.snapshot()
+lat = []
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+def note(snap):
+    if snap is not None and snap.last_recorded_at:
+        t = datetime.fromisoformat(snap.last_recorded_at.replace("Z", "+00:00"))
+        lat.append((datetime.now(timezone.utc) - t).total_seconds())
+def fold(events):  # the follower thread's share when the reads happen on the event loop
+    with f.lock:
+        f.projector.feed(events)
+    f.last_recorded_at = events[-1].recorded_at
+    return f.snapshot()
+async def main():
+    reader = await AsyncLedgerReader(case).open()
+    w = subprocess.Popen([sys.executable, "-c", writer_code, str(case / "ledger.sqlite3"),
+                          rate, str(seconds)], stdout=subprocess.PIPE)
+    c0, end = cpu(), time.monotonic() + seconds + 1
+    while time.monotonic() < end:
+        await asyncio.sleep(POLL_S)
+        if not await reader.changed():
+            continue
+        if mode == "thread":  # as the console does: the poll wakes the thread, it reads
+            note(await asyncio.to_thread(f.poll))
+            continue
+        events, last = [], f.projector.last_seq
+        while page := await reader.read_after(last, 2000):
+            events += page
+            last = page[-1].seq
+        if events:
+            note(await asyncio.to_thread(fold, events))
+    used = cpu() - c0
+    written = int(w.communicate()[0] or 0)
+    await reader.close()
+    lat.sort()
+    p95 = lat[int(0.95 * (len(lat) - 1))] if lat else float("nan")
+    print(f"{statistics.median(lat):.4f} {p95:.4f} {used / seconds:.3f} {written}")
+asyncio.run(main())
+"""
+
 _BUNDLE = """
 import sys, time
 t0 = time.perf_counter()
@@ -290,6 +340,7 @@ def run_bench(n_events: int = 1_000_000, keep: str | None = None, runs: int = 3,
         rows = _measure(case, runs)
         if live_seconds > 0:
             rows += _measure_live(case, live_seconds)
+            rows += _measure_follow_reads(case, live_seconds)
         bundle = root / "bundle"
         if bundle_cases and not bundle.exists():
             write_bundle(bundle, bundle_cases)
@@ -363,6 +414,26 @@ def _measure_live(case: Path, seconds: float, rate: int = 1000) -> list[tuple[st
         ("live: RSS growth while following", f"{float(growth):.1f} MB", "",
          "<= 20 MB (10 min)"),
     ]
+
+
+def _measure_follow_reads(case: Path, seconds: float, rate: int = 1000
+                          ) -> list[tuple[str, str, str, str]]:
+    """Issue 9 C: where the follower reads new events. Both ways poll `data_version`
+    through aiosqlite every 0.1 s as the console does; "thread" reads and folds in the
+    follower thread with the sync reader (what the console does), "aiosqlite" reads the
+    new events on the event loop and hands them to a thread to fold. Commit-to-snapshot
+    median/p95 and the follower process's CPU per second, at `rate` events/s."""
+    rows = []
+    for mode, label in (("thread", "sync reader in the follower thread (kept)"),
+                        ("aiosqlite", "aiosqlite reads, folded in a thread")):
+        out = _run(_py(_FOLLOW_READS) + [str(case), _WRITER, str(rate), str(seconds), mode],
+                   capture=True)[2]
+        p50, p95, cpu, _written = out.split()
+        rows.append((f"live reads, {label}: {rate:,} events/s, commit to snapshot "
+                     "median / p95; CPU", f"{float(p50) * 1000:.0f} / "
+                     f"{float(p95) * 1000:.0f} ms; {float(cpu) * 100:.0f}% of a core", "",
+                     "<= 250 ms"))
+    return rows
 
 
 def _print_table(rows: list[tuple[str, str, str, str]]) -> None:
