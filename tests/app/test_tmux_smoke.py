@@ -124,18 +124,19 @@ def test_a_signal_ends_the_console_and_gives_the_terminal_back(tmp_path: Path, s
                f"codeai_tui {shlex.quote(str(case))}")
     shell = " ".join(shlex.quote(p) for p in (
         "bash", "--norc", "-c", f"bash --norc -c {shlex.quote(command)}; echo EXITED=$?; "
-        "stty -a | grep -o -- '-\\?icanon' | head -1; sleep 30"))
+        "echo TTY=$(stty -a | grep -o -- '-\\?icanon' | head -1).; sleep 30"))
     env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
                     shell], check=True, env=env)
     try:
         wait_screen(session, "effect unknown")
         os.kill(int(marker.read_text().strip()), getattr(__import__("signal"), f"SIG{sig}"))
-        text = wait_screen(session, "EXITED=")
+        # the stty line comes after EXITED=: wait for it, not just for the exit
+        text = wait_screen(session, "TTY=")  # one echo: the stty result comes whole
         code = 128 + int(getattr(__import__("signal"), f"SIG{sig}"))
         assert f"EXITED={code}" in text
         assert "this session" in text  # the summary line the console prints on exit
-        assert "\nicanon" in "\n" + text.split("EXITED=", 1)[1].split("\n", 1)[1]
+        assert "TTY=icanon." in text  # canonical mode back (raw would read "-icanon")
         flags = subprocess.run(["tmux", "display", "-p", "-t", session,
                                 "#{alternate_on} #{mouse_any_flag}"], capture_output=True,
                                text=True, check=True).stdout.split()
