@@ -47,6 +47,17 @@ def _err(message: str) -> None:
     print(f"codeai-tui: {visible(message, one_line=True)}", file=sys.stderr)
 
 
+def _seconds(text: str) -> float:
+    """A finite, non-negative number of seconds (argparse turns the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be finite and >= 0: {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codeai-tui",
@@ -81,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the environment variable holding the credential (trusted)")
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="S",
+                   help="seconds to connect and for each read or write (default 30)")
+    p.add_argument("--max-retry-wait", type=_seconds, default=None, metavar="S",
+                   help="the longest Retry-After honoured before a retry; a longer one "
+                        "stops the call (default 30)")
 
     p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
     p.add_argument("case")
@@ -100,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--receipts-root", type=Path,
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
     p.add_argument("--latency", type=float, default=0.0, help="seconds to hold each request")
-    p.add_argument("--fail-first", type=int, default=0, help="answer 503 to the first N requests")
+    p.add_argument("--fail-first", type=int, default=0,
+                   help="answer --fail-status to the first N requests")
+    p.add_argument("--fail-status", type=int, default=503, choices=(503, 429),
+                   help="the status of those answers (default 503)")
+    p.add_argument("--retry-after", default=None, metavar="VALUE",
+                   help="send `Retry-After: VALUE` with them (seconds or an HTTP-date)")
     p.add_argument("--truncate-after", type=int, default=None, metavar="N",
                    help="cut every streamed answer after N chunks (connection closed mid-body)")
 
@@ -375,7 +396,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         result = resume_call(
             case, args.call_id, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, send_credential=send_credential, reason=args.reason,
-            expected=plan,
+            expected=plan, timeout=args.timeout, max_retry_wait=args.max_retry_wait,
         )
     except UnknownCall as exc:
         raise CliError(exc.reason) from None
@@ -391,6 +412,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         f"{visible(result.new_call_id, one_line=True)}: {result.status}; "
         f"receipts {result.receipts_before} -> {result.receipts_after}"
     )
+    for note in result.notes:  # a Retry-After waited out, or one too long to wait
+        _err(f"note: {note}")
     return OUTCOME_EXIT.get(result.status, EXIT_EFFECT_UNKNOWN)
 
 
@@ -399,7 +422,8 @@ def cmd_provider(args: argparse.Namespace) -> int:
 
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
-              receipts_root=args.receipts_root, truncate_after=args.truncate_after)
+              receipts_root=args.receipts_root, truncate_after=args.truncate_after,
+              fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:

@@ -10,6 +10,11 @@ offers `tools` (and carries no tool results yet) is answered with tool calls who
 derive from the request; `stream: true` is answered with server-sent events in the
 `chat.completion.chunk` format; `truncate_after` cuts every stream after N chunks by
 closing the connection mid-body, the way a dropped network link looks to a client.
+`fail_first` answers the first N requests with `fail_status` (503 overloaded, or 429 rate
+limited), carrying `Retry-After: <retry_after>` verbatim when one is given (seconds, an
+HTTP-date, or a broken value to test a client with). Every answer names its request with
+`x-request-id` (the receipt id, so an observation points at its receipt) and says how
+long it took in `openai-processing-ms`, as OpenAI's API does.
 
 HTTP is served by aiohttp rather than `http.server`: it reads chunked request bodies,
 drains a body the handler did not need before the next keep-alive request, and streams
@@ -37,6 +42,8 @@ from typing import Any
 from aiohttp import web
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+FAIL_STATUSES = {503: ("synthetic overload", "overloaded"),
+                 429: ("synthetic rate limit", "rate_limit_exceeded")}
 MAX_BODY = 8 * 1024 * 1024
 ARGUMENT_PIECE = 16  # characters of tool-call arguments per streamed chunk
 
@@ -255,6 +262,8 @@ class ProviderServer:
         fail_first: int = 0,
         receipts_root: Path | None = None,
         truncate_after: int | None = None,
+        fail_status: int = 503,
+        retry_after: str | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
@@ -262,6 +271,12 @@ class ProviderServer:
             raise ValueError("give exactly one of --receipts and --receipts-root")
         if truncate_after is not None and truncate_after < 0:
             raise ValueError("--truncate-after must be >= 0")
+        if fail_status not in FAIL_STATUSES:
+            raise ValueError(f"--fail-status must be one of {sorted(FAIL_STATUSES)}")
+        if retry_after is not None and (
+            not retry_after or any(not " " <= ch <= "~" for ch in retry_after)
+        ):
+            raise ValueError("--retry-after must be printable ASCII text")
         self.host = host
         self.port = port
         self.receipts = ReceiptWriter(receipts) if receipts is not None else None
@@ -271,6 +286,8 @@ class ProviderServer:
         self.latency = latency
         self.fail_first = fail_first
         self.truncate_after = truncate_after
+        self.fail_status = fail_status
+        self.retry_after = retry_after
         self._served = 0
         self._count_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -300,6 +317,14 @@ class ProviderServer:
             return self._served
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started = asyncio.get_running_loop().time()
+        resp = await self._answer(request)
+        if not resp.prepared:  # a stream sent its headers already, with its own ids
+            ms = round((asyncio.get_running_loop().time() - started) * 1000)
+            resp.headers.setdefault("openai-processing-ms", str(ms))
+        return resp
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         # Read every body, whatever the path: an unread body left in a keep-alive stream
         # would be parsed as the next request.
         try:
@@ -317,27 +342,36 @@ class ProviderServer:
         # The receipt is durable before any work starts: it is the provider's own record
         # that the request reached it, whatever happens to the caller afterwards.
         receipt = await asyncio.to_thread(writer.append, key, body)
+        request_id = {"x-request-id": str(receipt["receipt_id"])}
         index = self.next_index()
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if index <= self.fail_first:
-            return _json(503, {"error": {"message": "synthetic overload", "type": "overloaded"}})
+            message, kind = FAIL_STATUSES[self.fail_status]
+            headers = dict(request_id)
+            if self.retry_after is not None:
+                headers["Retry-After"] = self.retry_after
+            return _json(self.fail_status, {"error": {"message": message, "type": kind}},
+                         headers=headers)
         try:
             parsed = _validate(body)
         except BadRequest as exc:
-            return _json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+            return _json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}},
+                         headers=request_id)
         completion = completion_for(parsed, str(receipt["body_sha256"]), len(body))
         if not parsed.get("stream"):
-            return _json(200, completion)
+            return _json(200, completion, headers=request_id)
         options = parsed.get("stream_options")
         usage = isinstance(options, dict) and options.get("include_usage") is True
-        return await self._stream(request, completion, usage)
+        return await self._stream(request, completion, usage, request_id)
 
     async def _stream(
-        self, request: web.Request, completion: JsonObject, usage: bool
+        self, request: web.Request, completion: JsonObject, usage: bool,
+        extra_headers: dict[str, str],
     ) -> web.StreamResponse:
         resp = web.StreamResponse(
-            status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                 **extra_headers}
         )
         await resp.prepare(request)
         for sent, chunk in enumerate(stream_chunks(completion, usage)):
@@ -387,10 +421,11 @@ class ProviderServer:
         return f"http://{host}:{self.port}/v1"
 
 
-def _json(status: int, body: JsonObject, close: bool = False) -> web.Response:
+def _json(status: int, body: JsonObject, close: bool = False,
+          headers: dict[str, str] | None = None) -> web.Response:
     resp = web.Response(
         status=status, body=json.dumps(body, sort_keys=True).encode("utf-8"),
-        content_type="application/json",
+        content_type="application/json", headers=headers,
     )
     if close:
         resp.force_close()
@@ -417,10 +452,12 @@ def serve(
     announce: bool = True,
     receipts_root: Path | None = None,
     truncate_after: int | None = None,
+    fail_status: int = 503,
+    retry_after: str | None = None,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
     server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
-                            truncate_after)
+                            truncate_after, fail_status, retry_after)
     aiohttp_log = logging.getLogger("aiohttp")
     aiohttp_log.addHandler(_OneLineLog(logging.WARNING))
     aiohttp_log.propagate = False
@@ -458,6 +495,8 @@ class ProviderProcess:
         port: int = 0,
         receipts_root: Path | None = None,
         truncate_after: int | None = None,
+        fail_status: int = 503,
+        retry_after: str | None = None,
     ) -> None:
         self.receipts = Path(receipts) if receipts is not None else None
         self.receipts_root = Path(receipts_root) if receipts_root is not None else None
@@ -465,6 +504,8 @@ class ProviderProcess:
         self.fail_first = fail_first
         self.port = port
         self.truncate_after = truncate_after
+        self.fail_status = fail_status
+        self.retry_after = retry_after
         self.proc: object | None = None
         self.base_url = ""
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
@@ -476,7 +517,10 @@ class ProviderProcess:
         cmd = [
             sys.executable, "-m", "codeai_tui", "provider", "--port", str(self.port),
             "--latency", str(self.latency), "--fail-first", str(self.fail_first),
+            "--fail-status", str(self.fail_status),
         ]
+        if self.retry_after is not None:
+            cmd += ["--retry-after", self.retry_after]
         if self.receipts is not None:
             cmd += ["--receipts", str(self.receipts)]
         if self.receipts_root is not None:

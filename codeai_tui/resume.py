@@ -97,6 +97,7 @@ class ResumeResult:
     receipts_after: int
     drift_check_possible: bool
     status: str
+    notes: tuple[str, ...] = ()  # what the runner waited for, or why it stopped early
 
 
 def _project_call(events: Sequence[Event], call_id: str) -> CallState | None:
@@ -264,6 +265,8 @@ def resume_call(
     progress: Progress | None = None,
     new_call_id: str | None = None,
     operator_config: Path | None = None,
+    timeout: float | None = None,
+    max_retry_wait: float | None = None,
 ) -> ResumeResult:
     """Resume one call or raise ResumeRefused having appended nothing.
 
@@ -294,8 +297,11 @@ def resume_call(
     new_id = new_call_id or f"call-{uuid.uuid4().hex[:12]}"
     say("writing call.resumed and the new call")
     with LedgerWriter.open(case) as writer:
+        limits = {k: v for k, v in (("timeout", timeout), ("max_retry_wait", max_retry_wait))
+                  if v is not None}  # the runner's documented defaults otherwise
         runner = CallRunner(
-            case, writer, config, credential=credential_for(plan.destination, send_credential)
+            case, writer, config, credential=credential_for(plan.destination, send_credential),
+            **limits,
         )
         package = (
             (plan.context_package_now, plan.rendered_sha256_now)
@@ -335,4 +341,5 @@ def resume_call(
         new_stage=new_state.stage if new_state else CallStage.REQUESTED,
         receipts_before=receipts_before, receipts_after=receipts_after,
         drift_check_possible=plan.drift_check_possible, status=status,
+        notes=tuple(runner.notes),
     )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +32,7 @@ from codeai_tui.responses import (
     parse_json_completion,
     tool_plan,
 )
+from codeai_tui.retry_after import MAX_RETRY_WAIT_S, RetryAfter, kept_headers, parse_retry_after
 
 SEND_TIMEOUT_S = 30.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -51,6 +53,10 @@ class Transport:
     complete: bool = True
     # The answer as one chat.completion (parsed, or assembled from the stream).
     completion: ParsedJson | None = None
+    # The allow-listed response headers (retry_after.KEPT_HEADERS), never a credential
+    # or a cookie, and the wait the answer asks for (read with its Date header).
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retry_after: RetryAfter = RetryAfter(None)
 
 
 # An answer larger than an artifact may be cannot be journaled (nor read back verified),
@@ -112,6 +118,8 @@ def send_request(
         headers["Authorization"] = f"Bearer {api_key}"
     url = base_url.rstrip("/") + "/chat/completions"
     status: int | None = None
+    kept: dict[str, str] = {}
+    asked = RetryAfter(None)
     received = bytearray()
     assembler: StreamAssembler | None = None
     try:
@@ -120,6 +128,7 @@ def send_request(
             client.stream("POST", url, content=body, headers=headers) as resp,
         ):
             status = resp.status_code
+            kept, asked = kept_headers(resp.headers), parse_retry_after(resp.headers)
             if resp.headers.get("content-type", "").startswith("text/event-stream"):
                 assembler = StreamAssembler(on_text)
             for piece in resp.iter_bytes():
@@ -132,20 +141,24 @@ def send_request(
                 assembler.finish()
     except _TooLarge:
         return Transport(status, b"", f"response larger than {MAX_RESPONSE_BYTES} bytes: "
-                         "not journaled", stream=assembler is not None, complete=False)
+                         "not journaled", stream=assembler is not None, complete=False,
+                         headers=kept)
     except not_sent as exc:
         return Transport(None, b"", _describe(exc), maybe_sent=False)
     except httpx.HTTPError as exc:
         if assembler is not None:  # cut off mid-stream: what arrived is not an answer
-            return Transport(status, bytes(received), _describe(exc), stream=True, complete=False)
+            return Transport(status, bytes(received), _describe(exc), stream=True,
+                             complete=False, headers=kept)
         return Transport(None, b"", _describe(exc))
     data = bytes(received)
     if assembler is not None:
         if not assembler.complete:
             why = assembler.problem or "stream ended before finish_reason and [DONE]"
-            return Transport(status, data, why, stream=True, complete=False)
-        return Transport(status, data, stream=True, completion=assembler.completion())
-    return Transport(status, data, completion=parse_json_completion(data))
+            return Transport(status, data, why, stream=True, complete=False, headers=kept)
+        return Transport(status, data, stream=True, completion=assembler.completion(),
+                         headers=kept, retry_after=asked)
+    return Transport(status, data, completion=parse_json_completion(data), headers=kept,
+                     retry_after=asked)
 
 
 def _describe(exc: Exception) -> str:
@@ -181,6 +194,8 @@ class CallRunner:
         timeout: float = SEND_TIMEOUT_S,
         credential: str | None = None,
         on_text: TextCallback | None = None,
+        max_retry_wait: float = MAX_RETRY_WAIT_S,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.on_text = on_text  # streamed text as it arrives (provisional until journaled)
         self.case_dir = Path(case_dir)
@@ -189,6 +204,11 @@ class CallRunner:
         self.artifacts = ArtifactStore(case_dir)
         self.on_commit = on_commit
         self.timeout = timeout
+        # the longest Retry-After honoured; a longer one stops the call (never slept)
+        self.max_retry_wait = max_retry_wait
+        self._sleep = sleep
+        # what an operator should hear about this run beyond its status (a wait, a stop)
+        self.notes: list[str] = []
         # the caller decides whether a credential may go to this destination
         # (codeai_tui/destination.py); the runner never reads one from the environment
         self._credential = credential
@@ -289,6 +309,10 @@ class CallRunner:
             # the connection was never made: evidence that the provider got nothing
             # (ledger/RECONCILE.md section 4), so the projection says effect none
             wire["sent"] = False
+        if transport.headers:
+            # allow-listed only (retry_after.KEPT_HEADERS): request ids to quote to the
+            # provider, and the wait it asked for (ledger/RECONCILE.md section 5)
+            wire["headers"] = dict(transport.headers)
         observed: JsonObject = {
             "transport": wire,
             "response_sha256": response_sha,
@@ -299,6 +323,32 @@ class CallRunner:
             plan: list[JsonValue] = [dict(c.as_ledger()) for c in tool_plan(transport.completion)]
             observed["tool_plan"] = plan
         return observed
+
+    def _retry_decision(self, transport: Transport, retry: bool,
+                        attempt_no: int) -> tuple[JsonObject, float]:
+        """The retry_decided payload and the seconds to wait before the next attempt.
+
+        A Retry-After within `max_retry_wait` is waited out; a longer one stops the call
+        (the provider said not to come back yet, and a resume must not hang on it)."""
+        reason = f"status {transport.status}" if transport.status else (transport.error or "")
+        asked = transport.retry_after
+        decided: JsonObject = {"decision": "retry" if retry else "stop", "reason": reason}
+        if asked.seconds is None:
+            if retry and asked.problem:
+                decided["reason"] = f"{reason}; {asked.problem}, retrying at once"
+            return decided, 0.0
+        decided["retry_after_s"] = round(asked.seconds, 3)
+        if not retry:
+            return decided, 0.0
+        if asked.seconds > self.max_retry_wait:
+            why = (f"{asked.source} asks {asked.seconds:g} s, more than the "
+                   f"{self.max_retry_wait:g} s bound: stopped")
+            decided.update(decision="stop", reason=f"{reason}; {why}")
+            self.notes.append(f"attempt {attempt_no}: {reason}; {why} without retrying")
+            return decided, 0.0
+        decided["wait_s"] = round(asked.seconds, 3)
+        decided["reason"] = f"{reason}; waiting {asked.seconds:g} s ({asked.source})"
+        return decided, asked.seconds
 
     def execute(self, task_id: str, call_id: str, key: str, request_sha256: str,
                 max_attempts: int = 2, first_attempt: int = 1) -> str:
@@ -344,10 +394,15 @@ class CallRunner:
                             call_id=call_id)
                 return "succeeded"
             retry = outcome == "retryable_error" and attempt_no < max_attempts
-            reason = f"status {transport.status}" if transport.status else (transport.error or "")
-            self.append("attempt.retry_decided", task_id,
-                        {"decision": "retry" if retry else "stop", "reason": reason}, **ids)
-            if retry:
+            decided, wait = self._retry_decision(transport, retry, attempt_no)
+            # committed before the wait: a kill while waiting leaves `start_next_attempt`,
+            # and no write transaction is open while waiting
+            self.append("attempt.retry_decided", task_id, decided, **ids)
+            if decided["decision"] == "retry":
+                if wait > 0:
+                    self.notes.append(f"waited {wait:g} s before attempt {attempt_no + 1}: "
+                                      f"the provider asked ({transport.retry_after.source})")
+                    self._sleep(wait)
                 continue
             self.append("attempt.completed", task_id, {"status": "failed"}, **ids)
             self.append("call.completed", task_id,

@@ -140,3 +140,37 @@ def test_many_malformed_requests_never_stall_the_provider(tmp_path: Path) -> Non
         assert answered.status == 200
         assert prov.stderr_tail and prov.stderr_tail[-1].startswith("provider: ")
         assert "Traceback" not in "\n".join(prov.stderr_tail)
+
+
+@pytest.mark.parametrize(("status", "retry_after", "kind"), [
+    (429, "2", "rate_limit_exceeded"),
+    (503, "Wed, 21 Oct 2026 07:28:00 GMT", "overloaded"),
+])
+def test_scripted_failure_carries_retry_after_and_the_receipt_id(
+    tmp_path: Path, status: int, retry_after: str, kind: str
+) -> None:
+    """`--fail-first 1 --fail-status S --retry-after V`: the first answer is S with
+    `Retry-After: V` verbatim, the next one succeeds; every answer names its receipt."""
+    with ProviderProcess(tmp_path / "r.jsonl", fail_first=1, fail_status=status,
+                         retry_after=retry_after) as prov, _connect(prov) as sock, \
+            sock.makefile("rb") as f:
+        answers = []
+        for _ in range(2):
+            sock.sendall(_post("/v1/chat/completions", VALID))
+            answers.append(_read_response(f))
+        receipts = _receipts(prov)
+    (first_status, first, body), (second_status, second, _) = answers
+    assert (first_status, second_status) == (status, 200)
+    assert first["retry-after"] == retry_after and "retry-after" not in second
+    assert json.loads(body)["error"]["type"] == kind
+    assert [first["x-request-id"], second["x-request-id"]] == [r["receipt_id"] for r in receipts]
+    assert int(second["openai-processing-ms"]) >= 0
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--fail-status", "500"), ("--retry-after", "")])
+def test_provider_cli_bad_failure_script_is_refused(tmp_path: Path, flag: str, value: str) -> None:
+    from tests.support import cli
+
+    proc = cli("provider", "--port", "0", "--receipts", str(tmp_path / "r"), flag, value)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()
