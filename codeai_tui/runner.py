@@ -311,7 +311,7 @@ class CallRunner:
             wire["sent"] = False
         if transport.headers:
             # allow-listed only (retry_after.KEPT_HEADERS): request ids to quote to the
-            # provider, and the wait it asked for (ledger/RECONCILE.md section 5)
+            # provider, and the wait it asked for (ledger/RECONCILE.md section 6)
             wire["headers"] = dict(transport.headers)
         observed: JsonObject = {
             "transport": wire,
