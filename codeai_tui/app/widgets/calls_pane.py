@@ -11,7 +11,9 @@ from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.sources import LazySource
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.evidence import short_phrase
 from codeai_tui.console.filters import call_fields
+from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.workstate import CallState
 
 CALL_COLUMNS = [
@@ -19,11 +21,14 @@ CALL_COLUMNS = [
     Column("key", 9),
     Column("stage", 17),
     Column("verdict", 34),
+    Column("provider's log", 24),  # what the receipts say about the verdict's attempt
     Column("next operation", 16),
     Column("att", 3),
     Column("effect", 8),
     Column("superseded by / resumed from", 28),
 ]
+
+HAPPENED_RISK_TEXT = f"{WARN} effect happened: duplicate risk"
 
 RESUMABLE_TEXT = {
     DriftStatus.NOT_CHECKED: "\u25b7 start_call \u00b7 drift not checked yet",
@@ -41,9 +46,12 @@ def drift_status(call: CallState, checks: Mapping[str, DriftCheck]) -> DriftStat
     return check.status
 
 
-def call_row(call: CallState, checks: Mapping[str, DriftCheck]) -> Row:
-    if call.effect_unknown or call.duplicate_effect_risk:
+def call_row(call: CallState, checks: Mapping[str, DriftCheck],
+             snap: CaseSnapshot | None = None) -> Row:
+    if call.effect_unknown:
         risk, tone = EFFECT_UNKNOWN_TEXT, "error"
+    elif call.duplicate_effect_risk:  # received (reconciled): the next send duplicates
+        risk, tone = HAPPENED_RISK_TEXT, "error"
     elif call.resumable:
         status = drift_status(call, checks)
         risk = RESUMABLE_TEXT[status]
@@ -61,7 +69,8 @@ def call_row(call: CallState, checks: Mapping[str, DriftCheck]) -> Row:
     else:
         link = ""
     return Row(call.call_id, (cell(call.call_id), cell(call.idempotency_key or ""),
-                              call.stage.value, risk, call.next_operation.value,
+                              call.stage.value, risk, cell(short_phrase(call, snap)),
+                              call.next_operation.value,
                               str(call.attempts), call.provider_effect.value, link), tone)
 
 
@@ -81,7 +90,7 @@ class CallsPane(Pane):
         snap = self.snapshot
         calls = snap.state.calls if snap else ()
         checks = dict(self.drift)
-        build: Callable[[CallState], Row] = lambda c: call_row(c, checks)  # noqa: E731
+        build: Callable[[CallState], Row] = lambda c: call_row(c, checks, snap)  # noqa: E731
         needle = self.needle
         indices = None
         if needle is not None:

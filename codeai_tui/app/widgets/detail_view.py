@@ -22,6 +22,7 @@ from textual.widgets import Static
 from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_text import ago, detail_text
 from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.evidence import call_detail_lines, receipt_detail_lines, receipt_index
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.ledger import Event, Receipt
@@ -111,10 +112,12 @@ class DetailView(VerticalScroll):
             else:
                 lines.append(("verdict", verdict))
             lines.append(("provider effect", call.provider_effect.value))
-            lines.append(("why", call.reason))
+            index = receipt_index(snap)
+            lines.append(("why", call.reason_with(index)))
+            lines += call_detail_lines(call, snap)
             if call.resumable:
                 lines += self._resume_lines(call)
-            return f"call {call.call_id}", lines, call.as_json()
+            return f"call {call.call_id}", lines, call.as_json(index)
         if kind == "event":
             ev: Event = obj
             lines.append(("recorded", f"{ev.recorded_at} ({ago(ev.recorded_at, self.clock())})"))
@@ -144,12 +147,7 @@ class DetailView(VerticalScroll):
         if kind == "receipt":
             r: Receipt = obj
             check = snap.state.receipts if snap else None
-            covered = check.covered_by.get(r.receipt_id) if check else None
-            if covered is None:
-                lines.append((f"{WARN} coverage", "uncovered effect: no attempt.started with "
-                               "this key and request hash"))
-            else:
-                lines.append(("covered by", f"attempt {covered}"))
+            lines += receipt_detail_lines(r, snap)
             if check and any(r.receipt_id in g for g in check.duplicates):
                 lines.append((f"{WARN} duplicate", "another receipt has the same key and body "
                               "hash: the provider served this request more than once"))

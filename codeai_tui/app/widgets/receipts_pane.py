@@ -1,8 +1,11 @@
-"""6 Receipts: the provider's log, each line covered, uncovered or duplicated."""
+"""6 Receipts: the provider's log, each line covered, uncovered or duplicated; the
+receipts matching the selected call are marked ◆ (`linked`, set from above)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from textual.reactive import reactive
 
 from codeai_tui.app.widgets.cells import (
     DUPLICATE_MARK,
@@ -19,15 +22,17 @@ from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import Receipt
 
-RECEIPT_COLUMNS = [Column("receipt", 7), Column("mark", 11), Column("covered by", 9),
-                   Column("key", 8), Column("time", 8), Column("body", 8)]
+LINK_MARK = "\u25c6"
+RECEIPT_COLUMNS = [Column(LINK_MARK, 1), Column("receipt", 7), Column("mark", 11),
+                   Column("covered by", 9), Column("key", 8), Column("time", 8), Column("body", 8)]
 
 
 def receipt_key(r: Receipt) -> str:
     return f"{r.line_no}:{r.receipt_id}"
 
 
-def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
+def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool,
+                linked: bool = False) -> Row:
     cover = cell(covered_by) if covered_by is not None else "\u2014 none"
     if duplicate:
         mark, tone = DUPLICATE_MARK, "error"
@@ -35,16 +40,19 @@ def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool) -> Row:
         mark, tone = UNCOVERED_MARK, "error"
     else:
         mark, tone = "\u2714 covered", ""
-    return Row(receipt_key(r), (cell(r.receipt_id), mark, cover, cell(r.idempotency_key),
-                                clock_part(r.received_at), short_hash(r.body_sha256, 7)), tone)
+    return Row(receipt_key(r), (LINK_MARK if linked else "", cell(r.receipt_id), mark, cover,
+                                cell(r.idempotency_key), clock_part(r.received_at),
+                                short_hash(r.body_sha256, 7)), tone)
 
 
-def receipt_builder(snapshot: CaseSnapshot) -> Callable[[Receipt], Row]:
+def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
+                    ) -> Callable[[Receipt], Row]:
     check = snapshot.state.receipts
     dup_ids = {rid for group in check.duplicates for rid in group}
 
     def build(r: Receipt) -> Row:
-        return receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids)
+        return receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids,
+                           r.receipt_id in linked)
 
     return build
 
@@ -53,15 +61,22 @@ class ReceiptsPane(Pane):
     TITLE = "Receipts"
     KEY = "6"
 
+    # the receipts matching the selected call (and which call), marked in the rows
+    linked: reactive[tuple[str | None, frozenset[str]]] = reactive(
+        (None, frozenset()), init=False)
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(RECEIPT_COLUMNS, empty_text="no provider receipts", **kwargs)  # type: ignore[arg-type]
+
+    def watch_linked(self) -> None:
+        self.paint()
 
     def paint(self) -> None:
         snap = self.snapshot
         if snap is None:
             self.set_source(LazySource((), lambda r: Row("", ()), receipt_key))
         else:
-            build = receipt_builder(snap)
+            build = receipt_builder(snap, self.linked[1])
             items = snap.receipts.receipts
             self.set_source(LazySource(items, build, receipt_key,
                                        row_indices(items, build, self.needle)))
@@ -76,6 +91,9 @@ class ReceiptsPane(Pane):
             marks.append((f" {DUPLICATE_TEXT} \u00d7{len(check.duplicates)}", "bold $error"))
         if check.uncovered:
             marks.append((f" {UNCOVERED_TEXT} \u00d7{len(check.uncovered)}", "bold $error"))
+        call_id, linked = self.linked
+        if call_id is not None and linked:
+            marks.append((f" {LINK_MARK} {len(linked)} match {cell(call_id, 16)}", "bold"))
         return marks
 
     def receipt_at_cursor(self) -> Receipt | None:

@@ -22,6 +22,9 @@ class VerdictLine(Static):
     drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
     read_only: reactive[bool] = reactive(False, init=False)
     as_of: reactive[int | None] = reactive(None, init=False)
+    # what the provider's log says about the verdict's attempt (console/evidence.py)
+    # (the reason's words, a short form for a narrow line)
+    log_phrase: reactive[tuple[str, str] | None] = reactive(None, init=False)
 
     def on_mount(self) -> None:
         self.paint()
@@ -33,6 +36,12 @@ class VerdictLine(Static):
         self.paint()
 
     def watch_as_of(self) -> None:
+        self.paint()
+
+    def watch_log_phrase(self) -> None:
+        self.paint()
+
+    def on_resize(self) -> None:
         self.paint()
 
     def paint(self) -> None:
@@ -47,8 +56,21 @@ class VerdictLine(Static):
             parts.append((f"\u23f2 as of seq {self.as_of:,}: ", "bold $warning"))
         parts += [("call ", "bold"), (cell(call.call_id, 30), "bold")]
         if call.effect_unknown:
-            parts += [": ", (EFFECT_UNKNOWN_TEXT, "bold $error"),
-                      f" \u00b7 {call.next_operation.value}"]
+            parts += [": ", (EFFECT_UNKNOWN_TEXT, "bold $error")]
+            act = [] if self.read_only or self.as_of is not None else ["x: reconcile"]
+            phrase = self.log_phrase or ("", "")
+            room = max(self.size.width - 2, 40) - sum(
+                len(p if isinstance(p, str) else p[0]) for p in parts)
+            # the widest that fits: the receipt evidence matters more than the
+            # operation's name (reconcile_effect), and its words more than the key
+            choices = ([call.next_operation.value, phrase[0], *act], [phrase[0], *act],
+                       [phrase[1], *act], [phrase[1]])
+            tail: list[str] = []
+            for choice in choices:
+                tail = [t for t in choice if t]
+                if sum(3 + len(t) for t in tail) <= room:
+                    break
+            parts += [f" \u00b7 {cell(t, 120)}" for t in tail]
         elif call.resumable:
             status = drift_status(call, self.drift)
             style = "bold $warning" if status is DriftStatus.DRIFT else "bold $success"
@@ -58,4 +80,6 @@ class VerdictLine(Static):
         else:
             parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
                       f" \u00b7 effect {call.provider_effect.value}"]
+            if self.log_phrase and self.log_phrase[0]:
+                parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
         self.update(Content.assemble(*parts))
