@@ -58,9 +58,12 @@ def check_reconcilable(state: CallState | None, call_id: str) -> CallState:
 
 
 def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
-                   note: str | None = None) -> ReconcileResult:
+                   note: str | None = None, *,
+                   expected_last_seq: int | None = None) -> ReconcileResult:
     """Append the finding for the call's last started attempt, gated as described above.
-    Raises UnknownCall (bad input) or ReconcileRefused (nothing appended)."""
+    `expected_last_seq`: the call's last seq when its evidence was shown (the console's
+    dialog); a call that moved on since is refused. Raises UnknownCall (bad input) or
+    ReconcileRefused (nothing appended)."""
     if finding not in FINDINGS:
         raise ValueError(f"finding must be one of {FINDINGS}, not {finding!r}")
     if not call_id:
@@ -68,6 +71,12 @@ def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
     with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
         events = txn.events_for_call(call_id)
         state = check_reconcilable(_project_call(events, call_id), call_id)
+        if expected_last_seq is not None and state.last_seq != expected_last_seq:
+            raise ReconcileRefused(
+                state.next_operation,
+                f"call {call_id}: its evidence changed since it was shown (last seq "
+                f"{expected_last_seq}, now {state.last_seq}); look again",
+            )
         last = state.evidence.last_attempt()
         assert last is not None  # rung 6 has a started attempt
         # the whole log as it is now: the live projection's view (no as-of cut-off)

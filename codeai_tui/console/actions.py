@@ -1,6 +1,6 @@
 """What the operator did this session, kept (issue 9, A5).
 
-Toasts vanish; this log does not. Every resume, refusal, cancellation and alert goes
+Toasts vanish; this log does not. Every resume, reconcile, refusal, cancellation and alert goes
 here with its time, case and call; the console shows it (`a`) and prints `summary()`
 on exit.
 """
@@ -16,6 +16,7 @@ from enum import StrEnum
 class Outcome(StrEnum):
     RESUMED = "resumed"
     ADVANCED = "advanced"  # reinterpret / redecide / finalize / next attempt (issue 11)
+    RECONCILED = "reconciled"
     REFUSED = "refused"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -56,4 +57,8 @@ class ActionLog:
             line += f"; {alerts} alert{'s' if alerts != 1 else ''}"
         if resumed:
             line += "; resumed " + ", ".join(resumed)
+        reconciled = [f"{e.call_id} in {e.case}" for e in acted
+                      if e.outcome is Outcome.RECONCILED]
+        if reconciled:
+            line += "; reconciled " + ", ".join(reconciled)
         return line

@@ -70,6 +70,9 @@ def _worst_label(state: WorkState) -> tuple[str, int]:
 # have reached the provider. Then what needs a human decision, then what is safe to redo.
 OPERATION_RANK: dict[NextOperation, int] = {
     NextOperation.RECONCILE_EFFECT: 70,
+    # the effect happened and its response is lost: a person decides (finalize, or
+    # accept a duplicate); never "all done"
+    NextOperation.DECIDE_DUPLICATE: 65,
     NextOperation.FIX_INPUTS: 50,
     NextOperation.REPEAT_ACCEPTANCE: 45,
     NextOperation.REINTERPRET: 40,

@@ -1,0 +1,123 @@
+"""The console's one way to plan and record a reconcile (ledger/RECONCILE.md section 3).
+
+`plan` is read-only: the call's own events (projected as the writer will project them),
+the provider's receipt log as it is now, the receipts matching the verdict's attempt,
+and the finding that evidence suggests. `run` is `codeai_tui.reconcile.reconcile_call`,
+pinned to the call's last seq the dialog showed. The screen holds a `ReconcileService`;
+tests may give it another. Typed end to end: nothing on the write path is `Any`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.reconcile import (
+    FINDINGS,
+    ReconcileRefused,
+    ReconcileResult,
+    check_reconcilable,
+    reconcile_call,
+)
+from codeai_tui.resume import UnknownCall
+from codeai_tui.workstate import Projector, parse_time
+from codeai_tui.workstate.evidence import attempt_receipts
+from codeai_tui.workstate.reasons import receipt_phrase
+from codeai_tui.workstate.receipts import index_for
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcilePlan:
+    """What the dialog shows, for exactly one call at one last seq."""
+
+    case_dir: Path
+    call_id: str
+    task_id: str
+    attempt_id: str  # the verdict's attempt: the last started one
+    idempotency_key: str | None
+    request_sha256: str | None
+    started_seq: int
+    started_at: str | None  # attempt.started's recorded_at
+    last_seq: int  # the pin: a call that moved on is refused
+    reason: str  # the projection's reason, with the log's phrase
+    receipt_log: str  # present | absent | unreadable
+    complete_up_to: str | None
+    matching: tuple[tuple[str, str], ...]  # (receipt_id, received_at) of that attempt
+    suggested: str | None  # received | not_received | None (unknowable)
+    why_suggested: str
+
+    @property
+    def not_received_allowed(self) -> bool:
+        """`not_received` is refused while a receipt matches the attempt."""
+        return not self.matching
+
+
+def suggest(matching: tuple[tuple[str, str], ...], log: str, complete_up_to: str | None,
+            started_at: str | None) -> tuple[str | None, str]:
+    """The finding the evidence supports, and why (None: the operator must find out)."""
+    if matching:
+        ids = ", ".join(rid for rid, _at in matching)
+        return "received", f"receipt {ids} matches the attempt (same key and body hash)"
+    if log == "absent":
+        return None, "there is no receipt log: the evidence cannot say; find out first"
+    if log == "unreadable":
+        return None, "the receipt log cannot be read: the evidence cannot say"
+    upto, start = parse_time(complete_up_to or ""), parse_time(started_at or "")
+    if upto is not None and start is not None and upto >= start:
+        return "not_received", (f"the log is complete up to {complete_up_to}, after the "
+                                f"attempt started ({started_at}), and no receipt matches")
+    return None, ("no receipt matches, but the log holds nothing received after the "
+                  "attempt started: a late receipt is still possible; find out first")
+
+
+def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
+    """Read-only. Raises UnknownCall or ReconcileRefused (not at rung 6, or an anomaly)."""
+    if not call_id:
+        raise UnknownCall(call_id)
+    with LedgerReader(case) as reader:
+        events = reader.events_for_call(call_id)
+    projector = Projector()
+    projector.feed(events)
+    state = projector.call_state(call_id) if call_id in projector.calls else None
+    state = check_reconcilable(state, call_id)
+    last = state.evidence.last_attempt()
+    if last is None or last.started_seq is None:  # rung 6 has one; never guess
+        raise ReconcileRefused(state.next_operation, f"call {call_id}: no started attempt")
+    started_at = next((e.recorded_at for e in events if e.seq == last.started_seq), None)
+    index = index_for(read_receipts(case))
+    matching = attempt_receipts(state.evidence, last, index)
+    suggested, why = suggest(matching, index.log, index.complete_up_to, started_at)
+    phrase = receipt_phrase(state.evidence, index)
+    return ReconcilePlan(
+        case_dir=case, call_id=call_id, task_id=state.task_id, attempt_id=last.attempt_id,
+        idempotency_key=state.evidence.key, request_sha256=last.request_sha256,
+        started_seq=last.started_seq, started_at=started_at, last_seq=state.last_seq,
+        reason=f"{state.reason}; {phrase}" if phrase else state.reason,
+        receipt_log=index.log, complete_up_to=index.complete_up_to, matching=matching,
+        suggested=suggested, why_suggested=why)
+
+
+class ReconcileService(Protocol):
+    def plan(self, case: Path, call_id: str) -> ReconcilePlan: ...
+
+    def run(self, plan: ReconcilePlan, finding: str, note: str | None) -> ReconcileResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerReconcileService:
+    """The real one: read the case, then record through the one writer."""
+
+    def plan(self, case: Path, call_id: str) -> ReconcilePlan:
+        return plan_reconcile(case, call_id)
+
+    def run(self, plan: ReconcilePlan, finding: str, note: str | None) -> ReconcileResult:
+        if finding not in FINDINGS:
+            raise ValueError(f"finding must be one of {FINDINGS}, not {finding!r}")
+        return reconcile_call(plan.case_dir, plan.call_id, finding, note,
+                              expected_last_seq=plan.last_seq)
+
+
+__all__ = ["LedgerReconcileService", "ReconcilePlan", "ReconcileRefused", "ReconcileService",
+           "plan_reconcile", "suggest"]
