@@ -30,6 +30,13 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("advance", "v", "advance", "Advance", "Advance the selected call as the "
                "projection says: reinterpret, redecide, finalize, next attempt, or decide a "
                "duplicate (confirmation first)", writes=True),
+    ActionSpec("reconcile", "x", "reconcile", "Reconcile", "Reconcile the selected call's "
+               "unknown effect: record received / not received, from the provider's log",
+               show=True, writes=True, palette=False),
+    ActionSpec("goto_receipt", "p", "goto_receipt", "Go to receipt",
+               "Go to the provider receipt(s) matching the selected call"),
+    ActionSpec("goto_call", "c", "goto_call", "Go to call",
+               "Go to the call and attempt the selected receipt matches"),
     ActionSpec("next_effect_unknown", "e", "next_effect_unknown", "Next unknown",
                "Next effect_unknown call (all cases)", show=True),
     ActionSpec("filter", "slash", "filter", "Filter", "Filter the focused pane", show=True),
@@ -70,14 +77,21 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_ID = {spec.id: spec for spec in ACTIONS}
-# `r` where resume is not permitted explains why; it follows `resume`'s key.
+# `r` where resume is not permitted explains why; it follows `resume`'s key (and `x`
+# reconcile's the same way).
 EXPLAIN_RESUME_ID = "resume.explain"
-COMPANIONS = {"resume": EXPLAIN_RESUME_ID}
+EXPLAIN_RECONCILE_ID = "reconcile.explain"
+COMPANIONS = {"resume": EXPLAIN_RESUME_ID, "reconcile": EXPLAIN_RECONCILE_ID}
+# gated write actions: the action, and the one that explains a refusal in its place
+GATED = {"resume": "explain_resume", "reconcile": "explain_reconcile"}
 
 
 def bindings() -> list[Binding]:
     out = [Binding(s.keys, s.action, s.description, show=s.show, id=s.id) for s in ACTIONS]
-    out.append(Binding("r", "explain_resume", "Resume", show=False, id=EXPLAIN_RESUME_ID))
+    for bid, explain in GATED.items():
+        spec = BY_ID[bid]
+        out.append(Binding(spec.keys, explain, spec.description, show=False,
+                           id=COMPANIONS[bid]))
     return out
 
 

@@ -140,6 +140,10 @@ class CodeAIApp(App[None]):
             yield SystemCommand("Resume the selected call (gated by the projection)",
                                 f"key: {self.key_display(actions.BY_ID['resume'])}",
                                 self._runner("resume_or_explain"))
+            yield SystemCommand("Reconcile the selected call's unknown effect (gated by "
+                                "the projection)",
+                                f"key: {self.key_display(actions.BY_ID['reconcile'])}",
+                                self._runner("reconcile_or_explain"))
         for theme in ("incident-dark", "light", "high-contrast"):
             if theme in self.available_themes:
                 yield SystemCommand(f"Theme: {theme}", "", self._runner(
@@ -147,10 +151,11 @@ class CodeAIApp(App[None]):
 
     def _runner(self, action: str) -> Callable[[], Any]:
         async def run() -> None:
-            if action == "resume_or_explain":
+            gated = action.removesuffix("_or_explain")
+            if gated in actions.GATED:
                 main = self.main
                 await self.run_action(
-                    "resume" if main.check_action("resume", ()) else "explain_resume", main)
+                    gated if main.check_action(gated, ()) else actions.GATED[gated], main)
                 return
             await self.run_action(action, self.main)
 

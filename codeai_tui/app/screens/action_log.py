@@ -17,7 +17,8 @@ from codeai_tui.textsafe import visible
 STYLE = {Outcome.RESUMED: "bold $success", Outcome.REFUSED: "bold $warning",
          Outcome.FAILED: "bold $error", Outcome.ALERT: "bold $error",
          Outcome.CANCELLED: "$text-muted", Outcome.CONFIRMED: "bold",
-         Outcome.ADVANCED: "bold $success"}
+         Outcome.ADVANCED: "bold $success",
+         Outcome.RECONCILED: "bold $success"}
 
 
 class ActionLogScreen(ModalScreen[None]):

@@ -39,6 +39,7 @@ from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
 from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.advance import AdvanceActions
 from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.screens.evidence_actions import EvidenceActions
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
 from codeai_tui.app.widgets.calls_pane import CallsPane
@@ -57,6 +58,7 @@ from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
+from codeai_tui.console.evidence import warm
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import CaseFollower, CaseSnapshot, TimeMachine, discover_cases
 from codeai_tui.console.resume_service import ResumeService
@@ -109,7 +111,7 @@ class PaneTabs(Static):
         return Content.assemble(*parts)
 
 
-class MainScreen(AdvanceActions, Screen[None]):
+class MainScreen(AdvanceActions, EvidenceActions, Screen[None]):
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
@@ -276,6 +278,7 @@ class MainScreen(AdvanceActions, Screen[None]):
         line.as_of = self.as_of
         snap = self.shown
         line.call = snap.call(self.selected_call_id) if snap is not None else None
+        self.paint_links(self.selected_call_id)
 
     # ------------------------------------------------------------------ cases
 
@@ -368,6 +371,7 @@ class MainScreen(AdvanceActions, Screen[None]):
                 self.post_message(m.ProjectionProgress(case, done, total))
 
         def ready(snap: CaseSnapshot) -> None:
+            warm(snap)  # the receipts beside the verdicts, indexed here, not when drawn
             self.post_message(m.SnapshotReady(case, snap,
                                               case_verdict(snap.state, snap.event_count)))
 
@@ -563,6 +567,7 @@ class MainScreen(AdvanceActions, Screen[None]):
         self._note_changes(snap, first)
         if self.modal is not None:
             self._check_modal_evidence(snap)
+        self.check_reconcile_evidence(snap)
         self._check_drift(snap)
         if self.as_of is None:
             self.shown, self.shown_verdict = snap, self.live_verdict
@@ -758,6 +763,13 @@ class MainScreen(AdvanceActions, Screen[None]):
             if action == "resume":
                 return True if ok else None
             return not ok
+        if action in ("reconcile", "explain_reconcile"):
+            if self.read_only:
+                return False
+            ok = self.reconcile_permitted()
+            if action == "reconcile":
+                return True if ok else None
+            return not ok
         if action == "open_case":
             return self.focused_pane() == "cases" or None
         if action == "sort_cases":
@@ -898,6 +910,7 @@ class MainScreen(AdvanceActions, Screen[None]):
             self.post_message(m.LedgerTrouble(case, exc, True))
             return
         if snap is not None:
+            warm(snap)
             self.post_message(m.AsOfReady(case, snap, case_verdict(snap.state,
                                                                    snap.event_count)))
 

@@ -1,0 +1,189 @@
+"""The reconcile confirmation: the provider's log first, the finding pre-filled from it.
+
+Cancel has the focus. The finding is pre-filled only where the evidence says it:
+`received` when a receipt matches the attempt, `not_received` when the log is complete
+past the attempt's start with no match, nothing when it is unknowable. `not_received` is
+refused (disabled, and refused again on confirm) while a receipt matches. Like the
+resume dialog, the decision is pinned to the evidence shown: if the call changes while
+the dialog is open, it says so and refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, RadioButton, RadioSet, Static
+
+from codeai_tui.console.reconcile_service import ReconcilePlan
+from codeai_tui.textsafe import visible
+
+FINDING_LABELS = {
+    "received": "received: the provider got it (its response is lost)",
+    "not_received": "not_received: it never reached the provider",
+}
+
+
+@dataclass(frozen=True)
+class ReconcileDecision:
+    """What the operator decided, for exactly the plan the dialog showed."""
+
+    confirmed: bool
+    finding: str | None = None
+    note: str | None = None
+
+
+def _v(value: object, limit: int = 120) -> str:
+    return visible(str(value) if value is not None else "\u2014 none", one_line=True,
+                   limit=limit)
+
+
+class ReconcileModal(ModalScreen[ReconcileDecision]):
+    CSS_PATH = "reconcile.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="reconcile.cancel_escape"),
+        Binding("n", "cancel", "Cancel", id="reconcile.cancel"),
+        Binding("y", "confirm", "Record", id="reconcile.confirm"),
+    ]
+
+    def __init__(self, plan: ReconcilePlan) -> None:
+        super().__init__()
+        self.plan = plan
+        self.refused: str | None = None
+
+    # ---- what the operator sees
+
+    def compose(self) -> ComposeResult:
+        plan = self.plan
+        with Vertical(id="reconcile-dialog"):
+            yield Static(Content.assemble(
+                ("Reconcile call ", "bold"), (_v(plan.call_id), "bold $accent"),
+                (": what happened to attempt ", "bold"), (_v(plan.attempt_id), "bold"),
+                ("?", "bold")), id="reconcile-title")
+            with VerticalScroll(id="reconcile-body"):
+                yield Static(self._evidence(), id="reconcile-evidence")
+                with RadioSet(id="reconcile-finding"):
+                    yield RadioButton(FINDING_LABELS["received"], id="finding-received",
+                                      value=plan.suggested == "received")
+                    yield RadioButton(FINDING_LABELS["not_received"] if
+                                      plan.not_received_allowed else
+                                      "not_received: refused, a receipt matches",
+                                      id="finding-not_received",
+                                      value=plan.suggested == "not_received",
+                                      disabled=not plan.not_received_allowed)
+                yield Input(placeholder="note (optional, recorded in attempt.reconciled)",
+                            id="reconcile-note", max_length=300)
+                yield Static(self._facts(), id="reconcile-facts")
+            yield Static("", id="reconcile-refused")
+            with Horizontal(id="reconcile-buttons"):
+                yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
+                yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+
+    def _evidence(self) -> Content:
+        """What the provider's own log says: the verdict's evidence, then the pre-fill."""
+        plan = self.plan
+        parts: list[str | tuple[str, str]] = [("provider's log  ", "bold")]
+        if plan.matching:
+            listed = ", ".join(f"{_v(rid, 60)} at {_v(at, 40)}" for rid, at in plan.matching)
+            parts += [("\u2714 received", "bold $warning"), f": receipt {listed} matches "
+                      "(same idempotency key, body hash = request hash)"]
+            if len(plan.matching) > 1:
+                parts += [" ", ("\u29c9 duplicate effect", "bold $error")]
+        elif plan.receipt_log == "present":
+            upto = _v(plan.complete_up_to or "its start: empty", 40)
+            parts += [("\u2716 not in the log", "bold $success"),
+                      f" (log complete up to {upto}; the attempt started "
+                      f"{_v(plan.started_at, 40)})"]
+        else:
+            parts += [("? unknowable", "bold $error"), ": " + (
+                "no receipt log" if plan.receipt_log == "absent" else "the receipt log "
+                "cannot be read")]
+        parts += ["\n", ("pre-filled     ", "bold")]
+        if plan.suggested:
+            parts += [(plan.suggested, "bold $accent"), f": {_v(plan.why_suggested, 300)}"]
+        else:
+            parts += [("nothing", "bold $warning"), f": {_v(plan.why_suggested, 300)}"]
+        if not plan.not_received_allowed:
+            parts += ["\n", ("not_received   ", "bold"),
+                      ("refused while a receipt matches this attempt", "$error")]
+        return Content.assemble(*parts)
+
+    def _facts(self) -> Content:
+        plan = self.plan
+        return Content.assemble(
+            ("call / attempt ", "bold"), f"{_v(plan.call_id)} / {_v(plan.attempt_id)} "
+            f"(started at seq {plan.started_seq})", "\n",
+            ("key            ", "bold"), _v(plan.idempotency_key), "\n",
+            ("request sha256 ", "bold"), _v(plan.request_sha256), "\n",
+            ("why            ", "bold"), _v(plan.reason, 400), "\n",
+            ("records        ", "bold"), "attempt.reconciled {finding, evidence: the "
+            "matching receipt ids, decided_by, note}; nothing is sent",
+        )
+
+    def on_mount(self) -> None:
+        self.query_one("#reconcile-cancel", Button).focus()
+        if self.refused:
+            self._show_refusal()
+
+    # ---- decisions
+
+    def finding(self) -> str | None:
+        pressed = self.query_one(RadioSet).pressed_button
+        if pressed is None or pressed.id is None:
+            return None
+        return pressed.id.removeprefix("finding-")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "confirm" and self.refused)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "reconcile-confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(ReconcileDecision(False))
+
+    def action_confirm(self) -> None:
+        if self.refused:
+            return
+        finding = self.finding()
+        if finding is None:
+            self._say("choose a finding first (received or not_received), then y")
+            return
+        if finding == "not_received" and not self.plan.not_received_allowed:
+            self._say("not_received is refused: a receipt in the provider's log matches "
+                      "this attempt")
+            return
+        note = self.query_one("#reconcile-note", Input).value.strip() or None
+        self.dismiss(ReconcileDecision(True, finding, note))
+
+    def _say(self, text: str) -> None:
+        self.query_one("#reconcile-refused", Static).update(
+            Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
+
+    def evidence_changed(self, why: str) -> None:
+        """The ledger moved under the dialog: refuse, and say why (now or once shown)."""
+        self.refused = why
+        if self.is_mounted:
+            self._show_refusal()
+
+    def _show_refusal(self) -> None:
+        self.query_one("#reconcile-refused", Static).update(Content.assemble(
+            ("\u2716 evidence changed: ", "bold $error"), _v(self.refused or "", 300),
+            " \u2014 nothing recorded; cancel and look again."))
+        for button in self.query("#reconcile-confirm"):
+            button.remove()
+        self.query_one("#reconcile-cancel", Button).focus()
+        self.refresh_bindings()
