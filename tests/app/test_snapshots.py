@@ -220,3 +220,26 @@ def test_action_log_screen(in_tmp: Path, snap_compare: Any, size: tuple[int, int
                        what="action log")
 
     assert snap_compare(app, terminal_size=size, run_before=logged)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("kind", ["received", "unknowable"])
+def test_reconcile_modal(in_tmp: Path, snap_compare: Any, kind: str,
+                         size: tuple[int, int]) -> None:
+    """The reconcile dialog (issue 11): evidence first, the finding pre-filled from it
+    (or not, where the log cannot say), fitting 80x24 with the body scrolling inside."""
+    data = json.loads((CONFORMANCE.parent / "conformance_ext" /
+                       f"evidence_{'received' if kind == 'received' else 'no_log'}.json")
+                      .read_text(encoding="utf-8"))
+    events = [dict(e, event_id=f"ev-{e['seq']:04d}") for e in data["events"]]
+    write_ledger(in_tmp / "case", events, receipts=data.get("receipts"))
+    app = create_app(Path("case"), clock=frozen_clock)
+
+    async def open_dialog(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ReconcileModal",
+                       what="reconcile dialog")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=open_dialog)
