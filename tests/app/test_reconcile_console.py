@@ -17,6 +17,7 @@ from apphelpers import (
     log_texts,
     ready,
     status_text,
+    stays,
     verdict_text,
     wait_for,
 )
@@ -253,3 +254,69 @@ async def test_an_uncovered_receipt_matches_no_attempt(tmp_path: Path) -> None:
         await pilot.pause()
         assert app.focused is main.calls
 
+
+
+def append_elsewhere(case: Path, event: dict[str, Any]) -> None:
+    """Another process appends one event to the ledger."""
+    import sqlite3
+
+    from ledgerfactory import append_rows
+
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(conn, [event])
+    finally:
+        conn.close()
+
+
+def observe_elsewhere(case: Path, seq: int) -> None:
+    """Another process records the provider's answer for c1's attempt a1."""
+    append_elsewhere(case, {"seq": seq, "kind": "attempt.observed", "task_id": "t1",
+                            "call_id": "c1", "attempt_id": "a1",
+                            "payload": {"transport": {"status": 200}}})
+
+
+async def test_evidence_change_while_the_dialog_is_open_refuses(tmp_path: Path) -> None:
+    case = vector_case(tmp_path, EXT, "evidence_no_log")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await open_reconcile(pilot)
+        await pilot.click("#finding-not_received")
+        observe_elsewhere(case, 5)
+        await wait_for(pilot, lambda: modal.refused is not None, what="evidence changed")
+        await pilot.pause()
+        assert "evidence changed" in modal_text(modal)
+        assert not modal.query("#reconcile-confirm")
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ReconcileModal),
+                       what="dialog closed")
+        assert log_texts(app)[-1].startswith("refused: reconcile: shown at seq 4")
+    assert reconciled_events(case) == []
+
+
+async def test_a_stale_dialog_is_refused_by_the_writer(tmp_path: Path) -> None:
+    """Follow paused: the console cannot see the other writer start a second attempt
+    (still effect_unknown, but not the attempt the dialog showed); the pin in
+    reconcile_call(expected_last_seq) refuses and nothing is written."""
+    case = vector_case(tmp_path, EXT, "evidence_no_log")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f")
+        modal = await open_reconcile(pilot)
+        await pilot.click("#finding-not_received")
+        sha = "1" * 64
+        append_elsewhere(case, {"seq": 5, "kind": "attempt.started", "task_id": "t1",
+                                "call_id": "c1", "attempt_id": "a2",
+                                "payload": {"attempt_no": 2, "request_sha256": sha}})
+        assert plan_reconcile(case, "c1").attempt_id == "a2"  # rung 6 still
+        before = ledger_digest(case)
+        await stays(pilot, lambda: modal.refused is None, seconds=0.5, what="unseen")
+        await pilot.click("#reconcile-confirm")
+        await wait_for(pilot, lambda: any(t.startswith("refused: c1: reconcile refused")
+                                          for t in log_texts(app)), what="refusal")
+        assert "evidence changed since it was shown" in log_texts(app)[-1]
+        assert ledger_digest(case) == before
+    assert reconciled_events(case) == []
