@@ -61,7 +61,8 @@ def verdict_phrase(call: CallState, snap: CaseSnapshot | None) -> str | None:
 
 
 def short_phrase(call: CallState, snap: CaseSnapshot | None) -> str:
-    """The same fact for a table cell (Calls pane): short, words not colour."""
+    """The same fact for a table cell (Calls pane) and a narrow verdict line: at most
+    18 characters, words not colour."""
     index = receipt_index(snap)
     last = call.evidence.last_attempt()
     if index is None or last is None:
@@ -69,11 +70,12 @@ def short_phrase(call: CallState, snap: CaseSnapshot | None) -> str:
     if index.log != "present":
         return "no log: unknowable" if index.log == "absent" else "log unreadable"
     got = attempt_receipts(call.evidence, last, index)
+    if len(got) > 1:
+        return f"received \u00d7{len(got)} (dup)"
     if got:
         rid = got[0][0]
-        rid = rid if len(rid) <= 16 else rid[:15] + "\u2026"
-        return f"received ({rid})" + (f" +{len(got) - 1} dup" if len(got) > 1 else "")
-    return "not in provider's log"
+        return "received " + (rid if len(rid) <= 9 else rid[:8] + "\u2026")
+    return "not in the log"
 
 
 def attempt_lines(call: CallState, snap: CaseSnapshot | None) -> list[AttemptLine]:

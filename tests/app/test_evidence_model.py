@@ -51,16 +51,17 @@ def test_the_console_says_what_inspect_says(tmp_path: Path) -> None:
 
 
 def test_words_for_each_kind_of_log(tmp_path: Path) -> None:
+    """Short forms fit the Calls column (18) and a narrow verdict line."""
     got = snapshot_of(tmp_path, EXT, "evidence_received")
     c1 = got.call("c1")
     assert c1 is not None
-    assert short_phrase(c1, got) == "received (rcpt-1)"
+    assert short_phrase(c1, got) == "received rcpt-1"
     assert verdict_phrase(c1, got) == "received by the provider at 12:00:05.759 (receipt rcpt-1)"
     c2 = got.call("c2")
     assert c2 is not None and short_phrase(c2, got) == "" and verdict_phrase(c2, got) is None
     missing = snapshot_of(tmp_path, EXT, "evidence_not_received")
     c1 = missing.call("c1")
-    assert c1 is not None and short_phrase(c1, missing) == "not in provider's log"
+    assert c1 is not None and short_phrase(c1, missing) == "not in the log"
     assert [line.text for line in attempt_lines(c1, missing)] == [
         "not in the provider's log (log complete up to 12:00:04.100)"]
     none = snapshot_of(tmp_path, EXT, "evidence_no_log")
@@ -68,7 +69,7 @@ def test_words_for_each_kind_of_log(tmp_path: Path) -> None:
     assert c1 is not None and short_phrase(c1, none) == "no log: unknowable"
     dup = snapshot_of(tmp_path, BASE, "naive_restart_copy")
     call = dup.call("call-16")
-    assert call is not None and short_phrase(call, dup) == "received (r-1) +1 dup"
+    assert call is not None and short_phrase(call, dup) == "received \u00d72 (dup)"
     assert receipts_of_call(call, dup) == ("r-1", "r-2")
 
 

@@ -42,7 +42,7 @@ async def test_main_view_marks_effect_unknown(case_factory) -> None:  # noqa: AN
         assert "following" in status and "8 events" in status
         receipts = main.pane("receipts")
         assert receipts.row_count == 2
-        assert all("duplicate" in receipts.source.row(i).cells[1] for i in range(2))
+        assert all("duplicate" in receipts.source.row(i).cells[2] for i in range(2))
         assert "effect unknown: duplicate risk" in detail_text(app)
         timeline = main.pane("timeline")
         started = timeline.source.row(7)

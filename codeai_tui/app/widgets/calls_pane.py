@@ -21,11 +21,11 @@ CALL_COLUMNS = [
     Column("key", 9),
     Column("stage", 17),
     Column("verdict", 34),
-    Column("provider's log", 24),  # what the receipts say about the verdict's attempt
+    Column("provider's log", 18),  # what the receipts say about the verdict's attempt
     Column("next operation", 16),
     Column("att", 3),
     Column("effect", 8),
-    Column("superseded by / resumed from", 28),
+    Column("superseded by / resumed from", 24),
 ]
 
 HAPPENED_RISK_TEXT = f"{WARN} effect happened: duplicate risk"
