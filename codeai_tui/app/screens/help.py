@@ -35,7 +35,9 @@ class HelpScreen(ModalScreen[None]):
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
                   " marks a call whose request may have reached the provider.\n"
                   "Resume is offered only where the projection says start_call and the "
-                  "rebuilt request matches the recorded one.\n"]
+                  "rebuilt request matches the recorded one.\n"
+                  "Reconcile records what happened to an effect-unknown call's attempt, "
+                  "pre-filled from the provider's own receipt log.\n"]
         if self.read_only:
             parts.append(("Read-only mode: every write action is unavailable.", "$warning"))
         with VerticalScroll(id="help-box"):
