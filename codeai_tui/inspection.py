@@ -19,9 +19,10 @@ from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import project_case as _project_case
 from codeai_tui.services.projection import stream_case
+from codeai_tui.services.tool_receipts import read_tool_receipts, with_tool_receipts
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import WorkState
-from codeai_tui.workstate.verdicts import document_head
+from codeai_tui.workstate.verdicts import ToolCounts, document_head
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None) -> 
 
 def _project(case_dir: str | os.PathLike[str], as_of: int | None, receipts: ReceiptLog
              ) -> WorkState:
-    return _project_case(case_dir, as_of, receipts=receipts)
+    return with_tool_receipts(_project_case(case_dir, as_of, receipts=receipts), case_dir)
 
 
 def _is_bundle(path: str) -> bool:
@@ -99,10 +100,14 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
         streamed = stream_case(sql, case_dir, as_of)
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
+        tool_receipts = read_tool_receipts(case_dir)
+        counts = ToolCounts()
         try:
             index = streamed.receipt_index()
             for i, call in enumerate(streamed.calls):
-                out.write(("\n  " if i == 0 else ",\n  ") + _dump(call.as_json(index)))
+                counts.add(call)
+                out.write(("\n  " if i == 0 else ",\n  ")
+                          + _dump(call.as_json(index, tool_receipts)))
             anomalies, tasks, comps, receipts, _unknown = streamed.rest()
         except FastPathUnfit as exc:  # the checks before the first call missed it: one line
             raise LedgerError(LedgerProblem.CORRUPT,
@@ -111,7 +116,11 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
     out.write("\n ],\n \"anomalies\": " + _dump([a.as_json() for a in anomalies]))
     out.write(",\n \"tasks\": " + _dump([t.as_json() for t in tasks]))
     out.write(",\n \"compilations\": " + _dump([c.as_json() for c in comps]))
-    out.write(",\n \"receipts\": " + _dump(receipts.as_json()) + "}")
+    out.write(",\n \"receipts\": " + _dump(receipts.as_json()))
+    tail = counts.into({})
+    if tail:  # only a case with tool evidence: a v1 document is unchanged
+        out.write(",\n \"counts\": " + _dump(tail["counts"]))
+    out.write("}")
 
 
 def write_json(path: str, as_of: int | None, out: TextIO) -> None:

@@ -67,13 +67,12 @@ ATTEMPT_KINDS = frozenset(
         "attempt.reconciled",
     }
 )
-KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS
-# Tool operations (ledger/TOOLS.md). Deliberately not in KNOWN_KINDS yet: until the
-# projection has rungs for them it counts them as unknown kinds and ignores them, which
-# leaves every call's state exactly as without them.
+# Tool operations (ledger/TOOLS.md): call events (their call_id and attempt_id columns
+# name the planning response) with their own rungs (workstate/tool_ops.py).
 TOOL_ADMITTED = "tool.admitted"
 TOOL_COMPLETED = "tool.completed"
 TOOL_KINDS = frozenset({TOOL_ADMITTED, TOOL_COMPLETED})
+KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS | TOOL_KINDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from codeai_tui.ledger.schema import (
     COMPILATION_KINDS,
     KNOWN_KINDS,
     TASK_KINDS,
+    TOOL_KINDS,
     parse_payload,
 )
 from codeai_tui.workstate import (
@@ -54,7 +55,8 @@ from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import Coverage, add_coverage, check_log, index_for
 
 ALL_SEQS = (1 << 63) - 1
-CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
+CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | TOOL_KINDS
+                                | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
 # Kinds whose payload no verdict field needs, except the reason of a call whose last
 # attempt stops there (such calls are re-read from their own events): skipping them
 # keeps 2 of every 7 events of a typical call out of Python.

@@ -15,6 +15,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codeai_tui.ledger.artifacts import is_sha256_hex
+from codeai_tui.workstate.tool_ops import (
+    TOOL_ADMITTED,
+    TOOL_COMPLETED,
+    ToolEvidence,
+    fold_tool_event,
+    fold_tool_plan,
+    fold_tool_request,
+)
 
 _HEX64 = re.compile(r"[0-9a-f]{64}").fullmatch
 
@@ -114,6 +122,8 @@ class CallEvidence:
     # costs 120 bytes more per call than a short list scanned by id. Attempts without
     # attempt.started (orphans, an anomaly) are kept here too but never decide.
     attempts: list[AttemptEvidence] = field(default_factory=list)
+    # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
+    tools: ToolEvidence | None = None
 
     @property
     def key(self) -> str | None:
@@ -136,7 +146,8 @@ class CallEvidence:
 
     def clone(self) -> CallEvidence:
         """A copy that later folds may change while verdicts keep the original."""
-        return replace(self, attempts=[replace(a) for a in self.attempts])
+        return replace(self, attempts=[replace(a) for a in self.attempts],
+                       tools=self.tools.clone() if self.tools is not None else None)
 
 
 ByPair = Mapping[tuple[str, str], tuple[tuple[str, str], ...]]
@@ -336,7 +347,7 @@ def fold_compilation_event(comp: CompilationEvidence, is_new: bool, kind: str, s
 
 def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
                     attempt_id: str | None, p: dict[str, Any], report: Report) -> None:
-    """Fold one call.* / attempt.* event (seq order within the call) into its evidence."""
+    """Fold one call.* / attempt.* / tool.* event (seq order within the call) into its evidence."""
     cid = call.call_id
     if is_new and kind != "call.requested":
         report(f"{kind} for call {cid} before any call.requested")
@@ -344,6 +355,8 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
     call.event_count += 1
     if kind.startswith("attempt."):
         _fold_attempt(call, kind, seq, attempt_id, p, report)
+    elif kind in (TOOL_ADMITTED, TOOL_COMPLETED):
+        fold_tool_event(call, kind, seq, attempt_id, p, report)
     elif kind == "call.requested":
         if call.requested_seq is not None:
             report(f"second call.requested for call {cid}")
@@ -352,6 +365,7 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         call.purpose = _word(p, "purpose")
         call.model = _word(p, "model")
         call.resumed_from = _s(p, "resumed_from")
+        fold_tool_request(call, p)
     elif kind == "call.manifest":
         if call.manifest_seq is not None:
             report(f"second call.manifest for call {cid}")
@@ -423,6 +437,8 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
         att.transport_status = transport.get("status") if isinstance(transport, dict) else None
         att.not_sent = isinstance(transport, dict) and transport.get("sent") is False
         check_artifact_refs(kind, p, report)
+        if "tool_plan" in p and att.observed_seq == seq:
+            fold_tool_plan(call, aid, p, report)
     elif kind == "attempt.interpreted":
         att.interpreted_seq = att.interpreted_seq or seq
         att.outcome = _word(p, "outcome")

@@ -14,6 +14,7 @@ from codeai_tui.workstate.evidence import (
     TaskEvidence,
     attempt_effect,
 )
+from codeai_tui.workstate.tool_ops import ToolOpState
 from codeai_tui.workstate.verdicts import CallState, CompilationState, TaskState
 from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation, ProviderEffect
 
@@ -153,27 +154,51 @@ def classify_compilation(comp: CompilationEvidence) -> CompilationState:
     )
 
 
+Unresolved = CallState | CompilationState | ToolOpState
+
+
 @dataclass(slots=True)
 class TaskRollup:
     """What a task's verdict needs from its calls and compilations: the first unresolved
     one (by first seq) and the last call that completed with status succeeded. Fed in
-    first-seq order, one verdict at a time, so a streaming projector keeps no list."""
+    first-seq order, one verdict at a time, so a streaming projector keeps no list.
 
-    first_unresolved: CallState | CompilationState | None = None
+    ledger/TOOLS.md: a finished call whose tool operations are not all done is
+    unresolved through its worst operation (effect unknown before start_tool), and a
+    call whose saved plan chose tools is not the answer to accept: its turn goes on with
+    the follow-up call."""
+
+    first_unresolved: Unresolved | None = None
     succeeded: tuple[int, str] | None = None
+    tools_done: tuple[int, str] | None = None  # a planning call whose operations all completed
 
     def add(self, st: CallState | CompilationState) -> None:
+        pending: Unresolved | None = None
         if st.next_operation is not NextOperation.NONE:
+            pending = st
+        elif isinstance(st, CallState) and st.evidence.tools is not None:
+            tools = st.tools
+            pending = tools.unresolved() if tools is not None else None
+            if pending is None and tools is not None and tools.adopted and tools.plan:
+                done_seq = st.evidence.completed_seq or st.last_seq
+                if tools.all_completed and (self.tools_done is None
+                                            or done_seq > self.tools_done[0]):
+                    self.tools_done = (done_seq, st.call_id)
+                return
+        if pending is not None:
             first = self.first_unresolved
-            if first is None or (st.first_seq, _subject(st)) < (first.first_seq, _subject(first)):
-                self.first_unresolved = st
+            if first is None or (pending.first_seq, _subject(pending)) < (
+                    first.first_seq, _subject(first)):
+                self.first_unresolved = pending
         elif isinstance(st, CallState) and st.stage is CallStage.COMPLETED and st.status == "succeeded":
             done_seq = st.evidence.completed_seq or st.last_seq
             if self.succeeded is None or done_seq > self.succeeded[0]:
                 self.succeeded = (done_seq, st.call_id)
 
 
-def _subject(st: CallState | CompilationState) -> str:
+def _subject(st: Unresolved) -> str:
+    if isinstance(st, ToolOpState):
+        return st.subject
     return st.call_id if isinstance(st, CallState) else st.compilation_id
 
 
@@ -198,6 +223,14 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
     if first is not None:
         subject = _subject(first)
         return state(first.next_operation, subject, f"{subject}: {first.reason}")
+    done = rollup.tools_done
+    if done is not None and (rollup.succeeded is None or rollup.succeeded[0] < done[0]):
+        return state(
+            NextOperation.START_CALL,
+            None,
+            f"call {done[1]}'s tool operations all completed (seq {done[0]}): the turn goes "
+            "on with its follow-up model call (replay records it; resume sends it)",
+        )
     if rollup.succeeded is not None:
         seq, call_id = rollup.succeeded
         return state(

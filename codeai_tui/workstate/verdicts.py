@@ -19,6 +19,8 @@ from codeai_tui.workstate.evidence import (
     call_receipt_evidence,
 )
 from codeai_tui.workstate.reasons import call_reason, receipt_phrase
+from codeai_tui.workstate.tool_ops import ToolsState, classify_tools
+from codeai_tui.workstate.tool_receipts import ToolReceipts
 from codeai_tui.workstate.vocab import (
     WORK_STATE_FORMAT,
     CallStage,
@@ -57,6 +59,12 @@ class CallState:
         return self.stage is CallStage.EFFECT_UNKNOWN
 
     @property
+    def tools(self) -> ToolsState | None:
+        """The tool rungs (ledger/TOOLS.md), judged from the evidence when asked: None for
+        a call with no tool evidence (every v1 call)."""
+        return classify_tools(self.evidence) if self.evidence.tools is not None else None
+
+    @property
     def resumable(self) -> bool:
         """The projection permits resume: rung 4 or 5, not superseded, no anomaly."""
         return (
@@ -72,9 +80,12 @@ class CallState:
         phrase = receipt_phrase(self.evidence, receipts) if receipts is not None else None
         return f"{base}; {phrase}" if phrase else base
 
-    def as_json(self, receipts: ReceiptIndex | None = None) -> dict[str, Any]:
+    def as_json(self, receipts: ReceiptIndex | None = None,
+                tool_receipts: ToolReceipts | None = None) -> dict[str, Any]:
         """Section 7's fields; with `receipts` (the log as of the same cut-off) also the
-        matching receipts per attempt under `evidence`, and the reason names them."""
+        matching receipts per attempt under `evidence`, and the reason names them. A call
+        with tool evidence adds `tools` (plan, operations, receipt verdicts against
+        `tool_receipts`); a v1 call's document is exactly as before."""
         doc = {
             "call_id": self.call_id,
             "task_id": self.task_id,
@@ -91,6 +102,9 @@ class CallState:
         }
         if receipts is not None:
             doc["evidence"] = call_receipt_evidence(self.evidence, receipts)
+        tools = self.tools
+        if tools is not None:
+            doc["tools"] = tools.as_json(tool_receipts)
         return doc
 
 
@@ -175,6 +189,8 @@ class WorkState:
     gathered: str = field(default="events", compare=False)
     # the effect-unknown calls' ids when the projector keeps them (else counted on demand)
     effect_unknown_ids: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    # the case's tool receipts and trusted key, read by the services (TOOLS.md)
+    tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
     def call(self, call_id: str) -> CallState | None:
         return next((c for c in self.calls if c.call_id == call_id), None)
@@ -191,18 +207,62 @@ class WorkState:
             return len(self.effect_unknown_ids)
         return sum(1 for c in self.calls if c.effect_unknown)
 
+    @property
+    def tool_effect_unknown_count(self) -> int:
+        """Tool operations admitted without an outcome (ledger/TOOLS.md)."""
+        return sum(t.effect_unknown_count for c in self.calls
+                   if c.evidence.tools is not None and (t := c.tools) is not None)
+
     def as_json(self, case: str) -> dict[str, Any]:
-        return document_head(case, self.as_of_seq, self.event_count) | {
+        doc = document_head(case, self.as_of_seq, self.event_count) | {
             "anomalies": [a.as_json() for a in self.anomalies],
             "tasks": [t.as_json() for t in self.tasks],
-            "calls": [c.as_json(self.receipts.index) for c in self.calls],
+            "calls": [c.as_json(self.receipts.index, self.tool_receipts) for c in self.calls],
             "compilations": [c.as_json() for c in self.compilations],
             "receipts": self.receipts.as_json(),
         }
+        counts = ToolCounts()
+        for c in self.calls:
+            counts.add(c)
+        return counts.into(doc)
 
     def iter_call_json(self) -> Iterator[dict[str, Any]]:
         for c in self.calls:
-            yield c.as_json(self.receipts.index)
+            yield c.as_json(self.receipts.index, self.tool_receipts)
+
+
+@dataclass(slots=True)
+class ToolCounts:
+    """The document's `counts` (only when a call has tool evidence, so a v1 document is
+    unchanged): effect-unknown calls and tool operations, and operations by state."""
+
+    calls_effect_unknown: int = 0
+    tool_calls: int = 0
+    operations: int = 0
+    tool_effect_unknown: int = 0
+    start_tool: int = 0
+
+    def add(self, call: CallState) -> None:
+        self.calls_effect_unknown += call.effect_unknown
+        tools = call.tools
+        if tools is None:
+            return
+        self.tool_calls += 1
+        self.operations += len(tools.operations)
+        self.tool_effect_unknown += tools.effect_unknown_count
+        self.start_tool += sum(1 for o in tools.operations
+                               if o.next_operation is NextOperation.START_TOOL)
+
+    def into(self, doc: dict[str, Any]) -> dict[str, Any]:
+        if self.tool_calls:
+            doc["counts"] = {
+                "effect_unknown": self.calls_effect_unknown + self.tool_effect_unknown,
+                "effect_unknown_calls": self.calls_effect_unknown,
+                "effect_unknown_tool_operations": self.tool_effect_unknown,
+                "tool_operations": self.operations,
+                "start_tool": self.start_tool,
+            }
+        return doc
 
 
 def document_head(case: str, as_of_seq: int, event_count: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ WORK_STATE_FORMAT = "codeai.work_state.v1"
 class NextOperation(StrEnum):
     NONE = "none"
     START_CALL = "start_call"
+    START_TOOL = "start_tool"  # ledger/TOOLS.md: a planned tool call never admitted
     FIX_INPUTS = "fix_inputs"
     RECONCILE_EFFECT = "reconcile_effect"
     REINTERPRET = "reinterpret"

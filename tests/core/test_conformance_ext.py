@@ -10,12 +10,33 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.services.projection import project_case
+from codeai_tui.services.projection import project_case as _project_case
+from codeai_tui.services.tool_receipts import with_tool_receipts
+from codeai_tui.workstate import WorkState
 from tests.support import TESTS, cli
 
 EXT = TESTS / "conformance_ext"
 VECTORS = [json.loads(p.read_text()) for p in sorted(EXT.glob("*.json"))]
 IDS = [v["name"] for v in VECTORS]
+
+
+def project_case(case: Path, as_of: int | None = None, *, fast: bool = True) -> WorkState:
+    """The projection with the case's tool receipts, as `inspect --json` reads it."""
+    return with_tool_receipts(_project_case(case, as_of, fast=fast), case)
+
+
+def _tool_operations(call: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A call's operations in the vectors' short form: state, next op, receipt verdict."""
+    tools = call.get("tools")
+    if tools is None:
+        return None
+    out = []
+    for op in tools["operations"]:
+        short = {"state": op["state"], "next_operation": op["next_operation"]}
+        if "receipt" in op:
+            short["receipt"] = op["receipt"]["verdict"]
+        out.append(short)
+    return out
 
 
 def _check(doc: dict[str, Any], expect: dict[str, Any]) -> list[str]:
@@ -31,16 +52,38 @@ def _check(doc: dict[str, Any], expect: dict[str, Any]) -> list[str]:
             if key == "reason_contains":
                 if want not in got["reason"]:
                     problems.append(f"calls.{ident}.reason {got['reason']!r} lacks {want!r}")
+            elif key == "tool_operations":
+                if _tool_operations(got) != want:
+                    problems.append(f"calls.{ident}.tools: got {_tool_operations(got)!r}, "
+                                    f"want {want!r}")
             elif got.get(key) != want:
                 problems.append(f"calls.{ident}.{key}: got {got.get(key)!r}, want {want!r}")
+    tasks = {t["task_id"]: t for t in doc["tasks"]}
+    for ident, fields in expect.get("tasks", {}).items():
+        for key, want in fields.items():
+            got_value = tasks.get(ident, {}).get(key)
+            if got_value != want:
+                problems.append(f"tasks.{ident}.{key}: got {got_value!r}, want {want!r}")
+    for key, want in expect.get("counts", {}).items():
+        got_value = doc.get("counts", {}).get(key)
+        if got_value != want:
+            problems.append(f"counts.{key}: got {got_value!r}, want {want!r}")
     return problems
 
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ext")
-    return {v["name"]: write_ledger(root / v["name"], v["events"], receipts=v["receipts"]).parent
-            for v in VECTORS}
+    out = {}
+    for v in VECTORS:
+        case = out[v["name"]] = write_ledger(root / v["name"], v["events"],
+                                             receipts=v["receipts"]).parent
+        if "tools" in v:  # ledger/TOOLS.md's case layout: the kernel's key and receipt lines
+            (case / "tools").mkdir()
+            (case / "tools" / "kernel.pub").write_text(v["tools"]["kernel_pub"])
+            (case / "tools" / "receipts.ndjson").write_text(
+                "".join(line + "\n" for line in v["tools"]["receipts_ndjson"]))
+    return out
 
 
 def _points(vector: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
@@ -50,6 +93,13 @@ def _points(vector: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
 
 def test_there_are_extension_vectors() -> None:
     assert len(VECTORS) >= 10
+    # every tool rung and receipt verdict has a vector (ledger/TOOLS.md)
+    states = {(op["state"], op["next_operation"], op.get("receipt"))
+              for v in VECTORS for c in v["expect"].get("calls", {}).values()
+              for op in c.get("tool_operations", [])}
+    assert {("not_admitted", "start_tool", None), ("effect_unknown", "reconcile_effect", None),
+            ("completed", "none", "valid"), ("completed", "none", "invalid"),
+            ("completed", "none", "missing")} <= states
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=IDS)

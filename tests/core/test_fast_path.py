@@ -23,7 +23,21 @@ SHA = "ab" * 32
 KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "task.created\x1b[31m"]
 CALL_HEAVY = ["call.requested", "call.manifest", "attempt.started", "attempt.observed",
               "attempt.interpreted", "attempt.retry_decided", "attempt.completed",
-              "call.completed", "call.resumed", "attempt.reconciled"]
+              "call.completed", "call.resumed", "attempt.reconciled",
+              "tool.admitted", "tool.completed"]
+# ledger/TOOLS.md payloads that make tool rungs reachable: a turn, a plan, operations
+_PLAN = [{"tool_call_id": "tc1", "name": "publish", "arguments_sha256": SHA},
+         {"tool_call_id": "tc2", "name": "publish", "arguments_sha256": SHA}]
+TOOL_PAYLOADS = [json.dumps(p) for p in (
+    {"idempotency_key": "k1", "turn": {"namespace": "ns", "thread": "th", "turn": "t"}},
+    {"transport": {"status": 200}, "tool_plan": _PLAN},
+    {"transport": {"status": 200}, "tool_plan": [_PLAN[0], {"name": 3}]},
+    {"operation_key": "ns/th/t/tc1", "tool_call_id": "tc1", "tool": "publish",
+     "arguments_sha256": SHA},
+    {"operation_key": "ns/th/t/tc9", "tool_call_id": "tc9"},
+    {"operation_key": "ns/th/t/tc1", "outcome": "succeeded", "receipt": "{}"},
+    {"status": "succeeded", "adopted_attempt_id": "a1"},
+)]
 
 payload_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6) | st.just(SHA)
@@ -39,7 +53,8 @@ payload_texts = st.one_of(
                          "request_sha256", "request_artifact", "response_sha256",
                          "response_artifact", "rendered_sha256", "by", "transport",
                          "resumed_from", "adopted_attempt_id", "finding", "evidence",
-                         "accept_duplicate"]),
+                         "accept_duplicate", "tool_plan", "turn", "operation_key",
+                         "receipt"]),
         payload_values, max_size=5,
     ).map(json.dumps),
     st.sampled_from(["[]", "null", "42", "{", "\"text\"", "{\"decision\": \"retry\"}",
@@ -47,6 +62,7 @@ payload_texts = st.one_of(
                      "{\"finding\": \"received\", \"evidence\": [\"r-1\"]}",
                      "{\"finding\": \"not_received\"}",
                      "{\"decision\": \"retry\", \"accept_duplicate\": true}"]),
+    st.sampled_from(TOOL_PAYLOADS),
 )
 
 

@@ -56,7 +56,7 @@ def test_projection_never_raises_and_is_complete(events: list[Event]) -> None:
     assert state.event_count == len(events)
     named_calls = {  # unknown kinds are counted and ignored, even when they look like calls
         e.call_id for e in events
-        if e.call_id and e.kind in KNOWN_KINDS and e.kind.startswith(("call.", "attempt."))
+        if e.call_id and e.kind in KNOWN_KINDS and e.kind.startswith(("call.", "attempt.", "tool."))
     }
     assert {c.call_id for c in state.calls} == named_calls
     for c in state.calls:

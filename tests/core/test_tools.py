@@ -111,15 +111,21 @@ def test_admitted_before_execution_and_completed_with_the_same_receipt(setup: Se
     assert rows == [(admitted.payload["operation_key"], "Weekly report")]
 
 
-def test_the_projection_counts_tool_events_and_ignores_them(setup: Setup) -> None:
+def test_tool_events_are_known_and_leave_the_call_rungs_alone(setup: Setup) -> None:
+    """Tool events have their own rungs (workstate/tool_ops.py): known kinds that add an
+    operation to the call and leave the call's own stage as it was."""
     before = project_case(setup.case)
     _run_one(setup)
     after = project_case(setup.case)
-    assert after.unknown_kinds == {"tool.admitted": 1, "tool.completed": 1}
+    assert after.unknown_kinds == {}
     assert after.anomalies == before.anomalies == ()
     call_before, call_after = before.call("c1"), after.call("c1")
     assert call_before is not None and call_after is not None
     assert call_after.stage is call_before.stage is CallStage.OBSERVED
+    tools = call_after.tools
+    assert tools is not None
+    assert [(o.stage.value, o.completed_seq is not None) for o in tools.operations] == [
+        ("completed", True)]
 
 
 def test_every_single_changed_byte_fails_the_signature_check(setup: Setup) -> None:

@@ -1,0 +1,296 @@
+"""Tool operations in the projection (ledger/TOOLS.md): evidence, folds and the ladder.
+
+Per planning call: the tool plan its saved response recorded (`attempt.observed`
+`tool_plan`), the turn that keys its operations (`call.requested` `turn`), and per
+operation its `tool.admitted` / `tool.completed`. The rungs, first match wins:
+
+| evidence | stage | next_operation |
+|---|---|---|
+| tool.completed | completed | none (receipt checked: valid / invalid / missing) |
+| tool.admitted, no tool.completed | effect_unknown | reconcile_effect (duplicate risk) |
+| planned in the call's adopted response, not admitted | not_admitted | start_tool |
+| planned, the call not finished yet | not_admitted | none (the call's own rung first) |
+
+Both projection paths fold through `fold_tool_*` and judge through `classify_tools`, so
+they cannot disagree. Pure: no I/O (receipt bytes and keys are handed in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from codeai_tui.workstate.vocab import NextOperation
+
+if TYPE_CHECKING:
+    from codeai_tui.workstate.evidence import CallEvidence
+    from codeai_tui.workstate.tool_receipts import ToolReceipts
+
+TOOL_ADMITTED = "tool.admitted"
+TOOL_COMPLETED = "tool.completed"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTool:
+    tool_call_id: str
+    name: str
+    arguments_sha256: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"tool_call_id": self.tool_call_id, "name": self.name,
+                "arguments_sha256": self.arguments_sha256}
+
+
+@dataclass(slots=True)
+class ToolOpEvidence:
+    """One operation key's events (the first of each kind counts)."""
+
+    operation_key: str
+    tool_call_id: str | None = None
+    tool: str | None = None
+    arguments_sha256: str | None = None
+    attempt_id: str | None = None
+    admitted_seq: int | None = None
+    completed_seq: int | None = None
+    outcome: str | None = None
+    receipt: str | None = None
+
+
+@dataclass(slots=True)
+class ToolEvidence:
+    """A call's tool evidence; absent (None on the call) for every v1 call."""
+
+    turn: tuple[str, str, str] | None = None
+    plans: dict[str, tuple[PlannedTool, ...]] = field(default_factory=dict)  # attempt -> plan
+    ops: list[ToolOpEvidence] = field(default_factory=list)
+
+    def clone(self) -> ToolEvidence:
+        return ToolEvidence(self.turn, dict(self.plans), [replace(o) for o in self.ops])
+
+
+Report = Any  # Callable[[str], None]; kept loose to avoid importing evidence here
+
+
+def _text(p: dict[str, Any], key: str) -> str | None:
+    value = p.get(key)
+    return value if isinstance(value, str) else None
+
+
+def fold_tool_request(call: CallEvidence, p: dict[str, Any]) -> None:
+    """`call.requested` `turn` {namespace, thread, turn}: the key every operation shares."""
+    turn = p.get("turn")
+    if not isinstance(turn, dict):
+        return
+    parts = tuple(turn.get(k) for k in ("namespace", "thread", "turn"))
+    if all(isinstance(x, str) and x and "/" not in x for x in parts):
+        tools = call.tools = call.tools or ToolEvidence()
+        tools.turn = parts  # type: ignore[assignment]
+
+
+def fold_tool_plan(call: CallEvidence, attempt_id: str, p: dict[str, Any], report: Report) -> None:
+    """`attempt.observed` `tool_plan`: absent means no plan known; malformed is reported."""
+    plan = p.get("tool_plan")
+    if plan is None:
+        return
+    items: list[PlannedTool] = []
+    ok = isinstance(plan, list)
+    for item in plan if isinstance(plan, list) else ():
+        if not isinstance(item, dict):
+            ok = False
+            continue
+        tcid, name, sha = (_text(item, k) for k in ("tool_call_id", "name", "arguments_sha256"))
+        if tcid is None or name is None or sha is None:
+            ok = False
+            continue
+        items.append(PlannedTool(tcid, name, sha))
+    if not ok:
+        report(f"attempt.observed for attempt {attempt_id}: tool_plan entries without "
+               "tool_call_id, name and arguments_sha256 (ignored)")
+    tools = call.tools = call.tools or ToolEvidence()
+    tools.plans.setdefault(attempt_id, tuple(items))
+
+
+def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | None,
+                    p: dict[str, Any], report: Report) -> None:
+    """`tool.admitted` / `tool.completed` of an operation the call's response planned."""
+    key = _text(p, "operation_key")
+    if not key:
+        report(f"{kind} without operation_key (ignored)")
+        return
+    tools = call.tools = call.tools or ToolEvidence()
+    op = next((o for o in tools.ops if o.operation_key == key), None)
+    if op is None:
+        op = ToolOpEvidence(key, attempt_id=attempt_id)
+        tools.ops.append(op)
+    if kind == TOOL_ADMITTED:
+        if op.admitted_seq is not None:
+            report(f"operation {key} admitted a second time (the first admission stands)")
+            return
+        op.admitted_seq = seq
+        op.tool_call_id = _text(p, "tool_call_id")
+        op.tool = _text(p, "tool")
+        op.arguments_sha256 = _text(p, "arguments_sha256")
+        op.attempt_id = attempt_id
+    else:
+        if op.completed_seq is not None:
+            report(f"operation {key} completed a second time (the first outcome stands)")
+            return
+        if op.admitted_seq is None:
+            report(f"tool.completed for operation {key} that was never admitted")
+        op.completed_seq = seq
+        op.outcome = _text(p, "outcome")
+        op.receipt = _text(p, "receipt")
+
+
+# --------------------------------------------------------------------------- ladder
+
+
+class ToolOpStage(StrEnum):
+    NOT_ADMITTED = "not_admitted"
+    EFFECT_UNKNOWN = "effect_unknown"
+    COMPLETED = "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOpState:
+    call_id: str
+    operation_key: str | None  # None: the call names no turn, so no key can be rebuilt
+    tool_call_id: str | None
+    tool: str | None
+    arguments_sha256: str | None
+    stage: ToolOpStage
+    next_operation: NextOperation
+    planned: bool  # in the saved plan (False: an admission the plan does not name)
+    first_seq: int  # the planning call's first seq: orders a task's unresolved work
+    admitted_seq: int | None = None
+    completed_seq: int | None = None
+    outcome: str | None = None
+    receipt: str | None = field(default=None, repr=False)
+    admitted_attempt_id: str | None = None
+
+    @property
+    def effect_unknown(self) -> bool:
+        return self.stage is ToolOpStage.EFFECT_UNKNOWN
+
+    @property
+    def subject(self) -> str:
+        return self.operation_key or f"{self.call_id}/{self.tool_call_id}"
+
+    @property
+    def reason(self) -> str:
+        if self.stage is ToolOpStage.COMPLETED:
+            return (f"tool.completed at seq {self.completed_seq}: {self.tool} "
+                    f"{self.outcome or 'no outcome named'}")
+        if self.stage is ToolOpStage.EFFECT_UNKNOWN:
+            return (f"tool.admitted at seq {self.admitted_seq} and no tool.completed: the "
+                    f"tool may have had its effect; reconcile it, never run it again "
+                    "(duplicate risk)")
+        if self.next_operation is NextOperation.START_TOOL:
+            return (f"planned in call {self.call_id}'s saved response and never admitted: "
+                    "safe to run from the saved response (replay; no provider)")
+        return (f"planned in call {self.call_id}'s response, which is not finished yet: "
+                "the call's own next operation comes first")
+
+    def as_json(self, receipts: ToolReceipts | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "operation_key": self.operation_key, "tool_call_id": self.tool_call_id,
+            "tool": self.tool, "arguments_sha256": self.arguments_sha256,
+            "state": self.stage.value, "next_operation": self.next_operation.value,
+            "duplicate_effect_risk": self.effect_unknown, "planned": self.planned,
+            "admitted_seq": self.admitted_seq, "completed_seq": self.completed_seq,
+            "outcome": self.outcome, "reason": self.reason,
+        }
+        if self.stage is ToolOpStage.COMPLETED:
+            from codeai_tui.workstate.tool_receipts import receipt_verdict
+
+            verdict, detail = receipt_verdict(self, receipts)
+            doc["receipt"] = {"verdict": verdict.value, "detail": detail}
+        return doc
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsState:
+    """A call's tool plan and operations, as the ladder judges them."""
+
+    call_id: str
+    plan: tuple[PlannedTool, ...] | None  # None: no plan known (no complete response)
+    plan_attempt_id: str | None
+    adopted: bool  # the plan is in the response the succeeded call adopted
+    operations: tuple[ToolOpState, ...]
+
+    @property
+    def effect_unknown_count(self) -> int:
+        return sum(1 for o in self.operations if o.effect_unknown)
+
+    def unresolved(self) -> ToolOpState | None:
+        """The operation a task must see first: effect unknown before start_tool."""
+        pending = [o for o in self.operations if o.next_operation is not NextOperation.NONE]
+        return next((o for o in pending if o.effect_unknown), pending[0] if pending else None)
+
+    @property
+    def all_completed(self) -> bool:
+        return bool(self.operations) and all(
+            o.stage is ToolOpStage.COMPLETED for o in self.operations)
+
+    def as_json(self, receipts: ToolReceipts | None = None) -> dict[str, Any]:
+        return {
+            "plan": None if self.plan is None else [t.as_json() for t in self.plan],
+            "plan_attempt_id": self.plan_attempt_id,
+            "plan_adopted": self.adopted,
+            "operations": [o.as_json(receipts) for o in self.operations],
+            "effect_unknown": self.effect_unknown_count,
+        }
+
+
+def _plan_of(call: CallEvidence, tools: ToolEvidence
+             ) -> tuple[tuple[PlannedTool, ...] | None, str | None, bool]:
+    """The plan the call's adopted response holds, else its last observed attempt's."""
+    adopted = call.adopted_attempt_id
+    if call.completed_seq is not None and adopted in tools.plans:
+        return tools.plans[adopted], adopted, call.status == "succeeded"  # type: ignore[index]
+    last = call.last_attempt()
+    if last is not None and last.attempt_id in tools.plans and last.observed_seq is not None:
+        return tools.plans[last.attempt_id], last.attempt_id, False
+    return None, None, False
+
+
+def _state(call: CallEvidence, key: str | None, ev: ToolOpEvidence | None,
+           planned: PlannedTool | None, adopted: bool) -> ToolOpState:
+    tcid = planned.tool_call_id if planned else (ev.tool_call_id if ev else None)
+    tool = planned.name if planned else (ev.tool if ev else None)
+    sha = planned.arguments_sha256 if planned else (ev.arguments_sha256 if ev else None)
+    if ev is not None and ev.completed_seq is not None:
+        stage, op = ToolOpStage.COMPLETED, NextOperation.NONE
+    elif ev is not None and ev.admitted_seq is not None:
+        stage, op = ToolOpStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
+    else:
+        stage = ToolOpStage.NOT_ADMITTED
+        op = NextOperation.START_TOOL if adopted else NextOperation.NONE
+    return ToolOpState(
+        call.call_id, key if key is not None else (ev.operation_key if ev else None), tcid,
+        tool, sha, stage, op, planned is not None, call.first_seq,
+        ev.admitted_seq if ev else None, ev.completed_seq if ev else None,
+        ev.outcome if ev else None, ev.receipt if ev else None, ev.attempt_id if ev else None)
+
+
+def classify_tools(call: CallEvidence) -> ToolsState | None:
+    """The tool rungs for one call (None when it has no tool evidence: every v1 call)."""
+    tools = call.tools
+    if tools is None or (not tools.plans and not tools.ops):
+        return None
+    plan, plan_attempt, adopted = _plan_of(call, tools)
+    by_key = {o.operation_key: o for o in tools.ops}
+    used: set[str] = set()
+    out: list[ToolOpState] = []
+    for planned in plan or ():
+        key = "/".join((*tools.turn, planned.tool_call_id)) if tools.turn else None
+        ev = by_key.get(key) if key is not None else next(
+            (o for o in tools.ops if o.tool_call_id == planned.tool_call_id), None)
+        if ev is not None:
+            used.add(ev.operation_key)
+        out.append(_state(call, key, ev, planned, adopted))
+    for ev in tools.ops:  # admissions the plan does not name: shown, judged the same way
+        if ev.operation_key not in used:
+            out.append(_state(call, ev.operation_key, ev, None, adopted))
+    return ToolsState(call.call_id, plan, plan_attempt, adopted, tuple(out))
