@@ -34,8 +34,10 @@ from codeai_tui.responses import (
     tool_plan,
 )
 from codeai_tui.runner import SEND_TIMEOUT_S, CallRunner
+from codeai_tui.services.projection import project_case
 from codeai_tui.tools.kernel import Completed, OperationExists, Outcome, ToolKernel, operation_key
 from codeai_tui.tools.receipts import canonical_bytes, read_receipt_lines
+from codeai_tui.workstate.tool_ops import ToolOpStage, ToolOpState
 
 CommitHook = Callable[[Event], None]
 
@@ -169,20 +171,34 @@ class PlannedOperation:
 def operation_states(
     case_dir: str | Path, saved: SavedResponse, namespace: str, thread: str, turn: str
 ) -> tuple[PlannedOperation, ...]:
-    """Each tool call of a saved plan, in order, with what the ledger says happened to it."""
-    events = _operation_events(case_dir, saved.call_id)
+    """Each tool call of a saved plan, in order, in the state the projection gives it
+    (workstate/tool_ops.py): one rule for replay, the worker, inspect and the console."""
+    state = project_case(case_dir)
+    call = state.call(saved.call_id)
+    tools = call.tools if call is not None else None
+    by_key = {o.operation_key: o for o in tools.operations} if tools is not None else {}
     out: list[PlannedOperation] = []
     for planned in saved.plan:
         key = operation_key(namespace, thread, turn, planned.tool_call_id)
-        kinds = events.get(key, {})
-        if TOOL_COMPLETED in kinds:
-            done = _completed_from_event(key, kinds[TOOL_COMPLETED])
+        op = by_key.get(key)
+        if op is not None and op.stage is ToolOpStage.COMPLETED:
+            done = _completed_from_op(key, op)
             out.append(PlannedOperation(planned, key, OperationState.COMPLETED, done))
-        elif TOOL_ADMITTED in kinds:
+        elif op is not None and op.stage is ToolOpStage.EFFECT_UNKNOWN:
             out.append(PlannedOperation(planned, key, OperationState.EFFECT_UNKNOWN))
         else:
             out.append(PlannedOperation(planned, key, OperationState.NOT_ADMITTED))
     return tuple(out)
+
+
+def _completed_from_op(key: str, op: ToolOpState) -> Completed:
+    receipt = op.receipt or ""
+    try:
+        result = json.loads(receipt)["body"]["result"]
+    except (ValueError, KeyError, TypeError):
+        result = {}
+    outcome = Outcome.SUCCEEDED if op.outcome == "succeeded" else Outcome.FAILED
+    return Completed(key, outcome, result if isinstance(result, dict) else {}, receipt)
 
 
 def run_operations(
