@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from codeai_tui.verify.claims import Claim, as_dict
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData, read_file
+from codeai_tui.verify.tool_rungs import ToolOp, derive_tools
 
 TOOLS = "tools"
 KERNEL_PUB = f"{TOOLS}/kernel.pub"
@@ -54,6 +55,10 @@ class ToolExpect:
     phases: tuple[tuple[str, int], ...]  # (step, exit code) of each worker process
     calls: tuple[tuple[str, str, str], ...]  # (stage, next_operation, provider_effect), sorted
     kill_at: str | None = None
+    # each tool operation's (state, next_operation, receipt verdict or None) and the
+    # task's next operation (ledger/TOOLS.md's rungs, derived by tool_rungs.py)
+    ops: tuple[tuple[str, str, str | None], ...] = ()
+    task_op: str = "none"
 
 
 _KILLED = -9
@@ -61,15 +66,20 @@ _DONE = ("completed", "none", "happened")
 TOOL_EXPECTED: dict[str, ToolExpect] = {
     # decision and follow-up both answered; the replay asked for no new decision
     "tool_generate": ToolExpect("generate", 1, 2, True, True,
-                                (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt"),
+                                (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt",
+                                (("completed", "none", "valid"),)),
     "tool_stream": ToolExpect("stream", 1, 2, True, True,
-                              (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt"),
+                              (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt",
+                              (("completed", "none", "valid"),)),
     # the cut-off stream saved no response: the decision's effect is unknown, no plan
     "tool_truncated_stream": ToolExpect("truncated-stream", 0, 1, False, False, (("run", 0),),
-                                        (("effect_unknown", "reconcile_effect", "unknown"),)),
+                                        (("effect_unknown", "reconcile_effect", "unknown"),),
+                                        task_op="reconcile_effect"),
     # the decision answered; no follow-up was ever sent (the replay refused)
     "tool_killed_in_tool": ToolExpect("killed-in-tool", 1, 1, False, False,
-                                      (("run", _KILLED), ("replay", 3)), (_DONE,), "tool-effect"),
+                                      (("run", _KILLED), ("replay", 3)), (_DONE,), "tool-effect",
+                                      (("effect_unknown", "reconcile_effect", None),),
+                                      task_op="reconcile_effect"),
 }
 
 
@@ -440,6 +450,65 @@ def _calls_claim(case: CaseData, exp: ToolExpect) -> Claim:
                                         f"; preregistered calls {list(exp.calls)}"))
 
 
+def receipt_verdict(op: ToolOp, ev: ToolEvidence) -> str | None:
+    """valid / invalid / missing for a completed operation (TOOLS.md), None otherwise."""
+    if op.completed is None:
+        return None
+    text = op.completed.payload.get("receipt")
+    line = next((ln for ln in ev.lines if ln.body
+                 and ln.body.get("operation_key") == op.operation_key), None)
+    if line is None:
+        return "missing"
+    others = {ln.text for ln in ev.lines if ln.body
+              and ln.body.get("operation_key") == op.operation_key}
+    body = line.body or {}
+    if (line.text != text or line.problem is not None or len(others) > 1
+            or op.admitted is None or _names_other_admission(body, op.admitted)
+            or body.get("outcome") != op.completed.payload.get("outcome")):
+        return "invalid"
+    return "valid"
+
+
+def _tool_rungs_claim(case: CaseData, exp: ToolExpect, ev: ToolEvidence) -> Claim:
+    """Each tool operation's rung and receipt verdict, and the task's next operation, as
+    the verifier's own rules derive them, against what was preregistered."""
+    tools = derive_tools(case.rows)
+    got = tuple((o.state, o.next_operation, receipt_verdict(o, ev))
+                for ct in tools.values() for o in ct.ops)
+    task = next(iter(derive(case.rows).tasks.values()), {}).get("next_operation")
+    ok = got == exp.ops and task == exp.task_op
+    text = (f"{exp.mode}: tool operations derived as {[' / '.join(map(str, g)) for g in got]}, "
+            f"task next operation {task}")
+    return Claim(ok, case.name, text + (" as preregistered" if ok else
+                                        f"; preregistered {list(exp.ops)}, task {exp.task_op}"))
+
+
+def _recorded_tools_claim(case: CaseData, ev: ToolEvidence) -> Claim | None:
+    """The recorded inspection's `tools` sections agree with the operations re-derived
+    here (state, next operation, receipt verdict)."""
+    try:
+        proj = as_dict(as_dict(case.json_doc("inspection.json")).get("projection"))
+    except (OSError, ValueError):
+        return None
+    calls = [c for c in proj.get("calls") or [] if isinstance(c, dict)]
+    if not any("tools" in c for c in calls) and not any(
+            r.kind.startswith("tool.") for r in case.rows):
+        return None  # recorded before tool sections existed and nothing to compare
+    recorded = {}
+    for c in calls:
+        for op in as_dict(c.get("tools")).get("operations") or []:
+            op = as_dict(op)
+            recorded[(c.get("call_id"), op.get("operation_key"))] = (
+                op.get("state"), op.get("next_operation"),
+                as_dict(op.get("receipt")).get("verdict"))
+    derived = {(o.call_id, o.operation_key): (o.state, o.next_operation, receipt_verdict(o, ev))
+               for ct in derive_tools(case.rows).values() for o in ct.ops}
+    ok = recorded == derived
+    return Claim(ok, case.name, f"inspection.json: {len(recorded)} tool operation(s), each with "
+                 "the state, next operation and receipt verdict re-derived here" if ok else
+                 f"inspection.json tool operations {recorded} differ from re-derived {derived}")
+
+
 def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
     """Claims for a case with a tools/ directory (any case; preregistered ones by role)."""
     exp = TOOL_EXPECTED.get(role or "")
@@ -455,6 +524,10 @@ def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
     if exp is not None:
         claims.append(_counts_claim(case, exp, count_effects(case, ev)))
         claims.append(_calls_claim(case, exp))
+        claims.append(_tool_rungs_claim(case, exp, ev))
+        recorded = _recorded_tools_claim(case, ev)
+        if recorded is not None:
+            claims.append(recorded)
         claims.append(_provider_keys_claim(case))
         claims.append(_phase_claim(case, exp))
         if not exp.receipted and ev.lines:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeai_tui.verify.store import Row
+from codeai_tui.verify.tool_rungs import CallTools, derive_tools
 
 OUTCOME_KINDS = ("attempt.observed", "attempt.interpreted", "attempt.retry_decided",
                  "attempt.completed")
@@ -188,7 +189,12 @@ def derive_compilation(comp: Compilation) -> dict[str, Any]:
 
 def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
                 comps: dict[str, dict[str, Any]], call_ev: dict[str, Call],
-                comp_ev: dict[str, Compilation]) -> dict[str, Any]:
+                comp_ev: dict[str, Compilation],
+                tools: dict[str, CallTools] | None = None) -> dict[str, Any]:
+    """TOOLS.md: a finished call with an unresolved tool operation is unresolved through
+    it (effect unknown first); a call whose adopted plan chose tools is not the answer
+    to accept (when its operations all completed, the follow-up call is next)."""
+    tools = tools or {}
     if any(r.kind == "task.completed" for r in task_rows):
         return {"next_operation": "none", "subject_id": None}
     done = {r.payload.get("acceptance_id") for r in task_rows if r.kind == "task.completed"}
@@ -201,12 +207,23 @@ def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
         if c.task_id == task_id and comps[cid]["next_operation"] != "none":
             pending.append((c.first_seq, cid, comps[cid]["next_operation"]))
     best: tuple[int, str] | None = None
+    tools_done: tuple[int, str] | None = None
     for cid, c in call_ev.items():
         if c.task_id != task_id:
             continue
         st = calls[cid]
+        ct = tools.get(cid)
+        worst = ct.worst() if ct is not None else None
         if st["next_operation"] != "none":
             pending.append((c.first_seq, cid, st["next_operation"]))
+        elif worst is not None:
+            subject = worst.operation_key or f"{cid}/{worst.tool_call_id}"
+            pending.append((c.first_seq, subject, worst.next_operation))
+        elif ct is not None and ct.adopted and ct.plan:
+            done_seq = c.seen["call.completed"][0] if "call.completed" in c.seen else c.first_seq
+            if ct.ops and all(o.state == "completed" for o in ct.ops) and (
+                    tools_done is None or done_seq > tools_done[0]):
+                tools_done = (done_seq, cid)
         elif st["stage"] == "completed" and st["status"] == "succeeded":
             done_seq = c.seen["call.completed"][0]
             if best is None or done_seq > best[0]:
@@ -214,6 +231,8 @@ def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
     if pending:
         _, subject, op = min(pending)
         return {"next_operation": op, "subject_id": subject}
+    if tools_done is not None and (best is None or best[0] < tools_done[0]):
+        return {"next_operation": "start_call", "subject_id": None}
     if best is not None:
         return {"next_operation": "check_and_accept", "subject_id": best[1]}
     return {"next_operation": "start_call", "subject_id": None}
@@ -223,7 +242,9 @@ def derive(rows: list[Row]) -> Derived:
     call_ev, comp_ev, task_rows = collect(rows)
     calls = {cid: derive_call(c) for cid, c in call_ev.items()}
     comps = {cid: derive_compilation(c) for cid, c in comp_ev.items()}
-    tasks = {tid: derive_task(rs, calls, comps, call_ev, comp_ev) for tid, rs in task_rows.items()}
+    tools = derive_tools(rows)
+    tasks = {tid: derive_task(rs, calls, comps, call_ev, comp_ev, tools)
+             for tid, rs in task_rows.items()}
     return Derived(calls, comps, tasks, call_ev, comp_ev)
 
 

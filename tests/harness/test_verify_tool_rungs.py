@@ -1,0 +1,64 @@
+"""The verifier's own tool rungs (codeai_tui/verify/tool_rungs.py) agree with every tool
+conformance vector, written for the projection: two implementations, one contract."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from codeai_tui.verify.effects import ToolEvidence, check_line, receipt_verdict
+from codeai_tui.verify.rules import derive
+from codeai_tui.verify.store import Row
+from codeai_tui.verify.tool_rungs import derive_tools
+from tests.support import TESTS
+
+VECTORS = [json.loads(p.read_text()) for p in sorted((TESTS / "conformance_ext").glob("tool_*.json"))]
+
+
+def _rows(events: list[dict[str, Any]], as_of: int | None) -> list[Row]:
+    return [Row(e["seq"], f"e{e['seq']}", e["kind"], e["task_id"], e.get("call_id"),
+                e.get("attempt_id"), e.get("compilation_id"), e["payload"], True)
+            for e in events if as_of is None or e["seq"] <= as_of]
+
+
+def _evidence(vector: dict[str, Any]) -> ToolEvidence:
+    ev = ToolEvidence()
+    tools = vector.get("tools")
+    if tools is None:
+        return ev
+    key = serialization.load_pem_public_key(tools["kernel_pub"].encode())
+    assert isinstance(key, Ed25519PublicKey)
+    ev.public = key
+    ev.lines = [check_line(n, line.encode(), key)
+                for n, line in enumerate(tools["receipts_ndjson"], start=1)]
+    return ev
+
+
+def test_there_are_tool_vectors() -> None:
+    assert len(VECTORS) >= 8
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_verifier_tool_rungs_match_the_vectors(vector: dict[str, Any]) -> None:
+    ev = _evidence(vector)
+    points = [(None, vector["expect"])] + [
+        (int(k), v) for k, v in vector.get("expect_as_of", {}).items()]
+    for as_of, expect in points:
+        rows = _rows(vector["events"], as_of)
+        tools = derive_tools(rows)
+        for call_id, fields in expect.get("calls", {}).items():
+            if "tool_operations" in fields:
+                got = [{"state": o.state, "next_operation": o.next_operation}
+                       | ({"receipt": v} if (v := receipt_verdict(o, ev)) else {})
+                       for o in tools[call_id].ops] if call_id in tools else None
+                assert got == fields["tool_operations"], (call_id, as_of)
+            if fields.get("tools", "absent") is None:
+                assert call_id not in tools
+        tasks = derive(rows).tasks
+        for task_id, fields in expect.get("tasks", {}).items():
+            for key, want in fields.items():
+                assert tasks[task_id][key] == want, (task_id, key, as_of)
