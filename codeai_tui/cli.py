@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="override case.json's provider base_url")
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="the environment variable holding the provider credential")
+    p.add_argument("--kernel-key", default=None, metavar="PATH",
+                   help="the tool kernel's signing key: lets `p` replay a saved tool plan")
 
     p = sub.add_parser("inspect", help="print the work-state projection")
     p.add_argument("path", help="a case directory, a ledger file, or a bundle")
@@ -519,6 +521,7 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     app = create_app(
         args.path, theme=args.theme, read_only=args.read_only, model=args.model,
         base_url=args.base_url, api_key_env=args.api_key_env, provider_note=provider_note,
+        kernel_key=getattr(args, "kernel_key", None),
     )
     app.run()
     # what the operator did stays on the terminal after the screen is gone (A5)

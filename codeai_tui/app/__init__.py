@@ -20,6 +20,7 @@ def create_app(
     clock: Clock | None = None,
     resume_service: ResumeService | None = None,
     provider_note: str | None = None,
+    kernel_key: str | os.PathLike[str] | None = None,
 ):  # noqa: ANN201 - CodeAIApp, imported lazily so `import codeai_tui.app` stays cheap
     """The console for a case or a bundle. `clock` fixes "now" (tests, screenshots)."""
     from codeai_tui.app.app import CodeAIApp
@@ -27,7 +28,8 @@ def create_app(
     return CodeAIApp(Path(path), theme=theme, read_only=read_only, model=model,
                      base_url=base_url, api_key_env=api_key_env, clock=clock,
                      resume_service=resume_service,
-                     provider_note=provider_note)
+                     provider_note=provider_note,
+                     kernel_key=Path(kernel_key) if kernel_key is not None else None)
 
 
 __all__ = ["create_app"]

@@ -37,6 +37,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Go to the provider receipt(s) matching the selected call"),
     ActionSpec("goto_call", "c", "goto_call", "Go to call",
                "Go to the call and attempt the selected receipt matches"),
+    ActionSpec("replay", "R", "replay", "Replay", "Replay the selected call's saved tool plan "
+               "(gated by the projection; no provider)", writes=True),
     ActionSpec("next_effect_unknown", "e", "next_effect_unknown", "Next unknown",
                "Next effect_unknown call (all cases)", show=True),
     ActionSpec("filter", "slash", "filter", "Filter", "Filter the focused pane", show=True),

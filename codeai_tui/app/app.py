@@ -24,6 +24,7 @@ from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.console.actions import ActionLog
+from codeai_tui.console.replay_service import LedgerReplayService, ReplayService
 from codeai_tui.console.resume_service import LedgerResumeService, ResumeOptions, ResumeService
 from codeai_tui.textsafe import visible
 
@@ -49,6 +50,8 @@ class CodeAIApp(App[None]):
         clock: Clock | None = None,
         resume_service: ResumeService | None = None,
         provider_note: str | None = None,
+        kernel_key: Path | None = None,
+        replay_service: ReplayService | None = None,
     ) -> None:
         super().__init__()
         self.path_given = str(path)
@@ -60,6 +63,8 @@ class CodeAIApp(App[None]):
         self.service: ResumeService = resume_service or LedgerResumeService(
             ResumeOptions(model=model, base_url=base_url, api_key_env=api_key_env))
         self.provider_note = provider_note
+        # replay (`p`) signs tool receipts with the operator's kernel key (never in a case)
+        self.replay_service: ReplayService = replay_service or LedgerReplayService(kernel_key)
         themes, self._theme_problems = load_themes()
         for t in themes:
             self.register_theme(t)

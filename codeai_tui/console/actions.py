@@ -17,6 +17,7 @@ class Outcome(StrEnum):
     RESUMED = "resumed"
     ADVANCED = "advanced"  # reinterpret / redecide / finalize / next attempt (issue 11)
     RECONCILED = "reconciled"
+    REPLAYED = "replayed"  # a saved tool plan ran from the console (no provider)
     REFUSED = "refused"
     FAILED = "failed"
     CANCELLED = "cancelled"

@@ -80,6 +80,7 @@ OPERATION_RANK: dict[NextOperation, int] = {
     NextOperation.START_NEXT_ATTEMPT: 40,
     NextOperation.FINALIZE: 40,
     NextOperation.START_CALL: 30,
+    NextOperation.START_TOOL: 30,  # safe: replay from the saved response (TOOLS.md)
     NextOperation.RECOMPILE: 30,
     NextOperation.CHECK_AND_ACCEPT: 20,
     NextOperation.NONE: 0,
@@ -106,11 +107,13 @@ class CaseVerdict:
     uncovered: int = 0
     anomalies: int = 0
     event_count: int = 0
+    tool_effect_unknown: int = 0  # tool operations admitted without an outcome (TOOLS.md)
 
     @property
     def alarming(self) -> bool:
-        """A provider effect may have happened unaccounted for (drawn as an error)."""
-        return self.rank >= RANK_ANOMALY or self.effect_unknown > 0
+        """A provider or tool effect may have happened unaccounted for (an error)."""
+        return (self.rank >= RANK_ANOMALY or self.effect_unknown > 0
+                or self.tool_effect_unknown > 0)
 
     @property
     def line(self) -> str:
@@ -127,8 +130,10 @@ def case_verdict(state: WorkState, event_count: int,
     dups = len(state.receipts.duplicates)
     uncovered = len(state.receipts.uncovered)
     anomalies = len(state.anomalies)
+    tool_unknown = state.tool_effect_unknown_count
     counts = dict(effect_unknown=unknown, duplicates=dups, uncovered=uncovered,
-                  anomalies=anomalies, event_count=event_count)
+                  anomalies=anomalies, event_count=event_count,
+                  tool_effect_unknown=tool_unknown)
     if dups:
         return CaseVerdict("duplicate effect", RANK_DUPLICATE, f"\u00d7{dups}", **counts)
     if uncovered:
@@ -136,6 +141,10 @@ def case_verdict(state: WorkState, event_count: int,
     if unknown:
         return CaseVerdict("effect unknown", OPERATION_RANK[NextOperation.RECONCILE_EFFECT],
                            f"\u00d7{unknown}", **counts)
+    if tool_unknown:
+        return CaseVerdict("tool effect unknown",
+                           OPERATION_RANK[NextOperation.RECONCILE_EFFECT],
+                           f"\u00d7{tool_unknown}", **counts)
     if anomalies:
         return CaseVerdict("anomalies", RANK_ANOMALY, f"\u00d7{anomalies}", **counts)
     best: tuple[int, str] = (0, "")
@@ -157,6 +166,9 @@ def case_verdict(state: WorkState, event_count: int,
 def _operations(state: WorkState) -> Iterable[tuple[str, str, NextOperation]]:
     for call in state.calls:
         yield "call", call.call_id, call.next_operation
+        tools = call.tools if call.evidence.tools is not None else None
+        for op in tools.operations if tools is not None else ():
+            yield "tool", op.subject, op.next_operation
     for comp in state.compilations:
         yield "compilation", comp.compilation_id, comp.next_operation
     for task in state.tasks:
@@ -211,7 +223,7 @@ def fleet_counts(verdicts: Iterable[CaseVerdict | None]) -> FleetCounts:
     known = [v for v in items if v is not None]
     return FleetCounts(
         cases=len(items), known=len(known),
-        effect_unknown=sum(1 for v in known if v.effect_unknown),
+        effect_unknown=sum(1 for v in known if v.effect_unknown or v.tool_effect_unknown),
         duplicates=sum(1 for v in known if v.duplicates),
         uncovered=sum(1 for v in known if v.uncovered),
         anomalies=sum(1 for v in known if v.anomalies),

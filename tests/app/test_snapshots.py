@@ -243,3 +243,22 @@ def test_reconcile_modal(in_tmp: Path, snap_compare: Any, kind: str,
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=open_dialog)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_tools_section(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
+    """A call whose saved plan chose two tools: one completed with a valid receipt, one
+    admitted without an outcome (words, not colour alone; counted in the header)."""
+    from tool_cases import tool_case
+
+    tool_case(in_tmp, "tool_mixed_operations")
+    app = create_app(Path("case"), clock=frozen_clock)
+
+    async def shown(pilot: Any) -> None:
+        await settle(pilot)
+        main = pilot.app.main
+        await wait_for(pilot, lambda: main.detail.tool_details is not None,
+                       what="tool details")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=shown)

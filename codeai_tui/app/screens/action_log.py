@@ -14,7 +14,8 @@ from textual.widgets import Static
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.textsafe import visible
 
-STYLE = {Outcome.RESUMED: "bold $success", Outcome.REFUSED: "bold $warning",
+STYLE = {Outcome.RESUMED: "bold $success", Outcome.REPLAYED: "bold $success",
+         Outcome.REFUSED: "bold $warning",
          Outcome.FAILED: "bold $error", Outcome.ALERT: "bold $error",
          Outcome.CANCELLED: "$text-muted", Outcome.CONFIRMED: "bold",
          Outcome.ADVANCED: "bold $success",

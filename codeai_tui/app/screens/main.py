@@ -29,7 +29,6 @@ from textual.containers import Container
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -40,6 +39,7 @@ from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.advance import AdvanceActions
 from codeai_tui.app.screens.error import ErrorScreen
 from codeai_tui.app.screens.evidence_actions import EvidenceActions
+from codeai_tui.app.screens.replay_flow import ReplayFlow
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
 from codeai_tui.app.widgets.calls_pane import CallsPane
@@ -111,7 +111,7 @@ class PaneTabs(Static):
         return Content.assemble(*parts)
 
 
-class MainScreen(AdvanceActions, EvidenceActions, Screen[None]):
+class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R` (a Screen)
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
@@ -229,7 +229,8 @@ class MainScreen(AdvanceActions, EvidenceActions, Screen[None]):
         if snap is not None:
             check = snap.state.receipts
             counts = CaseCounts(len(snap.unknown_ids), len(check.duplicates),
-                                len(check.uncovered), len(snap.state.anomalies))
+                                len(check.uncovered), len(snap.state.anomalies),
+                                snap.state.tool_effect_unknown_count)
         fleet = None
         if len(self.cases) > 1:
             verdicts = dict(self.cases_pane.verdicts)
@@ -770,6 +771,8 @@ class MainScreen(AdvanceActions, EvidenceActions, Screen[None]):
             if action == "reconcile":
                 return True if ok else None
             return not ok
+        if action == "replay":
+            return not self.read_only
         if action == "open_case":
             return self.focused_pane() == "cases" or None
         if action == "sort_cases":

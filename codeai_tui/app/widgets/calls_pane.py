@@ -14,6 +14,7 @@ from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.evidence import short_phrase
 from codeai_tui.console.filters import call_fields
 from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallState
 
 CALL_COLUMNS = [
@@ -59,6 +60,8 @@ def call_row(call: CallState, checks: Mapping[str, DriftCheck],
                 DriftStatus.NOT_CHECKED: ""}.get(status, "ok")
     elif call.anomalous:
         risk, tone = f"{WARN} anomaly", "warn"
+    elif call.evidence.tools is not None and (pending := tool_summary(call.tools)):
+        risk, tone = pending  # ledger/TOOLS.md: the call's tool operations
     else:
         risk, tone = "", ""
     if call.superseded_by:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -25,6 +26,7 @@ from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.evidence import call_detail_lines, receipt_detail_lines, receipt_index
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.console.severity import CaseVerdict
+from codeai_tui.console.tools import ToolDetails, load_tool_details, tool_body, tool_lines
 from codeai_tui.ledger import Event, Receipt
 from codeai_tui.workstate import CallState, CompilationState, TaskState
 
@@ -53,6 +55,7 @@ class DetailView(VerticalScroll):
         self.clock = clock
         self.read_only = read_only
         self.case_verdicts: dict[Path, CaseVerdict] = {}
+        self.tool_details: ToolDetails | None = None  # of the call shown (read off-thread)
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Select a row to see its evidence."), id="detail")
@@ -117,7 +120,13 @@ class DetailView(VerticalScroll):
             lines += call_detail_lines(call, snap)
             if call.resumable:
                 lines += self._resume_lines(call)
-            return f"call {call.call_id}", lines, call.as_json(index)
+            body = call.as_json(index)
+            tools = call.tools
+            if tools is not None:  # ledger/TOOLS.md: plan, operations, signed receipts
+                details = self._details_for(call)
+                lines += tool_lines(tools, details)
+                body["tools"] = tool_body(tools, details)
+            return f"call {call.call_id}", lines, body
         if kind == "event":
             ev: Event = obj
             lines.append(("recorded", f"{ev.recorded_at} ({ago(ev.recorded_at, self.clock())})"))
@@ -162,6 +171,26 @@ class DetailView(VerticalScroll):
             label = f"{WARN} worst" if verdict_of.alarming else "worst next operation"
             lines.append((label, verdict_of.line))
         return f"case {case}", lines, {"case": str(case)}
+
+    def _details_for(self, call: CallState) -> ToolDetails | None:
+        """The call's tool arguments and receipts if read for this state of it; else
+        start reading them (a thread: artifact and receipt files) and say so meanwhile."""
+        got = self.tool_details
+        if got is not None and got.call_id == call.call_id and got.last_seq == call.last_seq:
+            return got
+        snap = self.snapshot
+        if snap is not None:
+            self._read_tool_details(snap.case_dir, call)
+        return None
+
+    @work(thread=True, exclusive=True, group="tool-details", exit_on_error=False)
+    def _read_tool_details(self, case_dir: Path, call: CallState) -> None:
+        details = load_tool_details(case_dir, call)
+        self.app.call_from_thread(self._tool_details_read, details)
+
+    def _tool_details_read(self, details: ToolDetails) -> None:
+        self.tool_details = details
+        self.repaint()
 
     def _resume_lines(self, call: CallState) -> list[tuple[str, str]]:
         if self.read_only:

@@ -26,6 +26,7 @@ class CaseCounts:
     duplicates: int
     uncovered: int
     anomalies: int
+    tool_effect_unknown: int = 0  # tool operations (TOOLS.md); shown only when non-zero
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,9 @@ class StatusBar(Static):
                 style = "bold $error" if count else "$text-muted"
                 mark = f"{WARN} " if count else ""
                 parts += [(f"{mark}{count:,} {label}", style), "  "]
+            if c.tool_effect_unknown:
+                label = "tool unknown" if compact else "tool effect unknown"
+                parts += [(f"{WARN} {c.tool_effect_unknown:,} {label}", "bold $error"), "  "]
         if f.progress is not None:
             label, done, total = f.progress
             pct = (100 * done // total) if total else 100

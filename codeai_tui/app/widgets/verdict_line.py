@@ -9,6 +9,7 @@ from textual.widgets import Static
 from codeai_tui.app.widgets.calls_pane import RESUMABLE_TEXT, drift_status
 from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, cell
 from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallState
 
 
@@ -46,7 +47,9 @@ class VerdictLine(Static):
 
     def paint(self) -> None:
         call = self.call
-        self.set_class(bool(call and call.effect_unknown), "-danger")
+        tools = tool_summary(call.tools) if call is not None else None
+        self.set_class(bool(call and call.effect_unknown) or bool(tools and tools[1] == "error"),
+                       "-danger")
         if call is None:
             self.update(Content.assemble(("selected call: ", "bold"),
                                          ("none (3 focuses Calls)", "$text-muted")))
@@ -80,6 +83,9 @@ class VerdictLine(Static):
         else:
             parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
                       f" \u00b7 effect {call.provider_effect.value}"]
+            if tools is not None:  # the tool operations first: they are what is pending
+                parts += [" \u00b7 ", (tools[0], "bold $error" if tools[1] == "error"
+                                        else "bold $warning")]
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
         self.update(Content.assemble(*parts))
