@@ -458,7 +458,10 @@ def receipt_verdict(op: ToolOp, ev: ToolEvidence) -> str | None:
     line = next((ln for ln in ev.lines if ln.body
                  and ln.body.get("operation_key") == op.operation_key), None)
     if line is None:
-        return "missing"
+        # the recoverable state (a kernel stopped between tool.completed and the append),
+        # reported as INFO by the ledger-agreement claim: the receipt itself verifies
+        pending = any(ln.text == text and ln.problem is None for ln in ev.ledger_only)
+        return "valid" if pending else "missing"
     others = {ln.text for ln in ev.lines if ln.body
               and ln.body.get("operation_key") == op.operation_key}
     body = line.body or {}
