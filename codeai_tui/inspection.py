@@ -170,6 +170,18 @@ def _cut(text: str, limit: int = 300) -> str:
     return shown[:head] + "\u2026" + shown[len(shown) - (limit - head - 1):]
 
 
+def _tool_rows(st: WorkState) -> list[list[str]]:
+    rows = []
+    for c in st.calls:
+        tools = c.tools if c.evidence.tools is not None else None
+        for op in tools.operations if tools is not None else ():
+            receipt = op.as_json(st.tool_receipts).get("receipt", {}).get("verdict", "-")
+            mark = "!! tool effect unknown: duplicate risk" if op.effect_unknown else ""
+            rows.append([op.subject, c.call_id, op.tool or "-", op.stage.value,
+                         op.next_operation.value, receipt, mark])
+    return rows
+
+
 def render_table(inspection: CaseInspection) -> str:
     lines = [f"case {visible(inspection.case, one_line=True)}"]
     st = inspection.state
@@ -180,6 +192,8 @@ def render_table(inspection: CaseInspection) -> str:
         f"  events {st.event_count} (as of seq {st.as_of_seq})  effect_unknown {unknown}"
         f"  duplicate effects {len(st.receipts.duplicates)}"
         f"  uncovered receipts {len(st.receipts.uncovered)}  anomalies {len(st.anomalies)}"
+        + (f"  tool effect unknown {st.tool_effect_unknown_count}"
+           if any(c.evidence.tools is not None for c in st.calls) else "")
     )
     if st.tasks:
         lines += ["", *_table(
@@ -199,6 +213,10 @@ def render_table(inspection: CaseInspection) -> str:
         lines += ["", *_table(
             ["CALL", "KEY", "STAGE", "NEXT", "ATT", "EFFECT", "LINK", ""], rows
         )]
+    tool_rows = _tool_rows(st)
+    if tool_rows:  # ledger/TOOLS.md: only a case with tool operations shows this table
+        lines += ["", *_table(["TOOL OPERATION", "CALL", "TOOL", "STATE", "NEXT", "RECEIPT", ""],
+                              tool_rows)]
     if st.compilations:
         lines += ["", *_table(
             ["COMPILATION", "STAGE", "NEXT", "OFFERED", "MISSING REQUIRED"],

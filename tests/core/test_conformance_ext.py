@@ -169,3 +169,14 @@ def test_each_attempt_names_only_its_own_receipts(tmp_path: Path) -> None:
              "received": [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:00:04.500Z"}]},
             {"attempt_id": "a2", "provider_effect": "unknown", "received": []}]
         assert "not in the provider's log (log complete up to 12:00:04.500)" in c1["reason"]
+
+
+def test_inspect_table_names_tool_operations(cases: dict[str, Path]) -> None:
+    """The table counts effect-unknown tool operations and lists each operation; a case
+    without tool evidence prints no tool table."""
+    proc = cli("inspect", str(cases["tool_admitted_no_outcome"]))
+    assert proc.returncode == 0, proc.stderr
+    assert "tool effect unknown 1" in proc.stdout
+    assert "!! tool effect unknown: duplicate risk" in proc.stdout
+    v1 = cli("inspect", str(cases["evidence_received"]))
+    assert "TOOL OPERATION" not in v1.stdout and "tool effect unknown" not in v1.stdout
