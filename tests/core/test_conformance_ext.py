@@ -180,3 +180,19 @@ def test_inspect_table_names_tool_operations(cases: dict[str, Path]) -> None:
     assert "!! tool effect unknown: duplicate risk" in proc.stdout
     v1 = cli("inspect", str(cases["evidence_received"]))
     assert "TOOL OPERATION" not in v1.stdout and "tool effect unknown" not in v1.stdout
+
+
+def test_without_a_readable_key_a_receipt_is_unchecked_not_valid(tmp_path: Path) -> None:
+    """No trusted key, no verdict either way: a missing or foreign key file never makes a
+    receipt look valid."""
+    vector = next(v for v in VECTORS if v["name"] == "tool_completed_valid")
+    case = write_ledger(tmp_path / "case", vector["events"], receipts=[]).parent
+    (case / "tools").mkdir()
+    (case / "tools" / "receipts.ndjson").write_text(vector["tools"]["receipts_ndjson"][0] + "\n")
+    for key_text in (None, "not a PEM key"):
+        if key_text is not None:
+            (case / "tools" / "kernel.pub").write_text(key_text)
+        doc = project_case(case).as_json("x")
+        receipt = doc["calls"][0]["tools"]["operations"][0]["receipt"]
+        assert receipt["verdict"] == "unchecked", receipt
+        assert "kernel.pub" in receipt["detail"]
