@@ -16,7 +16,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import sqlite3
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,18 +212,37 @@ def _read_into(case: Path, ev: ToolEvidence) -> None:
             ev.problems.append(f"{name} is not a regular file; not read")
     reports = case / REPORTS
     if _regular(reports):
-        uri = f"file:{quote(str(reports.absolute()))}?mode=ro"
         try:
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
-            try:
-                conn.execute("PRAGMA query_only=1")
-                rows = conn.execute("SELECT id, operation_key, tool_call_id FROM publications"
-                                    " ORDER BY id").fetchall()
-            finally:
-                conn.close()
+            rows = _read_publications(reports)
             ev.publications = [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
         except sqlite3.Error as exc:
             ev.problems.append(f"{REPORTS}: cannot read publications ({exc})")
+
+
+def _read_publications(reports: Path) -> list[tuple[Any, ...]]:
+    """The store's rows, read from a scratch copy (the database with its -journal or
+    -wal): a tool killed inside its transaction leaves a hot journal that a `mode=ro`
+    connection cannot roll back ("attempt to write a readonly database"); the copy
+    recovers in the scratch directory and the case is never written."""
+    with tempfile.TemporaryDirectory(prefix="codeai-verify-") as scratch:
+        copy = Path(scratch) / reports.name
+        shutil.copyfile(reports, copy)
+        for suffix in ("-journal", "-wal"):
+            side = reports.with_name(reports.name + suffix)
+            if _regular(side):
+                shutil.copyfile(side, copy.with_name(copy.name + suffix))
+        conn = sqlite3.connect(f"file:{quote(str(copy))}", uri=True, isolation_level=None,
+                               timeout=5.0)
+        try:
+            try:
+                return conn.execute("SELECT id, operation_key, tool_call_id FROM publications"
+                                    " ORDER BY id").fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []  # killed while creating its store: no row can exist yet
+                raise
+        finally:
+            conn.close()
 
 
 # ---- counting (what effects.json must agree with)

@@ -3,14 +3,24 @@ conformance vector, written for the projection: two implementations, one contrac
 
 from __future__ import annotations
 
+import hashlib
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from codeai_tui.verify.effects import ToolEvidence, check_line, receipt_verdict
+from codeai_tui.verify.effects import (
+    ToolEvidence,
+    check_line,
+    read_tool_evidence,
+    receipt_verdict,
+)
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import Row
 from codeai_tui.verify.tool_rungs import derive_tools
@@ -62,3 +72,36 @@ def test_verifier_tool_rungs_match_the_vectors(vector: dict[str, Any]) -> None:
         for task_id, fields in expect.get("tasks", {}).items():
             for key, want in fields.items():
                 assert tasks[task_id][key] == want, (task_id, key, as_of)
+
+
+def test_a_store_killed_inside_its_transaction_is_read_without_writing_it(
+        tmp_path: Path) -> None:
+    """A hot journal (the tool killed mid-transaction) cannot be rolled back by a
+    read-only connection; the verifier reads a scratch copy: the committed rows, and the
+    case's files are unchanged."""
+    case = tmp_path / "case"
+    (case / "tools").mkdir(parents=True)
+    store = case / "tools" / "reports.sqlite3"
+    script = f"""
+import os, sqlite3
+conn = sqlite3.connect({str(store)!r}, isolation_level=None)
+conn.execute("CREATE TABLE publications (id INTEGER PRIMARY KEY, operation_key TEXT, "
+             "tool_call_id TEXT, title TEXT, body TEXT, published_at TEXT)")
+conn.execute("INSERT INTO publications (operation_key, tool_call_id) VALUES ('k1', 't1')")
+conn.execute("PRAGMA cache_size=1")
+conn.execute("BEGIN IMMEDIATE")
+for i in range(2000):  # spills pages into the file: the journal is hot
+    conn.execute("INSERT INTO publications (operation_key, tool_call_id, body) "
+                 "VALUES (?, ?, ?)", (f"k{{i}}", "t", "x" * 500))
+os.kill(os.getpid(), 9)
+"""
+    done = subprocess.run([sys.executable, "-c", script], timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    journal = store.with_name(store.name + "-journal")
+    assert journal.exists() and journal.stat().st_size > 0, "no hot journal was left"
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in store.parent.iterdir()}
+    ev = read_tool_evidence(case)
+    assert ev.problems == []
+    assert ev.publications == [(1, "k1", "t1")]
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in store.parent.iterdir()}
+    assert after == before
