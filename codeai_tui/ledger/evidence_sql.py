@@ -28,6 +28,9 @@ _SEP_FIELD = "\x1f"
 _SEP_EVENT = "\x1d"
 _NULL = "\x1e"
 _BATCH = 4096
+# call_stage_rows' flags beside the kinds' own bits (below 1 << 10)
+NULL_ATTEMPT, ATTEMPT_OBSERVED, ATTEMPT_RECONCILED = 1 << 10, 1 << 11, 1 << 12
+ODD_KIND = 1 << 20
 
 
 def _error(path: Path, exc: sqlite3.Error) -> Exception:
@@ -230,6 +233,50 @@ class EvidenceSQL:
             WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
               AND kind IN ({_in(call_kinds)})
             GROUP BY call_id""", (as_of,))  # type: ignore[return-value]
+
+    def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]]
+                        ) -> list[tuple[str, int, int, int, int | None, int]]:
+        """Per call id, in first-seq order: (call_id, first seq, last seq, flags, last
+        started attempt as `started seq << 5 | its kind bits`, started attempts), read
+        from the covering index alone (no payload, no table row): the skeleton a console
+        paints first (services/skeleton.py). `codes` gives each kind its bit: attempt
+        kinds below 32, call kinds from 32. `flags`: the call kinds' bits, the ORed bits
+        `ATTEMPT_OBSERVED`/`ATTEMPT_RECONCILED` of any started attempt, `NULL_ATTEMPT`
+        (attempt evidence without an attempt id: each such event is its own attempt) and
+        `ODD_KIND` (a kind or attempt id cell that is not text: the event path reads
+        those ledgers)."""
+        whens = " ".join(f"WHEN {_in([k])} THEN {int(c)}" for k, c in codes)
+        call_bits = " | ".join(f"max(b & {c})" for _k, c in codes if c >= 32)
+        return self._all(f"""
+            WITH g AS (
+              SELECT call_id AS c, attempt_id AS a, min(seq) AS fs, max(seq) AS ls,
+                     min(CASE WHEN kind = 'attempt.started' THEN seq END) AS st,
+                     sum(DISTINCT CASE WHEN typeof(kind) != 'text' THEN {ODD_KIND}
+                                  ELSE CASE kind {whens} ELSE 0 END END) AS b
+              FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
+              WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
+                AND (kind IN ({_in([k for k, _c in codes])}) OR typeof(kind) != 'text')
+              GROUP BY call_id, attempt_id)
+            SELECT c, min(fs) AS f, max(ls),
+                   {call_bits} | max(b & {ODD_KIND})
+                   | max(CASE WHEN typeof(a) NOT IN ('text', 'null') THEN {ODD_KIND} ELSE 0 END)
+                   | max(CASE WHEN (a IS NULL OR a = '') AND (st IS NOT NULL OR b & 31)
+                         THEN {NULL_ATTEMPT} ELSE 0 END)
+                   | max(CASE WHEN st IS NOT NULL AND b & 1 THEN {ATTEMPT_OBSERVED} ELSE 0 END)
+                   | max(CASE WHEN st IS NOT NULL AND b & 16 THEN {ATTEMPT_RECONCILED}
+                         ELSE 0 END),
+                   max(st * 32 + (b & 31)), count(st)
+            FROM g GROUP BY c ORDER BY f""", (as_of,))  # type: ignore[return-value]
+
+    def calls_observed_mentioning(self, as_of: int, word: str) -> set[str]:
+        """Call ids with an attempt.observed whose payload text contains `word` or any
+        escape (`\\u0073ent` parses as "sent"), or is not text: a C substring test, no JSON
+        parse, finds the few calls a skeleton cannot judge alone."""
+        return {str(r[0]) for r in self._all(
+            "SELECT DISTINCT call_id FROM events NOT INDEXED WHERE kind = 'attempt.observed' "
+            "AND seq <= ? "
+            "AND call_id IS NOT NULL AND (typeof(payload) != 'text' OR instr(payload, ?) > 0 "
+            "OR instr(payload, char(92)) > 0)", (as_of, word))}
 
     def call_events_without_id(self, as_of: int, call_kinds: Sequence[str]
                                ) -> list[tuple[int, str]]:

@@ -1,0 +1,184 @@
+"""The skeleton: every call's stage from the covering index alone, before any payload.
+
+The ladder's rungs 1-10 ask which kinds exist per call and per started attempt, and
+only a few facts from payloads: an observation that says nothing was sent
+(`transport.sent: false`), the operator's finding (`attempt.reconciled`) and the retry
+decision. So one grouped read of `events_call(call_id, attempt_id, kind, seq)` (about
+the cost of the bare scan) decides stage, next operation and provider effect of almost
+every call, and therefore the effect-unknown set, exactly. A call whose verdict needs a
+payload is re-read from its own events (through the index) and judged by the real
+ladder; past `RESOLVE_MAX` such calls the rest stay `pending` ("reading…"), never
+guessed. Whatever a payload alone says (keys, links, hashes, anomalies, receipts) is
+not here: the full projection brings it.
+
+tests/core/test_skeleton.py checks, on random ledgers, that every final verdict here
+equals the oracle's and that the effect-unknown set is the oracle's.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from codeai_tui.ledger.evidence_sql import (
+    ATTEMPT_OBSERVED,
+    ATTEMPT_RECONCILED,
+    NULL_ATTEMPT,
+    ODD_KIND,
+    EvidenceSQL,
+    FastPathUnfit,
+)
+from codeai_tui.services.gather import CALL_EVENT_KINDS, fold_call_rows
+from codeai_tui.workstate import CallStage, NextOperation, ProviderEffect, classify_call
+
+# one bit per kind whose presence a rung reads (call.requested and attempt.started: 0,
+# the started seq is its own column); attempt kinds below 32 (evidence_sql relies on
+# observed = 1 and reconciled = 16), call kinds from 32
+_OBS, _INT, _RD, _COMP, _REC = 1, 2, 4, 8, 16
+_RESUMED, _CALL_DONE, _PREP, _MANIFEST = 32, 64, 128, 256
+_LATER = _OBS | _INT | _RD | _COMP
+CODES: tuple[tuple[str, int], ...] = tuple(
+    (k, {"attempt.observed": _OBS, "attempt.interpreted": _INT,
+         "attempt.retry_decided": _RD, "attempt.completed": _COMP,
+         "attempt.reconciled": _REC, "call.resumed": _RESUMED,
+         "call.completed": _CALL_DONE, "call.preparation_failed": _PREP,
+         "call.manifest": _MANIFEST}.get(k, 0))
+    for k in CALL_EVENT_KINDS)
+RESOLVE_MAX = 2000  # calls re-read one by one; beyond that they wait for the projection
+
+
+@dataclass(frozen=True, slots=True)
+class SkeletonCall:
+    """One call as far as its kinds decide it. `stage` None: pending (a payload decides,
+    and it was not read yet). `effect_unknown` is always final."""
+
+    call_id: str
+    first_seq: int
+    last_seq: int
+    attempts: int
+    stage: CallStage | None
+    next_operation: NextOperation | None
+    provider_effect: ProviderEffect | None
+    effect_unknown: bool
+
+    @property
+    def pending(self) -> bool:
+        return self.stage is None
+
+
+@dataclass(frozen=True, slots=True)
+class Skeleton:
+    """Every call of a ledger's events with seq <= `limit`, in first-seq order (the order
+    of the projection's calls)."""
+
+    limit: int
+    calls: tuple[SkeletonCall, ...]
+    effect_unknown_ids: frozenset[str]
+
+    @property
+    def pending_count(self) -> int:
+        return sum(1 for c in self.calls if c.pending)
+
+
+def _as_completed(flags: int, started: int, sent_words: bool) -> ProviderEffect | None:
+    """Rung 2's effect from kinds: None when a payload decides (a finding, or an
+    observation that may say nothing was sent)."""
+    if flags & ATTEMPT_OBSERVED:
+        return None if sent_words else ProviderEffect.HAPPENED
+    if flags & ATTEMPT_RECONCILED:
+        return None
+    return ProviderEffect.UNKNOWN if started else ProviderEffect.NONE
+
+
+def judge(flags: int, last: int | None, started: int, sent_words: bool
+          ) -> tuple[CallStage, NextOperation, ProviderEffect] | None:
+    """LEDGER.md section 4's ladder (as workstate.ladder.classify_call words it) on kinds
+    alone; None where a payload decides. `flags`: the call's kind bits and the ORed
+    observed/reconciled bits of its started attempts; `last`: the kind bits of the last
+    started attempt (None: none started); `sent_words`: an observation of this call may
+    carry `sent: false`."""
+    if flags & (_RESUMED | _CALL_DONE):
+        effect = _as_completed(flags, started, sent_words)
+        if effect is None:
+            return None
+        stage = CallStage.SUPERSEDED if flags & _RESUMED else CallStage.COMPLETED
+        return stage, NextOperation.NONE, effect
+    if flags & _PREP:
+        return CallStage.PREPARATION_FAILED, NextOperation.FIX_INPUTS, ProviderEffect.NONE
+    if last is None:
+        stage = CallStage.MANIFEST_RECORDED if flags & _MANIFEST else CallStage.REQUESTED
+        return stage, NextOperation.START_CALL, ProviderEffect.NONE
+    if last & _REC and not last & _OBS:
+        return None  # the finding's payload decides (an invalid one is ignored)
+    if not last & _LATER:
+        return CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT, ProviderEffect.UNKNOWN
+    if sent_words:
+        return None  # the observation may say nothing was sent
+    if not last & _INT:
+        return CallStage.OBSERVED, NextOperation.REINTERPRET, ProviderEffect.HAPPENED
+    if not last & (_RD | _COMP):
+        return CallStage.INTERPRETED, NextOperation.REDECIDE, ProviderEffect.HAPPENED
+    if not last & _COMP:
+        return None  # retry or stop: the decision's payload decides
+    return CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE, ProviderEffect.HAPPENED
+
+
+def _unknown_undecided(flags: int, last: int | None) -> bool:
+    """True if whether the call is effect_unknown depends on a payload: a finding on its
+    last attempt."""
+    if flags & (_RESUMED | _CALL_DONE | _PREP) or last is None:
+        return False
+    return bool(last & _REC and not last & _OBS)
+
+
+def _sent_calls(path: object, limit: int, out: list[set[str]]) -> None:
+    with EvidenceSQL(path) as sql:  # type: ignore[arg-type]
+        out.append(sql.calls_observed_mentioning(limit, "sent"))
+
+
+def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
+                   resolve_max: int = RESOLVE_MAX) -> Skeleton:
+    """The skeleton of the ledger as of `as_of` (all when None). Raises FastPathUnfit
+    (or a LedgerError) where the fast path would: the caller then waits for the
+    projection. The observations' payload scan runs beside the grouped read, on its own
+    connection (SQLite works outside the GIL: the two use both cores)."""
+    problem = sql.fast_path_problem()
+    if problem is not None:
+        raise FastPathUnfit(problem)
+    limit = sql.max_seq() if as_of is None else as_of
+    found: list[set[str]] = []
+    scan = threading.Thread(target=_sent_calls, args=(sql.path, limit, found), daemon=True)
+    scan.start()
+    try:
+        rows = sql.call_stage_rows(limit, CODES)
+    finally:
+        scan.join()
+    if not found:
+        raise FastPathUnfit("the observations could not be read")
+    sent = found[0]
+    calls: list[SkeletonCall] = []
+    unknown: set[str] = set()
+    budget = resolve_max
+    for pos, (cid, first, last_seq, flags, packed, started) in enumerate(rows):
+        if flags & ODD_KIND or type(cid) is not str:
+            raise FastPathUnfit("id or kind cells of types LEDGER.md does not give them")
+        last = None if packed is None else packed & 31
+        verdict = None if flags & NULL_ATTEMPT else judge(flags, last, started, cid in sent)
+        attempts = started
+        if verdict is None and (budget > 0 or flags & NULL_ATTEMPT
+                                or _unknown_undecided(flags, last)):
+            budget -= 1
+            evidence = fold_call_rows(cid, sql.call_rows(cid, limit), pos)
+            if evidence is not None:
+                st = classify_call(evidence)
+                verdict = st.stage, st.next_operation, st.provider_effect
+                attempts = st.attempts
+        if verdict is None:
+            calls.append(SkeletonCall(cid, first, last_seq, attempts, None, None, None, False))
+            continue
+        stage, op, effect = verdict
+        is_unknown = stage is CallStage.EFFECT_UNKNOWN
+        if is_unknown:
+            unknown.add(cid)
+        calls.append(SkeletonCall(cid, first, last_seq, attempts, stage, op, effect, is_unknown))
+    return Skeleton(limit, tuple(calls), frozenset(unknown))

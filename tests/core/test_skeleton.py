@@ -1,0 +1,123 @@
+"""The skeleton (every call's stage from the covering index, no payload) never says
+what the full ladder would not: on random ledgers, hostile ones included, and at every
+as_of, each final verdict equals the oracle's and the effect-unknown set is the oracle's."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ledgerfactory import write_ledger
+
+from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
+from codeai_tui.services.skeleton import build_skeleton
+from codeai_tui.workstate import CallStage
+from tests.core.test_fast_path import _ev, _oracle, _write, ledgers
+
+
+def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
+    """Compare skeleton and oracle; returns how many calls the skeleton left pending."""
+    oracle = _oracle(case, as_of)
+    with EvidenceSQL(case) as sql:
+        sk = build_skeleton(sql, as_of, resolve_max=resolve_max)
+    calls = oracle["calls"]
+    assert [c.call_id for c in sk.calls] == [c["call_id"] for c in calls]
+    assert sk.effect_unknown_ids == {c["call_id"] for c in calls
+                                     if c["stage"] == CallStage.EFFECT_UNKNOWN.value}
+    for mine, theirs in zip(sk.calls, calls, strict=True):
+        assert mine.effect_unknown == (theirs["stage"] == "effect_unknown")
+        if mine.pending:
+            continue
+        assert mine.stage is not None and mine.next_operation is not None
+        assert mine.provider_effect is not None
+        assert (mine.stage.value, mine.next_operation.value, mine.provider_effect.value,
+                mine.attempts) == (theirs["stage"], theirs["next_operation"],
+                                   theirs["provider_effect"], theirs["attempts"]), theirs
+    return sk.pending_count
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.sampled_from([0, 2000]))
+def test_final_skeleton_verdicts_equal_the_oracle_at_every_as_of(ledger: Any,
+                                                                  resolve_max: int) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        case = _write(Path(tmp), events, receipts, unique_ids=True)
+        last = events[-1]["seq"] if events else 0
+        for as_of in [None, *range(0, last + 2)]:
+            pending = _check(case, as_of, resolve_max)
+            if resolve_max:
+                assert pending == 0  # small ledgers: every undecided call was re-read
+
+
+def _case(tmp_path: Path, events: list[dict[str, Any]]) -> Path:
+    case = tmp_path / "case"
+    write_ledger(case, events)
+    return case
+
+
+def test_payload_dependent_verdicts_wait_instead_of_guessing(tmp_path: Path) -> None:
+    """Without re-reads: a retry decision, a finding, and an observation that says
+    nothing was sent are pending; a finding on the last attempt is still re-read, so
+    the effect-unknown set stays final."""
+    events = [
+        # c1: interpreted, then retry decided (the decision's payload decides)
+        _ev(1, "call.requested", "c1", payload={"idempotency_key": "k1"}),
+        _ev(2, "call.manifest", "c1", payload={"idempotency_key": "k1"}),
+        _ev(3, "attempt.started", "c1", "a1", {"attempt_no": 1}),
+        _ev(4, "attempt.observed", "c1", "a1", {"transport": {"status": 500}}),
+        _ev(5, "attempt.interpreted", "c1", "a1", {"outcome": "retryable_error"}),
+        _ev(6, "attempt.retry_decided", "c1", "a1", {"decision": "retry"}),
+        # c2: observed, never sent (transport.sent false): effect none, not happened
+        _ev(7, "call.requested", "c2", payload={"idempotency_key": "k2"}),
+        _ev(8, "call.manifest", "c2", payload={"idempotency_key": "k2"}),
+        _ev(9, "attempt.started", "c2", "a1", {"attempt_no": 1}),
+        _ev(10, "attempt.observed", "c2", "a1", {"transport": {"sent": False}}),
+        # c3: an invalid finding is ignored: still effect_unknown
+        _ev(11, "call.requested", "c3", payload={"idempotency_key": "k3"}),
+        _ev(12, "call.manifest", "c3", payload={"idempotency_key": "k3"}),
+        _ev(13, "attempt.started", "c3", "a1", {"attempt_no": 1}),
+        _ev(14, "attempt.reconciled", "c3", "a1", {"finding": "maybe"}),
+        # c4: effect_unknown from kinds alone
+        _ev(15, "call.requested", "c4", payload={"idempotency_key": "k4"}),
+        _ev(16, "call.manifest", "c4", payload={"idempotency_key": "k4"}),
+        _ev(17, "attempt.started", "c4", "a1", {"attempt_no": 1}),
+    ]
+    case = _case(tmp_path, events)
+    with EvidenceSQL(case) as sql:
+        sk = build_skeleton(sql, resolve_max=0)
+        full = build_skeleton(sql)
+    by_id = {c.call_id: c for c in sk.calls}
+    assert by_id["c1"].pending and by_id["c2"].pending
+    assert by_id["c3"].stage is CallStage.EFFECT_UNKNOWN  # re-read despite no budget
+    assert sk.effect_unknown_ids == {"c3", "c4"} == full.effect_unknown_ids
+    assert full.pending_count == 0
+    assert _check(case, None, 2000) == 0
+
+
+@pytest.mark.parametrize(("column", "value", "unfit"), [
+    ("payload", 42, False),  # payloads are never read: the skeleton is unchanged
+    ("call_id", b"c1", True),  # id or kind cells of other types: no skeleton, say why
+    ("kind", b"attempt.observed", True),
+    ("attempt_id", b"a1", True),
+])
+def test_cells_of_other_types_give_no_skeleton(tmp_path: Path, column: str, value: object,
+                                               unfit: bool) -> None:
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k"}),
+              _ev(3, "attempt.started", attempt="a1", payload={"attempt_no": 1})]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute(f"UPDATE events SET {column} = ? WHERE seq = 3", (value,))
+    conn.close()
+    with EvidenceSQL(case) as sql:
+        if unfit:
+            with pytest.raises(FastPathUnfit):
+                build_skeleton(sql)
+        else:
+            assert build_skeleton(sql).effect_unknown_ids == {"c1"}
