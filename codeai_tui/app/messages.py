@@ -12,7 +12,7 @@ from pathlib import Path
 from textual.message import Message
 
 from codeai_tui.console.drift import DriftCheck
-from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.model import CaseSnapshot, Skeleton
 from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.ledger import LedgerError
 from codeai_tui.resume import ResumePlan, ResumeResult
@@ -36,6 +36,15 @@ class CaseOpened(Message):
     event_count: int
     max_seq: int
     last: str | None
+
+
+@dataclass
+class SkeletonReady(Message):
+    """Every call's stage from the covering index, before the projection: the
+    effect-unknown count and the Calls pane, painted first (services/skeleton.py)."""
+
+    case: Path
+    skeleton: Skeleton
 
 
 @dataclass

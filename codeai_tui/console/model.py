@@ -28,6 +28,7 @@ from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.gather import projector_from
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import gather
+from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
 from codeai_tui.services.time_travel import state_as_of
 from codeai_tui.workstate import (
     CallEvidence,
@@ -40,7 +41,9 @@ from codeai_tui.workstate import (
 
 __all__ = [  # the names the app imports from here (the console's model API)
     "PROJECT_PAGE", "SEVERITY", "TIMELINE_PAGE", "CallPositions", "CaseFollower",
-    "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "TimeMachine", "Worst",
+    "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "Skeleton",
+    "SkeletonCall", "TimeMachine",
+    "Worst",
     "discover_cases", "parse_time", "project_as_of", "summarize_case", "worst_state",
 ]
 
@@ -197,8 +200,10 @@ class CaseFollower:
             unique = False
         self.projector: Projector = FollowProjector(event_ids_unique=unique)
         self.gathered = "events"  # how the first catch-up gathered its evidence
-        self.receipts = read_receipts(case_dir)
-        self._receipts_stamp = _receipts_stamp(case_dir)
+        # read on first use: the skeleton, painted first, needs no receipt (143,000
+        # receipts take ~1 s to read)
+        self._receipts: ReceiptLog | None = None
+        self._receipts_stamp: tuple[int, int, int] | None = None
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
         _register(self)
@@ -211,6 +216,25 @@ class CaseFollower:
         _unregister(self)
         self.reader.close()
         self.sql.close()
+
+    @property
+    def receipts(self) -> ReceiptLog:
+        """The provider's receipt log as last read (read now if never read)."""
+        if self._receipts is None:
+            self._receipts_stamp = _receipts_stamp(self.case_dir)
+            self._receipts = read_receipts(self.case_dir)
+        return self._receipts
+
+    def skeleton(self) -> Skeleton | None:
+        """Every call's stage from the covering index alone (services/skeleton.py):
+        the effect-unknown set in about the time of one scan, before the projection.
+        None where the fast path does not apply (the projection then answers)."""
+        if self.projector.last_seq or self.max_seq < FAST_START_MIN:
+            return None
+        try:
+            return build_skeleton(self.sql, self.max_seq)
+        except FastPathUnfit:
+            return None
 
     def _fast_start(self) -> None:
         """The first catch-up through the fast path, when the ledger allows it."""
@@ -273,12 +297,12 @@ class CaseFollower:
         """A fresh snapshot if another process committed or the receipt log changed."""
         ledger_changed = self.reader.changed()
         stamp = _receipts_stamp(self.case_dir)
-        receipts_changed = stamp != self._receipts_stamp
+        receipts_changed = self._receipts is not None and stamp != self._receipts_stamp
         if not ledger_changed and not receipts_changed:
             return None
         if receipts_changed:
             self._receipts_stamp = stamp
-            self.receipts = read_receipts(self.case_dir)
+            self._receipts = read_receipts(self.case_dir)
         if ledger_changed:
             fed = self.catch_up()  # no count(*): it is O(events) on every commit
             self.event_count = self.projector.event_count

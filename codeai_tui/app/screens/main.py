@@ -60,7 +60,13 @@ from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
 from codeai_tui.console.evidence import warm
 from codeai_tui.console.filters import Needle
-from codeai_tui.console.model import CaseFollower, CaseSnapshot, TimeMachine, discover_cases
+from codeai_tui.console.model import (
+    CaseFollower,
+    CaseSnapshot,
+    Skeleton,
+    TimeMachine,
+    discover_cases,
+)
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
@@ -138,6 +144,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self._live_base: CaseVerdict | None = None  # the follower's, before drift is known
         self.shown: CaseSnapshot | None = None
         self.shown_verdict: CaseVerdict | None = None
+        self.skeleton: Skeleton | None = None  # shown until the first snapshot
         self.as_of: int | None = None
         self.following = True
         self.state = "opening"
@@ -231,6 +238,9 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             counts = CaseCounts(len(snap.unknown_ids), len(check.duplicates),
                                 len(check.uncovered), len(snap.state.anomalies),
                                 snap.state.tool_effect_unknown_count)
+        elif self.skeleton is not None and self.as_of is None:
+            # final from the skeleton; what needs payloads or receipts is still read
+            counts = CaseCounts(len(self.skeleton.effect_unknown_ids), None, None, None)
         fleet = None
         if len(self.cases) > 1:
             verdicts = dict(self.cases_pane.verdicts)
@@ -316,6 +326,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self.case = case
         self.live = self.shown = None
         self.live_verdict = self.shown_verdict = self._live_base = None
+        self.skeleton = None
         self.selected_call_id = None
         self._time_machine = None
         self.as_of = None
@@ -332,6 +343,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         cases = self.cases_pane
         cases.active = case
         cases.select_case(case)
+        self.calls.skeleton = None
         timeline = self.timeline
         timeline.case = case
         timeline.total = 0
@@ -387,6 +399,9 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
                         self.post_message(m.CaseOpened(case, follower.event_count,
                                                        follower.max_seq,
                                                        follower.last_recorded_at))
+                        skeleton = follower.skeleton()
+                        if skeleton is not None and not stopped():
+                            self.post_message(m.SkeletonReady(case, skeleton))
                         follower.catch_up(progress, stopped)
                         if stopped():
                             return
@@ -501,6 +516,8 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
                 "is re-read from the new file")
         self.live = self.shown = None
         self.live_verdict = self.shown_verdict = self._live_base = None
+        self.skeleton = None
+        self.calls.skeleton = None
         self.as_of = None
         self._time_machine = None
         self.selected_call_id = None
@@ -522,6 +539,13 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self._paint_panes()
         self.detail.subject = None
         self.refresh_bindings()
+
+    def on_skeleton_ready(self, message: m.SkeletonReady) -> None:
+        if message.case != self.case or self.live is not None:
+            return
+        self.skeleton = message.skeleton
+        self.calls.skeleton = message.skeleton
+        self._paint_status()
 
     def on_projection_progress(self, message: m.ProjectionProgress) -> None:
         if message.case != self.case:
@@ -557,6 +581,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         first = self.live is None
         self._live_base = message.verdict
         self.live, self.live_verdict = snap, self._verdict_with_drift(snap, message.verdict)
+        self.skeleton = None  # the projection answers everything from here on
         if self.progress and self.progress[0] == "projecting":
             self.progress = None
         self.trouble = None

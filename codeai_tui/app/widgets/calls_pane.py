@@ -13,9 +13,9 @@ from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.evidence import short_phrase
 from codeai_tui.console.filters import call_fields
-from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.model import CaseSnapshot, Skeleton, SkeletonCall
 from codeai_tui.console.tools import summary as tool_summary
-from codeai_tui.workstate import CallState
+from codeai_tui.workstate import CallStage, CallState
 
 CALL_COLUMNS = [
     Column("call", 12),
@@ -77,11 +77,44 @@ def call_row(call: CallState, checks: Mapping[str, DriftCheck],
                               str(call.attempts), call.provider_effect.value, link), tone)
 
 
+READING = "reading\u2026"
+_MAY_RESUME = (CallStage.REQUESTED, CallStage.MANIFEST_RECORDED)
+
+
+def skeleton_row(call: SkeletonCall) -> Row:
+    """A call before the projection: what its kinds decide, and "reading…" for what a
+    payload decides (key, links; resumable or not: an anomaly may forbid it)."""
+    if call.stage is None:
+        return Row(call.call_id, (cell(call.call_id), "", READING, READING,
+                                  READING if call.attempts else "", READING,
+                                  str(call.attempts), READING, ""), "dim")
+    if call.effect_unknown:
+        risk, tone = EFFECT_UNKNOWN_TEXT, "error"
+    elif call.stage in _MAY_RESUME:
+        risk, tone = READING, "dim"
+    else:
+        risk, tone = "", ""
+    link = READING if call.stage is CallStage.SUPERSEDED else ""
+    op, effect = call.next_operation, call.provider_effect
+    log = READING if call.attempts else ""  # the receipt log is read with the projection
+    return Row(call.call_id, (cell(call.call_id), "", call.stage.value, risk, log,
+                              op.value if op is not None else READING, str(call.attempts),
+                              effect.value if effect is not None else READING, link), tone)
+
+
+def skeleton_fields(call: SkeletonCall) -> tuple[str, ...]:
+    """What a skeleton row shows, for the filter (the same rule as every pane)."""
+    return skeleton_row(call).cells + (
+        "effect unknown duplicate risk" if call.effect_unknown else "",)
+
+
 class CallsPane(Pane):
     TITLE = "Calls"
     KEY = "3"
 
     drift: reactive[dict[str, DriftCheck]] = reactive(dict, always_update=True, init=False)
+    # painted while `snapshot` is None: every call's stage before the projection
+    skeleton: reactive[Skeleton | None] = reactive(None, always_update=True, init=False)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(CALL_COLUMNS, empty_text="no calls", **kwargs)  # type: ignore[arg-type]
@@ -89,8 +122,14 @@ class CallsPane(Pane):
     def watch_drift(self) -> None:
         self.paint()
 
+    def watch_skeleton(self) -> None:
+        self.paint()
+
     def paint(self) -> None:
         snap = self.snapshot
+        if snap is None and self.skeleton is not None:
+            self._paint_skeleton(self.skeleton)
+            return
         calls = snap.state.calls if snap else ()
         checks = dict(self.drift)
         build: Callable[[CallState], Row] = lambda c: call_row(c, checks, snap)  # noqa: E731
@@ -102,15 +141,29 @@ class CallsPane(Pane):
         self.set_source(LazySource(calls, build, lambda c: c.call_id, indices, lookup))
         super().paint()
 
+    def _paint_skeleton(self, skeleton: Skeleton) -> None:
+        """The skeleton's rows; a filter matches what they show (the id and stage)."""
+        calls = skeleton.calls
+        needle = self.needle
+        indices = None
+        if needle is not None:
+            indices = [i for i, c in enumerate(calls) if needle.matches(skeleton_fields(c))]
+        self.set_source(LazySource(calls, skeleton_row, lambda c: c.call_id, indices))
+        super().paint()
+
     def title_marks(self) -> list[TitlePart]:
         snap = self.snapshot
-        if snap is not None and snap.unknown_ids:
-            return [(f" {WARN} {len(snap.unknown_ids)} effect unknown", "bold $error")]
+        unknown = snap.unknown_ids if snap is not None else (
+            self.skeleton.effect_unknown_ids if self.skeleton is not None else ())
+        if unknown:
+            return [(f" {WARN} {len(unknown)} effect unknown", "bold $error")]
         return []
 
     def call_at_cursor(self) -> CallState | None:
+        """The verdict under the cursor (None on a skeleton row: nothing acts on those)."""
         source = self.source
-        return source.item_at(self.cursor) if isinstance(source, LazySource) else None
+        item = source.item_at(self.cursor) if isinstance(source, LazySource) else None
+        return item if isinstance(item, CallState) else None
 
     def next_effect_unknown(self) -> bool:
         """Move to the next effect_unknown call after the cursor (wrapping), if any."""

@@ -22,10 +22,13 @@ from codeai_tui.console.severity import FleetCounts
 
 @dataclass(frozen=True)
 class CaseCounts:
+    """None: not known yet (the skeleton, painted before the projection, knows only the
+    effect-unknown count); shown as "reading…", never as 0."""
+
     effect_unknown: int
-    duplicates: int
-    uncovered: int
-    anomalies: int
+    duplicates: int | None
+    uncovered: int | None
+    anomalies: int | None
     tool_effect_unknown: int = 0  # tool operations (TOOLS.md); shown only when non-zero
 
 
@@ -101,6 +104,9 @@ class StatusBar(Static):
                 "effect unknown", "duplicate effects", "uncovered receipts", "anomalies")
             for count, label in zip((c.effect_unknown, c.duplicates, c.uncovered,
                                      c.anomalies), labels, strict=True):
+                if count is None:
+                    parts += [(f"{label} reading\u2026", "$text-muted"), "  "]
+                    continue
                 style = "bold $error" if count else "$text-muted"
                 mark = f"{WARN} " if count else ""
                 parts += [(f"{mark}{count:,} {label}", style), "  "]

@@ -1,0 +1,75 @@
+"""The console paints the answer from the skeleton before the projection ends: the
+effect-unknown count (final) and every call's row; what needs payloads reads
+"reading…" until the projection replaces it, and nothing acts on a skeleton row."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from apphelpers import SIZE, frozen_clock, ledger_digest, status_text, wait_for
+from bigledger import rows
+from ledgerfactory import SCHEMA
+
+from codeai_tui.app import create_app
+from codeai_tui.console import model as data
+from codeai_tui.services.projection import project_case
+
+EVENTS = 6000  # above the console's FAST_START_MIN: the skeleton applies
+
+
+def _big_case(root: Path) -> Path:
+    case = root / "big"
+    case.mkdir()
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(SCHEMA)
+    conn.execute("INSERT INTO ledger_meta VALUES ('format', 'codeai.ledger.v1')")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows(EVENTS))
+    conn.execute("COMMIT")
+    conn.close()
+    return case
+
+
+async def test_the_skeleton_answers_before_the_projection(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    case = _big_case(tmp_path)
+    state = project_case(case)
+    unknown = {c.call_id for c in state.calls if c.effect_unknown}
+    assert unknown  # the ledger leaves every 50th call in flight
+    before = ledger_digest(case)
+    release = threading.Event()
+    catch_up = data.CaseFollower.catch_up
+
+    def held(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        release.wait(30)  # the projection waits until the test has seen the skeleton
+        return catch_up(self, *args, **kwargs)
+
+    monkeypatch.setattr(data.CaseFollower, "catch_up", held)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        calls = main.pane("calls")
+        try:
+            await wait_for(pilot, lambda: f"{len(unknown)} effect unknown" in status_text(app),
+                           what="the skeleton's effect-unknown count")
+            assert main.live is None  # painted before the projection
+            assert "uncovered receipts reading" in status_text(app)
+            assert calls.row_count == len(state.calls)
+            await pilot.press("3")
+            await pilot.press("e")  # the next effect-unknown row, from the skeleton
+            row = calls.source.row(calls.cursor)
+            assert row is not None and row.key in unknown
+            assert calls.call_at_cursor() is None  # nothing acts on a skeleton row
+            await pilot.press("r")
+            await pilot.pause()
+        finally:
+            release.set()
+        await wait_for(pilot, lambda: main.live is not None, timeout=30,
+                       what="the projection")
+        await wait_for(pilot, lambda: "reading" not in status_text(app), what="full counts")
+        assert f"{len(unknown)} effect unknown" in status_text(app)
+        selected = calls.call_at_cursor()
+        assert selected is None or selected.call_id == main.selected_call_id
+    assert ledger_digest(case) == before
