@@ -11,6 +11,7 @@ read event by event instead.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -108,7 +109,10 @@ class EvidenceSQL:
                 while rows := cur.fetchmany(_BATCH):
                     yield from rows
             finally:
-                cur.close()
+                # a stream left unfinished (`inspect --json | head`) is collected after
+                # its connection closed: nothing is left to finish then
+                with contextlib.suppress(sqlite3.ProgrammingError):
+                    cur.close()
         except sqlite3.Error as exc:
             raise _error(self.path, exc) from None
 
