@@ -135,8 +135,13 @@ def _unknown_undecided(flags: int, last: int | None) -> bool:
 
 
 def _sent_calls(path: object, limit: int, out: list[set[str]]) -> None:
-    with EvidenceSQL(path) as sql:  # type: ignore[arg-type]
-        out.append(sql.calls_observed_mentioning(limit, "sent"))
+    """In its own thread: a failure leaves `out` empty (no skeleton, the projection
+    answers) instead of a thread traceback on the console's screen."""
+    try:
+        with EvidenceSQL(path) as sql:  # type: ignore[arg-type]
+            out.append(sql.calls_observed_mentioning(limit, "sent"))
+    except Exception:  # noqa: BLE001 - any failure means: no skeleton
+        return
 
 
 def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,

@@ -598,6 +598,8 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         if self.as_of is None:
             self.shown, self.shown_verdict = snap, self.live_verdict
             self._paint_panes()
+            if self.calls.skeleton is not None:
+                self.calls.skeleton = None  # drawn from the snapshot now: let it go
             if first and self.selected_call_id is None:
                 self._select_from(self.calls)
             if self.jump_to_effect_unknown and snap.unknown_ids:
