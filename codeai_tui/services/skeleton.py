@@ -18,8 +18,11 @@ equals the oracle's and that the effect-unknown set is the oracle's.
 from __future__ import annotations
 
 import threading
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from itertools import product
+from typing import NamedTuple, overload
 
 from codeai_tui.ledger.evidence_sql import (
     ATTEMPT_OBSERVED,
@@ -67,13 +70,64 @@ class SkeletonCall(NamedTuple):
         return self.stage is None
 
 
+Verdict = tuple[CallStage, NextOperation, ProviderEffect]
+# every verdict a code (0: pending), fixed at import: nothing shared is mutated
+_VERDICTS: tuple[Verdict | None, ...] = (None, *product(CallStage, NextOperation,
+                                                        ProviderEffect))
+_CODE_OF: dict[Verdict, int] = {v: i for i, v in enumerate(_VERDICTS) if v is not None}
+
+
+class SkeletonCalls(Sequence[SkeletonCall]):
+    """The calls in columns (ids, seqs, attempts, a verdict code each), a SkeletonCall
+    made only when one is read: the console holds the skeleton until its projection is
+    done, and 137,000 tuples of eight fields cost ~22 MB more than these arrays."""
+
+    __slots__ = ("_attempts", "_codes", "_firsts", "_ids", "_lasts")
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._firsts = array("q")
+        self._lasts = array("q")
+        self._attempts = array("l")
+        self._codes = array("H")
+
+    def append(self, call_id: str, first: int, last: int, attempts: int,
+               verdict: Verdict | None) -> None:
+        self._ids.append(call_id)
+        self._firsts.append(first)
+        self._lasts.append(last)
+        self._attempts.append(attempts)
+        self._codes.append(0 if verdict is None else _CODE_OF[verdict])
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> SkeletonCall: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SkeletonCall]: ...
+
+    def __getitem__(self, index: int | slice) -> SkeletonCall | list[SkeletonCall]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        verdict = _VERDICTS[self._codes[index]]
+        if verdict is None:
+            return SkeletonCall(self._ids[index], self._firsts[index], self._lasts[index],
+                                self._attempts[index], None, None, None, False)
+        stage, op, effect = verdict
+        return SkeletonCall(self._ids[index], self._firsts[index], self._lasts[index],
+                            self._attempts[index], stage, op, effect,
+                            stage is CallStage.EFFECT_UNKNOWN)
+
+
 @dataclass(frozen=True, slots=True)
 class Skeleton:
     """Every call of a ledger's events with seq <= `limit`, in first-seq order (the order
     of the projection's calls)."""
 
     limit: int
-    calls: tuple[SkeletonCall, ...]
+    calls: SkeletonCalls
     effect_unknown_ids: frozenset[str]
 
     @property
@@ -89,9 +143,6 @@ def _as_completed(flags: int, started: int, sent_words: bool) -> ProviderEffect 
     if flags & ATTEMPT_RECONCILED:
         return None
     return ProviderEffect.UNKNOWN if started else ProviderEffect.NONE
-
-
-Verdict = tuple[CallStage, NextOperation, ProviderEffect]
 
 
 def judge(flags: int, last: int | None, started: int, sent_words: bool) -> Verdict | None:
@@ -164,7 +215,7 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
     if not found:
         raise FastPathUnfit("the observations could not be read")
     sent = found[0]
-    calls: list[SkeletonCall] = []
+    calls = SkeletonCalls()
     unknown: set[str] = set()
     budget = resolve_max
     judged: dict[tuple[int, int | None, bool, bool], Verdict | None] = {}
@@ -188,11 +239,11 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
                 verdict = st.stage, st.next_operation, st.provider_effect
                 attempts = st.attempts
         if verdict is None:
-            calls.append(SkeletonCall(cid, first, last_seq, attempts, None, None, None, False))
+            calls.append(cid, first, last_seq, attempts, None)
             continue
         stage, op, effect = verdict
         is_unknown = stage is CallStage.EFFECT_UNKNOWN
         if is_unknown:
             unknown.add(cid)
-        calls.append(SkeletonCall(cid, first, last_seq, attempts, stage, op, effect, is_unknown))
-    return Skeleton(limit, tuple(calls), frozenset(unknown))
+        calls.append(cid, first, last_seq, attempts, verdict)
+    return Skeleton(limit, calls, frozenset(unknown))
