@@ -232,7 +232,7 @@ class CaseFollower:
         if self.projector.last_seq or self.max_seq < FAST_START_MIN:
             return None
         try:
-            return build_skeleton(self.sql, self.max_seq)
+            return build_skeleton(self.sql, self.max_seq, stop=self.stopped)
         except FastPathUnfit:
             return None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import NamedTuple, overload
@@ -185,18 +185,23 @@ def _unknown_undecided(flags: int, last: int | None) -> bool:
     return bool(last & _REC and not last & _OBS)
 
 
-def _sent_calls(path: object, limit: int, out: list[set[str]]) -> None:
+def _sent_calls(path: object, limit: int, out: list[set[str]],
+                stop: Callable[[], bool] | None) -> None:
     """In its own thread: a failure leaves `out` empty (no skeleton, the projection
-    answers) instead of a thread traceback on the console's screen."""
+    answers) instead of a thread traceback on the console's screen; `stop` ends it
+    early (the console is closing)."""
     try:
         with EvidenceSQL(path) as sql:  # type: ignore[arg-type]
+            if stop is not None:
+                sql.abort_when(stop)
             out.append(sql.calls_observed_mentioning(limit, "sent"))
     except Exception:  # noqa: BLE001 - any failure means: no skeleton
         return
 
 
 def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
-                   resolve_max: int = RESOLVE_MAX) -> Skeleton:
+                   resolve_max: int = RESOLVE_MAX,
+                   stop: Callable[[], bool] | None = None) -> Skeleton:
     """The skeleton of the ledger as of `as_of` (all when None). Raises FastPathUnfit
     (or a LedgerError) where the fast path would: the caller then waits for the
     projection. The observations' payload scan runs beside the grouped read, on its own
@@ -206,7 +211,8 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
         raise FastPathUnfit(problem)
     limit = sql.max_seq() if as_of is None else as_of
     found: list[set[str]] = []
-    scan = threading.Thread(target=_sent_calls, args=(sql.path, limit, found), daemon=True)
+    scan = threading.Thread(target=_sent_calls, args=(sql.path, limit, found, stop),
+                            daemon=True)
     scan.start()
     try:
         rows = sql.call_stage_rows(limit, CODES)
