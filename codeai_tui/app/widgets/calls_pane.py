@@ -142,7 +142,7 @@ class CallsPane(Pane):
         super().paint()
 
     def _paint_skeleton(self, skeleton: Skeleton) -> None:
-        """The skeleton's rows; a filter matches what they show (the id and stage)."""
+        """The skeleton's rows; a filter matches what they show."""
         calls = skeleton.calls
         needle = self.needle
         indices = None
