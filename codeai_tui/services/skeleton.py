@@ -34,6 +34,7 @@ from codeai_tui.ledger.evidence_sql import (
 )
 from codeai_tui.services.gather import CALL_EVENT_KINDS, fold_call_rows
 from codeai_tui.workstate import CallStage, NextOperation, ProviderEffect, classify_call
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
 
 # one bit per kind whose presence a rung reads (call.requested and attempt.started: 0,
 # the started seq is its own column); attempt kinds below 32 (evidence_sql relies on
@@ -135,46 +136,62 @@ class Skeleton:
         return sum(1 for c in self.calls if c.pending)
 
 
-def _as_completed(flags: int, started: int, sent_words: bool) -> ProviderEffect | None:
-    """Rung 2's effect from kinds: None when a payload decides (a finding, or an
-    observation that may say nothing was sent)."""
-    if flags & ATTEMPT_OBSERVED:
-        return None if sent_words else ProviderEffect.HAPPENED
-    if flags & ATTEMPT_RECONCILED:
-        return None
-    return ProviderEffect.UNKNOWN if started else ProviderEffect.NONE
+def needs_payload(flags: int, last: int | None, sent_words: bool) -> bool:
+    """Whether a payload fact the kinds do not carry could change this call's verdict:
+    an observation that may say nothing was sent, the operator's finding on an attempt,
+    or the retry decision. Gathering's question, not a rung: the rungs are
+    `classify_call`'s. `flags`: the call's kind bits and the ORed observed/reconciled
+    bits of its started attempts; `last`: the kind bits of the last started attempt
+    (None: none started)."""
+    if flags & (_RESUMED | _CALL_DONE):
+        if flags & ATTEMPT_OBSERVED:
+            return sent_words
+        return bool(flags & ATTEMPT_RECONCILED)
+    if flags & _PREP or last is None:
+        return False
+    if last & _REC and not last & _OBS:
+        return True  # the finding's word decides (an invalid one is ignored)
+    if not last & _LATER:
+        return False
+    if sent_words:
+        return True
+    return bool(last & _INT and last & _RD and not last & _COMP)  # retry or stop
+
+
+def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
+    """A call with exactly these kinds and no payload facts: what the ladder is asked
+    about for every call of this shape."""
+    call = CallEvidence(call_id="shape", task_id="shape", first_seq=1)
+    if flags & _RESUMED:
+        call.resumed_seq = 90
+    if flags & _CALL_DONE:
+        call.completed_seq = 91
+    if flags & _PREP:
+        call.preparation_failed_seq = 92
+    if flags & _MANIFEST:
+        call.manifest_seq = 2
+    if started and flags & ATTEMPT_OBSERVED and (last is None or not last & _OBS):
+        # an earlier started attempt carries the call's observation
+        call.attempts.append(AttemptEvidence("earlier", first_seq=3, started_seq=3,
+                                             observed_seq=4))
+    if last is not None:
+        attempt = AttemptEvidence("last", first_seq=10, started_seq=10)
+        attempt.observed_seq = 11 if last & _OBS else None
+        attempt.interpreted_seq = 12 if last & _INT else None
+        attempt.retry_decided_seq = 13 if last & _RD else None
+        attempt.completed_seq = 14 if last & _COMP else None
+        call.attempts.append(attempt)
+    return call
 
 
 def judge(flags: int, last: int | None, started: int, sent_words: bool) -> Verdict | None:
-    """LEDGER.md section 4's ladder (as workstate.ladder.classify_call words it) on kinds
-    alone; None where a payload decides. `flags`: the call's kind bits and the ORed
-    observed/reconciled bits of its started attempts; `last`: the kind bits of the last
-    started attempt (None: none started); `sent_words`: an observation of this call may
-    carry `sent: false`."""
-    if flags & (_RESUMED | _CALL_DONE):
-        effect = _as_completed(flags, started, sent_words)
-        if effect is None:
-            return None
-        stage = CallStage.SUPERSEDED if flags & _RESUMED else CallStage.COMPLETED
-        return stage, NextOperation.NONE, effect
-    if flags & _PREP:
-        return CallStage.PREPARATION_FAILED, NextOperation.FIX_INPUTS, ProviderEffect.NONE
-    if last is None:
-        stage = CallStage.MANIFEST_RECORDED if flags & _MANIFEST else CallStage.REQUESTED
-        return stage, NextOperation.START_CALL, ProviderEffect.NONE
-    if last & _REC and not last & _OBS:
-        return None  # the finding's payload decides (an invalid one is ignored)
-    if not last & _LATER:
-        return CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT, ProviderEffect.UNKNOWN
-    if sent_words:
-        return None  # the observation may say nothing was sent
-    if not last & _INT:
-        return CallStage.OBSERVED, NextOperation.REINTERPRET, ProviderEffect.HAPPENED
-    if not last & (_RD | _COMP):
-        return CallStage.INTERPRETED, NextOperation.REDECIDE, ProviderEffect.HAPPENED
-    if not last & _COMP:
-        return None  # retry or stop: the decision's payload decides
-    return CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE, ProviderEffect.HAPPENED
+    """The ladder's verdict for a call of this shape, or None where a payload decides.
+    The rung functions are workstate's own (`classify_call` on `shape_evidence`), so the
+    skeleton cannot drift from the projection; callers memoise it per shape."""
+    if needs_payload(flags, last, sent_words):
+        return None
+    state = classify_call(shape_evidence(flags, last, started))
+    return state.stage, state.next_operation, state.provider_effect
 
 
 def _unknown_undecided(flags: int, last: int | None) -> bool:

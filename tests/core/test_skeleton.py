@@ -121,3 +121,57 @@ def test_cells_of_other_types_give_no_skeleton(tmp_path: Path, column: str, valu
                 build_skeleton(sql)
         else:
             assert build_skeleton(sql).effect_unknown_ids == {"c1"}
+
+
+
+def _shape_events(n: int, seq: int, manifest: bool, earlier: bool,
+                  last: tuple[str, ...] | None, ending: str | None) -> list[dict[str, Any]]:
+    """Call c{n} with the given kinds (`last` None: no last attempt started); payloads
+    never carry what a payload decides (no `sent`, no finding)."""
+    cid, out = f"c{n}", []
+
+    def add(kind: str, attempt: str | None = None, payload: dict[str, Any] | None = None
+            ) -> None:
+        out.append(_ev(seq + len(out), kind, cid, attempt, payload))
+
+    add("call.requested", payload={"idempotency_key": f"k{n}"})
+    if manifest:
+        add("call.manifest", payload={"idempotency_key": f"k{n}"})
+    if earlier:
+        add("attempt.started", "a0", {"attempt_no": 1})
+        add("attempt.observed", "a0", {"transport": {"status": 200}})
+    if last is not None:
+        add("attempt.started", "a1", {"attempt_no": 2})
+        for kind in last:
+            add(kind, "a1", {"transport": {"status": 200}} if kind == "attempt.observed"
+                else {"outcome": "success", "status": "succeeded", "decision": "stop"})
+    if ending == "call.completed":
+        add("call.completed", payload={"status": "succeeded"})
+    elif ending == "call.preparation_failed":
+        add("call.preparation_failed", payload={"error": "x"})
+    return out
+
+
+def test_every_shape_the_kinds_decide_equals_the_oracle(tmp_path: Path) -> None:
+    """Every combination of a call's kinds (manifest, an earlier observed attempt, the
+    last attempt's later evidence, how the call ended), judged from kinds alone (no
+    re-reads), equals the oracle wherever the skeleton gives a verdict."""
+    later = ("attempt.observed", "attempt.interpreted", "attempt.retry_decided",
+             "attempt.completed")
+    events: list[dict[str, Any]] = []
+    n = 0
+    for manifest in (False, True):
+        for earlier in (False, True):
+            for mask in range(-1, 16):  # -1: no last attempt started
+                last = None if mask < 0 else tuple(k for i, k in enumerate(later)
+                                                    if mask >> i & 1)
+                for ending in (None, "call.completed", "call.preparation_failed"):
+                    n += 1
+                    events += _shape_events(n, len(events) + 1, manifest, earlier, last,
+                                            ending)
+    case = _case(tmp_path, events)
+    with EvidenceSQL(case) as sql:
+        sk = build_skeleton(sql, resolve_max=0)
+    decided = sum(1 for c in sk.calls if not c.pending)
+    assert len(sk.calls) == n and decided > n * 3 // 4  # kinds alone decide most shapes
+    _check(case, None, 0)
