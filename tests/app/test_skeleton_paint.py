@@ -56,6 +56,8 @@ async def test_the_skeleton_answers_before_the_projection(tmp_path: Path, monkey
                            what="the skeleton's effect-unknown count")
             assert main.live is None  # painted before the projection
             assert "uncovered receipts reading" in status_text(app)
+            # the skeleton does not know tool operations: not known is not none
+            assert "tool effect unknown reading" in status_text(app)
             assert calls.row_count == len(state.calls)
             await pilot.press("3")
             await pilot.press("e")  # the next effect-unknown row, from the skeleton

@@ -240,7 +240,8 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
                                 snap.state.tool_effect_unknown_count)
         elif self.skeleton is not None and self.as_of is None:
             # final from the skeleton; what needs payloads or receipts is still read
-            counts = CaseCounts(len(self.skeleton.effect_unknown_ids), None, None, None)
+            counts = CaseCounts(len(self.skeleton.effect_unknown_ids), None, None, None,
+                                tool_effect_unknown=None)
         fleet = None
         if len(self.cases) > 1:
             verdicts = dict(self.cases_pane.verdicts)

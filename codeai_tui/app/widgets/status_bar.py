@@ -29,7 +29,9 @@ class CaseCounts:
     duplicates: int | None
     uncovered: int | None
     anomalies: int | None
-    tool_effect_unknown: int = 0  # tool operations (TOOLS.md); shown only when non-zero
+    # tool operations (TOOLS.md); shown when non-zero, or "reading…" while not known: a
+    # silent header would read as none
+    tool_effect_unknown: int | None = 0
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,10 @@ class StatusBar(Static):
                 style = "bold $error" if count else "$text-muted"
                 mark = f"{WARN} " if count else ""
                 parts += [(f"{mark}{count:,} {label}", style), "  "]
-            if c.tool_effect_unknown:
-                label = "tool unknown" if compact else "tool effect unknown"
+            label = "tool unknown" if compact else "tool effect unknown"
+            if c.tool_effect_unknown is None:
+                parts += [(f"{label} reading\u2026", "$text-muted"), "  "]
+            elif c.tool_effect_unknown:
                 parts += [(f"{WARN} {c.tool_effect_unknown:,} {label}", "bold $error"), "  "]
         if f.progress is not None:
             label, done, total = f.progress
