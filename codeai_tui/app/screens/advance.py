@@ -9,16 +9,17 @@ shown (the service refuses if the call changed). Everywhere the projection names
 of these, `v` refuses with the reason and writes nothing; in read-only mode it is hidden.
 Results, refusals and cancellations go to the action log.
 
-`AdvanceActions` is mixed into the main screen (one binding, one worker group).
+`AdvanceFlow` is composed by the main screen (one binding, one worker group); it
+talks to the screen through `FlowHost`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -28,15 +29,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from codeai_tui import advance
+from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.resume_service import LedgerResumeService
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState, NextOperation
-
-if TYPE_CHECKING:
-    from codeai_tui.app.screens.main import MainScreen
 
 # the projected next operation -> the steps an operator may take there
 STEPS: dict[NextOperation, tuple[str, ...]] = {
@@ -226,97 +225,102 @@ def _run(view: AdvanceView, step: str, service: object) -> tuple[Outcome, str]:
     return Outcome.ADVANCED, result.summary()
 
 
-class AdvanceActions:
-    """The main screen's `advance` action (mixed into MainScreen)."""
+class AdvanceFlow:
+    """The main screen's `advance` action: a plain object the screen composes."""
 
-    def check_advance(self: MainScreen) -> bool | None:
+    def __init__(self, host: FlowHost) -> None:
+        self.host = host
+
+    def check_advance(self) -> bool | None:
         """Hidden and blocked in read-only mode; elsewhere `v` answers (and refuses with
         the projection's reason where no advance step is permitted)."""
-        return not self.read_only
+        return not self.host.read_only
 
-    def action_advance(self: MainScreen) -> None:
-        call = self.selected_call()
-        if self.read_only or self.case is None:
+    def action_advance(self) -> None:
+        host = self.host
+        call = host.selected_call()
+        if host.read_only or host.case is None:
             return
         steps = steps_for(call)
-        label = self._case_label()
         if call is None:
-            self.notify("select a call first (3 focuses Calls)", severity="warning",
+            host.notify("select a call first (3 focuses Calls)", severity="warning",
                         markup=False)
             return
-        if self.as_of is not None or not steps or self.resuming or self.planning:
-            why = ("time travel shows the past: go back to live first" if self.as_of is not None
-                   else "another action is running" if self.resuming or self.planning
+        if host.as_of is not None or not steps or host.resuming or host.planning:
+            why = ("time travel shows the past: go back to live first" if host.as_of is not None
+                   else "another action is running" if host.resuming or host.planning
                    else f"the projection says next operation is "
                         f"{call.next_operation.value}: {call.reason}")
             text = visible(f"{call.call_id}: advance not permitted; {why}", one_line=True,
                            limit=400)
-            self.action_log.add(self.clock(), label, call.call_id, Outcome.REFUSED, text)
-            self.notify(text, title="advance refused", severity="warning", markup=False,
+            host.record(None, call.call_id, Outcome.REFUSED, text)
+            host.notify(text, title="advance refused", severity="warning", markup=False,
                         timeout=10)
             return
-        self.planning = True
-        view = AdvanceView(self.case, call.call_id, call.stage.value,
+        host.planning = True
+        view = AdvanceView(host.case, call.call_id, call.stage.value,
                            call.next_operation.value, call.reason, steps,
                            (call.evidence.event_count, call.last_seq))
-        self._advance_plan(view)
+        host.run_worker(partial(self._plan, view), name="_advance_plan", group="advance",
+                        exclusive=True, exit_on_error=False, thread=True)
 
-    @work(thread=True, exit_on_error=False, group="advance", exclusive=True)
-    def _advance_plan(self: MainScreen, view: AdvanceView) -> None:
+    def _plan(self, view: AdvanceView) -> None:
+        """In a worker thread: the next attempt's destination, when that is the step."""
+        host = self.host
         plan = None
         if "next-attempt" in view.steps:
-            options = self.service.options if isinstance(self.service, LedgerResumeService) \
+            options = host.service.options if isinstance(host.service, LedgerResumeService) \
                 else None
             try:
                 plan = advance.plan_next_attempt(
                     view.case, view.call_id, base_url=options.base_url if options else None,
                     api_key_env=options.api_key_env if options else None)
             except (ResumeRefused, LedgerError, ValueError) as exc:
-                self.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
+                host.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
                                                   f"{view.call_id}: next attempt refused: {exc}"))
                 return
-        self.post_message(AdvanceReady(replace(view, plan=plan)))
+        host.post_message(AdvanceReady(replace(view, plan=plan)))
 
-    def on_advance_ready(self: MainScreen, message: AdvanceReady) -> None:
+    def on_ready(self, message: AdvanceReady) -> None:
+        host = self.host
         view = message.view
-        if view.case != self.case or self.as_of is not None or self.read_only:
-            self.planning = False
+        if view.case != host.case or host.as_of is not None or host.read_only:
+            host.planning = False
             return
 
         def decided(step: str | None) -> None:
-            label = self._case_label(view.case)
             if step is None:
-                self.planning = False
-                self.action_log.add(self.clock(), label, view.call_id, Outcome.CANCELLED,
-                                    f"advance ({view.next_operation}) cancelled by the operator")
+                host.planning = False
+                host.record(view.case, view.call_id, Outcome.CANCELLED,
+                            f"advance ({view.next_operation}) cancelled by the operator")
                 return
-            self.action_log.add(self.clock(), label, view.call_id, Outcome.CONFIRMED,
-                                f"confirmed {step}")
-            self.activity = f"{step} {view.call_id}\u2026"
-            self._advance_run(view, step)
+            host.record(view.case, view.call_id, Outcome.CONFIRMED, f"confirmed {step}")
+            host.activity = f"{step} {view.call_id}\u2026"
+            host.run_worker(partial(self._take_step, view, step), name="_advance_run",
+                            group="advance", exclusive=True, exit_on_error=False, thread=True)
 
-        self.app.push_screen(AdvanceModal(view), decided)
+        host.push_screen(AdvanceModal(view), decided)
 
-    @work(thread=True, exit_on_error=False, group="advance", exclusive=True)
-    def _advance_run(self: MainScreen, view: AdvanceView, step: str) -> None:
+    def _take_step(self, view: AdvanceView, step: str) -> None:
+        """In a worker thread: take the step (the service re-checks the gate)."""
         try:
-            outcome, text = _run(view, step, self.service)
+            outcome, text = _run(view, step, self.host.service)
         except ResumeRefused as exc:
             op = f" (next operation {exc.next_operation.value})" if exc.next_operation else ""
             outcome, text = Outcome.REFUSED, f"{view.call_id}: {step} refused{op}: {exc.reason}"
         except (LedgerError, ValueError) as exc:
             outcome, text = Outcome.FAILED, f"{view.call_id}: {step} failed: {exc}"
-        self.post_message(AdvanceFinished(view.case, view.call_id, outcome, text))
+        self.host.post_message(AdvanceFinished(view.case, view.call_id, outcome, text))
 
-    def on_advance_finished(self: MainScreen, message: AdvanceFinished) -> None:
-        self.planning = False
-        self.activity = None
+    def on_finished(self, message: AdvanceFinished) -> None:
+        host = self.host
+        host.planning = False
+        host.activity = None
         text = visible(message.text, one_line=True, limit=400)
-        self.action_log.add(self.clock(), self._case_label(message.case), message.call_id,
-                            message.outcome, text)
+        host.record(message.case, message.call_id, message.outcome, text)
         ok = message.outcome is Outcome.ADVANCED
-        self.notify(text, title="advance " + message.outcome.value,
+        host.notify(text, title="advance " + message.outcome.value,
                     severity="information" if ok else "warning", markup=False, timeout=15)
-        self._wake.set()
-        self._paint_status()
-        self.refresh_bindings()
+        host.wake_follower()
+        host.paint_status()
+        host.refresh_bindings()

@@ -17,10 +17,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -29,6 +28,7 @@ from textual.containers import Container
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -36,10 +36,16 @@ from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
 from codeai_tui.app.screens.action_log import ActionLogScreen
-from codeai_tui.app.screens.advance import AdvanceActions
+from codeai_tui.app.screens.advance import AdvanceFinished, AdvanceFlow, AdvanceReady
 from codeai_tui.app.screens.error import ErrorScreen
-from codeai_tui.app.screens.evidence_actions import EvidenceActions
-from codeai_tui.app.screens.replay_flow import ReplayFlow
+from codeai_tui.app.screens.evidence_actions import (
+    EvidenceFlow,
+    ReconcileDone,
+    ReconcileNote,
+    ReconcilePlanned,
+)
+from codeai_tui.app.screens.flow_host import Note
+from codeai_tui.app.screens.replay_flow import ReplayFlow, ReplayNote, ReplayPreviewed
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
 from codeai_tui.app.widgets.calls_pane import CallsPane
@@ -67,6 +73,7 @@ from codeai_tui.console.model import (
     TimeMachine,
     discover_cases,
 )
+from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
@@ -91,16 +98,6 @@ ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight,
 DRIFT_CHECKS_PER_SNAPSHOT = 50
 
 
-@dataclass(frozen=True)
-class Note:
-    """The last action's outcome: it belongs to one case and one call (A1)."""
-
-    case: Path
-    call_id: str
-    text: str
-    ok: bool
-
-
 class PaneTabs(Static):
     """In a narrow or short terminal one pane shows at a time; this names them all."""
 
@@ -117,7 +114,12 @@ class PaneTabs(Static):
         return Content.assemble(*parts)
 
 
-class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R` (a Screen)
+class MainScreen(Screen[None]):
+    """The console's one screen. The advance, evidence (reconcile, cross-links) and replay
+    flows are objects it composes (`advance_flow`, `evidence_flow`, `replay_flow`), not
+    mixins: they see the screen only as a `FlowHost`, and the screen's `action_*` and
+    message handlers below delegate to them."""
+
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
@@ -171,6 +173,9 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self._watching = False  # the aiosqlite watcher is polling (else the thread does)
         self._watch_reader: AsyncLedgerReader | None = None
         self._closing = False
+        self.advance_flow = AdvanceFlow(self)
+        self.evidence_flow = EvidenceFlow(self)
+        self.replay_flow = ReplayFlow(self)
 
     # ------------------------------------------------------------------ layout
 
@@ -212,9 +217,9 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
     def on_mount(self) -> None:
         self.query_one(VerdictLine).read_only = self.read_only
         self.set_interval(0.5, self._flush_alerts)
-        self._set_active_pane("calls")
+        self.set_active_pane("calls")
         self.calls.focus()
-        self._paint_status()
+        self.paint_status()
         self._discover()
 
     async def on_unmount(self) -> None:
@@ -230,7 +235,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
 
     # ------------------------------------------------------------------ painting
 
-    def _paint_status(self) -> None:
+    def paint_status(self) -> None:
         snap = self.shown
         counts = None
         if snap is not None:
@@ -282,7 +287,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             detail.snapshot = snap
             detail.drift = dict(self.drift)
             self._paint_verdict()
-            self._paint_status()
+            self.paint_status()
 
     def _paint_verdict(self) -> None:
         line = self.query_one(VerdictLine)
@@ -290,7 +295,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         line.as_of = self.as_of
         snap = self.shown
         line.call = snap.call(self.selected_call_id) if snap is not None else None
-        self.paint_links(self.selected_call_id)
+        self.evidence_flow.paint_links(self.selected_call_id)
 
     # ------------------------------------------------------------------ cases
 
@@ -318,7 +323,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             error.problem, WAY_OUT[LedgerProblem.CORRUPT])))
 
     def on_cases_pane_summarized(self) -> None:
-        self._paint_status()  # bundle counts
+        self.paint_status()  # bundle counts
 
     def open_case(self, case: Path) -> None:
         """Make `case` the open case: new follower, panes reset, notes of the last go."""
@@ -504,7 +509,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self.max_seq = message.max_seq
         self.last_commit = message.last
         self.timeline.total = message.max_seq  # the timeline draws before the projection
-        self._paint_status()
+        self.paint_status()
 
     def on_ledger_replaced(self, message: m.LedgerReplaced) -> None:
         """Another file now sits at the ledger's path: say so, and keep nothing read from
@@ -534,7 +539,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         timeline.reload()
         timeline.total = 0
         self.note = Note(case, "", text, ok=False)
-        self.action_log.add(self.clock(), self._case_label(case), None, Outcome.ALERT, text)
+        self.action_log.add(self.clock(), self.case_label(case), None, Outcome.ALERT, text)
         self.notify(text, title="ledger replaced", severity="warning", markup=False,
                     timeout=15)
         self._paint_panes()
@@ -546,13 +551,13 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             return
         self.skeleton = message.skeleton
         self.calls.skeleton = message.skeleton
-        self._paint_status()
+        self.paint_status()
 
     def on_projection_progress(self, message: m.ProjectionProgress) -> None:
         if message.case != self.case:
             return
         self.progress = (message.label, message.done, message.total)
-        self._paint_status()
+        self.paint_status()
 
     def on_ledger_trouble(self, message: m.LedgerTrouble) -> None:
         self._trouble(message.case, message.error, message.ever_opened)
@@ -573,7 +578,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         gone = error.problem in (LedgerProblem.GONE, LedgerProblem.MISSING)
         self.state = "file gone" if gone else "unreadable"
         self.trouble = str(error)
-        self._paint_status()
+        self.paint_status()
 
     def on_snapshot_ready(self, message: m.SnapshotReady) -> None:
         if message.case != self.case:
@@ -594,7 +599,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self._note_changes(snap, first)
         if self.modal is not None:
             self._check_modal_evidence(snap)
-        self.check_reconcile_evidence(snap)
+        self.evidence_flow.check_reconcile_evidence(snap)
         self._check_drift(snap)
         if self.as_of is None:
             self.shown, self.shown_verdict = snap, self.live_verdict
@@ -610,7 +615,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         else:
             # Time travel holds the panes still; the timeline still grows.
             self.timeline.total = snap.max_seq
-            self._paint_status()
+            self.paint_status()
         self.refresh_bindings()
 
     # ------------------------------------------------------------------ alerts (A5)
@@ -647,10 +652,10 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
 
     def _alert(self, call_id: str | None, text: str, title: str) -> None:
         line = visible(text, one_line=True, limit=200)
-        self.action_log.add(self.clock(), self._case_label(), call_id, Outcome.ALERT, line)
+        self.action_log.add(self.clock(), self.case_label(), call_id, Outcome.ALERT, line)
         self.notify(line, title=title, severity="error", markup=False, timeout=10)
 
-    def _case_label(self, case: Path | None = None) -> str:
+    def case_label(self, case: Path | None = None) -> str:
         case = case or self.case
         if case is None:
             return "?"
@@ -722,7 +727,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
     def on_descendant_focus(self, event: object) -> None:
         widget = getattr(event, "widget", None)
         if isinstance(widget, Pane) and widget.id in PANES:
-            self._set_active_pane(widget.id)
+            self.set_active_pane(widget.id)
             self._select_from(widget)
         self.refresh_bindings()
 
@@ -772,7 +777,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             return focused.id
         return None
 
-    def _set_active_pane(self, name: str) -> None:
+    def set_active_pane(self, name: str) -> None:
         self.active_pane = name
         for pane in PANES:
             self.pane(pane).set_class(pane == name, "-active")
@@ -782,7 +787,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "advance":
-            return self.check_advance()
+            return self.advance_flow.check_advance()
         if action in ("resume", "explain_resume"):
             if self.read_only:
                 return False
@@ -795,7 +800,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         if action in ("reconcile", "explain_reconcile"):
             if self.read_only:
                 return False
-            ok = self.reconcile_permitted()
+            ok = self.evidence_flow.reconcile_permitted()
             if action == "reconcile":
                 return True if ok else None
             return not ok
@@ -820,7 +825,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
 
     def action_focus_pane(self, pane: str) -> None:
         if pane in PANES:
-            self._set_active_pane(pane)
+            self.set_active_pane(pane)
             self.pane(pane).focus()
 
     def action_next_pane(self) -> None:
@@ -876,11 +881,11 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             self.state = "following" if self.following else "paused"
         if self.following:
             self._wake.set()  # poll now rather than at the next tick
-        self._paint_status()
+        self.paint_status()
 
     def action_step(self, delta: int) -> None:
         timeline = self.timeline
-        self._set_active_pane("timeline")
+        self.set_active_pane("timeline")
         timeline.focus()
         timeline.move_to(timeline.cursor + delta)
         if self.as_of is not None:
@@ -892,7 +897,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         if self.selected_call_id is None:
             self.notify("select a call first", markup=False)
             return
-        self._set_active_pane("timeline")
+        self.set_active_pane("timeline")
         self.timeline.jump_to_call_event(self.selected_call_id, direction)
 
     def on_timeline_pane_seq_chosen(self, message: TimelinePane.SeqChosen) -> None:
@@ -914,7 +919,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             return
         self.as_of = seq
         self.progress = ("re-projecting", 0, seq)
-        self._paint_status()
+        self.paint_status()
         self.refresh_bindings()
         self._project_as_of(self.case, seq)
 
@@ -1000,7 +1005,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         text = visible(f"{call.call_id}: resume not permitted; the projection says next "
                        f"operation is {call.next_operation.value}: {call.reason}",
                        one_line=True, limit=400)
-        self.action_log.add(self.clock(), self._case_label(), call.call_id, Outcome.REFUSED, text)
+        self.action_log.add(self.clock(), self.case_label(), call.call_id, Outcome.REFUSED, text)
         self.notify(text, title="resume refused", severity="warning", markup=False,
                     timeout=10)
 
@@ -1012,7 +1017,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             return  # one plan at a time: a second `r` must not stack two modals
         self.planning = True
         self.activity = f"checking {call.call_id} for drift\u2026"
-        self._paint_status()
+        self.paint_status()
         self._plan(self.case, call.call_id)
 
     @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
@@ -1038,7 +1043,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         self.activity = None
         plan, case = message.plan, message.case
         if case != self.case or self.as_of is not None or self.read_only:
-            self._paint_status()
+            self.paint_status()
             return  # the operator moved on (another case, time travel) first
         self.drift[plan.call_id] = check_from_plan(plan)
         self._paint_panes()
@@ -1049,7 +1054,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
 
         def decided(decision: ResumeDecision | None) -> None:
             self.modal = None
-            label = self._case_label(case)
+            label = self.case_label(case)
             if decision is None or not decision.confirmed:
                 why = modal.refused or ("drift: " + "; ".join(plan.drift) if plan.drift
                                         else "cancelled by the operator")
@@ -1064,7 +1069,7 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             self.resuming = True
             self.note = None
             self.activity = f"resuming {plan.call_id}\u2026"
-            self._paint_status()
+            self.paint_status()
             self.refresh_bindings()
             self._run_resume(case, plan, decision)
 
@@ -1107,19 +1112,19 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         if message.kind == "progress":
             if message.case == self.case:
                 self.activity = f"resume: {text}"
-                self._paint_status()
+                self.paint_status()
             return
         self.planning = False
         self.resuming = False
         self.activity = None
         outcome = Outcome.REFUSED if message.kind == "refused" else Outcome.FAILED
-        self.action_log.add(self.clock(), self._case_label(message.case), message.call_id, outcome,
+        self.action_log.add(self.clock(), self.case_label(message.case), message.call_id, outcome,
                      text)
         self.note = Note(message.case, message.call_id, f"\u2716 {text}", ok=False)
         self.notify(text, title="resume " + message.kind,
                     severity="warning" if message.kind == "refused" else "error",
                     markup=False, timeout=15)
-        self._paint_status()
+        self.paint_status()
         self.refresh_bindings()
 
     def on_resume_done(self, message: m.ResumeDone) -> None:
@@ -1129,13 +1134,80 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
         text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
                        f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}",
                        one_line=True, limit=300)
-        self.action_log.add(self.clock(), self._case_label(message.case), r.old_call_id,
+        self.action_log.add(self.clock(), self.case_label(message.case), r.old_call_id,
                      Outcome.RESUMED, text)
         self.note = Note(message.case, r.old_call_id, "\u2714 " + text, ok=True)
         self.notify(text, title="resume done", markup=False, timeout=15)
         self._wake.set()
-        self._paint_status()
+        self.paint_status()
         self.refresh_bindings()
+
+    # ------------------------------------------------------------------ the flows' host
+
+    @property
+    def replay_service(self) -> ReplayService | None:
+        return getattr(self.app, "replay_service", None)
+
+    @property
+    def receipts_pane(self) -> ReceiptsPane:
+        return self.query_one(ReceiptsPane)
+
+    @property
+    def verdict_line(self) -> VerdictLine:
+        return self.query_one(VerdictLine)
+
+    def record(self, case: Path | None, call_id: str | None, outcome: Outcome,
+               text: str) -> None:
+        """Keep an outcome in the action log (case None: the open case)."""
+        self.action_log.add(self.clock(), self.case_label(case), call_id, outcome, text)
+
+    def wake_follower(self) -> None:
+        """Poll the ledger now: the follower shows what an action wrote at once."""
+        self._wake.set()
+
+    def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
+        self.app.push_screen(screen, callback)
+
+    # ------------------------------------------------------------------ flows (delegates)
+
+    def action_advance(self) -> None:
+        self.advance_flow.action_advance()
+
+    def on_advance_ready(self, message: AdvanceReady) -> None:
+        self.advance_flow.on_ready(message)
+
+    def on_advance_finished(self, message: AdvanceFinished) -> None:
+        self.advance_flow.on_finished(message)
+
+    def action_goto_receipt(self) -> None:
+        self.evidence_flow.action_goto_receipt()
+
+    def action_goto_call(self) -> None:
+        self.evidence_flow.action_goto_call()
+
+    def action_explain_reconcile(self) -> None:
+        self.evidence_flow.action_explain_reconcile()
+
+    def action_reconcile(self) -> None:
+        self.evidence_flow.action_reconcile()
+
+    def on_reconcile_planned(self, message: ReconcilePlanned) -> None:
+        self.evidence_flow.on_planned(message)
+
+    def on_reconcile_note(self, message: ReconcileNote) -> None:
+        self.evidence_flow.on_note(message)
+
+    def on_reconcile_done(self, message: ReconcileDone) -> None:
+        self.evidence_flow.on_done(message)
+
+    def action_replay(self) -> None:
+        self.replay_flow.action_replay()
+
+    def on_replay_previewed(self, message: ReplayPreviewed) -> None:
+        self.replay_flow.on_previewed(message)
+
+    def on_replay_note(self, message: ReplayNote) -> None:
+        self.replay_flow.on_note(message)
 
     # ------------------------------------------------------------------ worker bugs
 
@@ -1150,10 +1222,10 @@ class MainScreen(AdvanceActions, EvidenceActions, ReplayFlow):  # ReplayFlow: `R
             self.state = "stopped"
             self.trouble = f"live follow stopped by an internal error ({what})"
             try:
-                self._paint_status()
+                self.paint_status()
             except NoMatches:
                 return
         line = visible(f"internal error in {what}", one_line=True, limit=300)
-        self.action_log.add(self.clock(), self._case_label(), None, Outcome.ALERT, line)
+        self.action_log.add(self.clock(), self.case_label(), None, Outcome.ALERT, line)
         self.notify(line, title="internal error", severity="error", markup=False, timeout=15)
 

@@ -1,4 +1,4 @@
-"""The console's replay action (`R`), a mixin of the main screen kept in its own module.
+"""The console's replay action (`R`): a flow the main screen composes, in its own module.
 
 Gated by the projection (console/replay_service.gate): where it does not permit, `R`
 says why, writes nothing, and the refusal is kept in the action log. Where it does, the
@@ -9,23 +9,19 @@ Every outcome goes to the action log.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from functools import partial
 from pathlib import Path
 
-from textual import work
 from textual.message import Message
-from textual.screen import Screen
 
+from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.replay import ReplayModal
-from codeai_tui.console.actions import ActionLog, Outcome
+from codeai_tui.console.actions import Outcome
 from codeai_tui.console.replay_service import ReplayRefused, ReplayResult, ReplayService, gate
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 from codeai_tui.tools.replay import ReplayPlan
-from codeai_tui.workstate import CallState
 
 
 @dataclass
@@ -43,110 +39,96 @@ class ReplayNote(Message):
     result: ReplayResult | None = None
 
 
-class ReplayFlow(Screen[None]):
-    """The main screen's replay action; the screen provides the session it reads."""
+class ReplayFlow:
+    """The main screen's replay action: a plain object the screen composes."""
 
-    read_only: bool
-    case: Path | None
-    as_of: int | None
-    action_log: ActionLog
-    clock: Callable[[], datetime]
-    activity: str | None
-    _wake: threading.Event
-    replaying = False
-
-    def selected_call(self) -> CallState | None:
-        raise NotImplementedError  # the main screen's
-
-    def _case_label(self, case: Path | None = None) -> str:
-        raise NotImplementedError  # the main screen's
-
-    def _paint_status(self) -> None:
-        raise NotImplementedError  # the main screen's
-
-    @property
-    def replay_service(self) -> ReplayService | None:
-        return getattr(self.app, "replay_service", None)
+    def __init__(self, host: FlowHost) -> None:
+        self.host = host
+        self.replaying = False
 
     def action_replay(self) -> None:
-        if self.read_only or self.case is None:
+        host = self.host
+        if host.read_only or host.case is None:
             return
-        if self.replaying or getattr(self, "resuming", False) or getattr(self, "planning", False):
-            self.notify("another action is running; replay waits for it", markup=False)
+        if self.replaying or host.resuming or host.planning:
+            host.notify("another action is running; replay waits for it", markup=False)
             return
-        call = self.selected_call()
-        service = self.replay_service
+        call = host.selected_call()
+        service = host.replay_service
         why = ("time travel shows the past: go back to live (t or esc) to replay"
-               if self.as_of is not None else
+               if host.as_of is not None else
                gate(call, kernel_key=service.kernel_key if service else None))
         if why is not None or call is None or service is None:
             text = visible(f"replay refused: {why}", one_line=True, limit=400)
-            self.action_log.add(self.clock(), self._case_label(),
-                                call.call_id if call else None, Outcome.REFUSED, text)
-            self.notify(text, title="replay refused", severity="warning", markup=False,
+            host.record(None, call.call_id if call else None, Outcome.REFUSED, text)
+            host.notify(text, title="replay refused", severity="warning", markup=False,
                         timeout=10)
             return
         self.replaying = True
-        self._preview_replay(service, self.case, call.call_id)
+        host.run_worker(partial(self._preview, service, host.case, call.call_id),
+                        name="_preview_replay", group="replay", exclusive=True,
+                        exit_on_error=False, thread=True)
 
-    @work(thread=True, exit_on_error=False, group="replay", exclusive=True)
-    def _preview_replay(self, service: ReplayService, case: Path, call_id: str) -> None:
+    def _preview(self, service: ReplayService, case: Path, call_id: str) -> None:
+        """In a worker thread: read the saved plan the dialog previews."""
         try:
             plan = service.preview(case, call_id)
         except (ReplayRefused, LedgerError) as exc:
-            self.post_message(ReplayNote(case, call_id, f"replay refused: {exc}",
-                                         Outcome.REFUSED))
+            self.host.post_message(ReplayNote(case, call_id, f"replay refused: {exc}",
+                                              Outcome.REFUSED))
             return
-        self.post_message(ReplayPreviewed(case, plan))
+        self.host.post_message(ReplayPreviewed(case, plan))
 
-    def on_replay_previewed(self, message: ReplayPreviewed) -> None:
+    def on_previewed(self, message: ReplayPreviewed) -> None:
+        host = self.host
         plan, case = message.plan, message.case
-        service = self.replay_service
-        if case != self.case or self.as_of is not None or self.read_only or service is None:
+        service = host.replay_service
+        if case != host.case or host.as_of is not None or host.read_only or service is None:
             self.replaying = False
             return  # the operator moved on first
 
         def decided(confirmed: bool | None) -> None:
-            label = self._case_label(case)
             if not confirmed:
                 self.replaying = False
-                self.action_log.add(self.clock(), label, plan.saved.call_id, Outcome.CANCELLED,
-                                    "replay cancelled by the operator")
+                host.record(case, plan.saved.call_id, Outcome.CANCELLED,
+                            "replay cancelled by the operator")
                 return
-            self.action_log.add(self.clock(), label, plan.saved.call_id, Outcome.CONFIRMED,
-                                f"confirmed replay of {len(plan.to_run)} operation(s)")
-            self.activity = f"replaying {plan.saved.call_id}\u2026"
-            self._paint_status()
-            self._run_replay(service, case, plan)
+            host.record(case, plan.saved.call_id, Outcome.CONFIRMED,
+                        f"confirmed replay of {len(plan.to_run)} operation(s)")
+            host.activity = f"replaying {plan.saved.call_id}\u2026"
+            host.paint_status()
+            host.run_worker(partial(self._run, service, case, plan), name="_run_replay",
+                            group="replay", exclusive=True, exit_on_error=False, thread=True)
 
-        self.app.push_screen(ReplayModal(plan), decided)
+        host.push_screen(ReplayModal(plan), decided)
 
-    @work(thread=True, exit_on_error=False, group="replay", exclusive=True)
-    def _run_replay(self, service: ReplayService, case: Path, plan: ReplayPlan) -> None:
+    def _run(self, service: ReplayService, case: Path, plan: ReplayPlan) -> None:
+        """In a worker thread: run the plan, pinned to the states the dialog showed."""
+        host = self.host
         call_id = plan.saved.call_id
         try:
             result = service.run(case, plan)
         except ReplayRefused as exc:
-            self.post_message(ReplayNote(case, call_id, f"replay refused: {exc}",
+            host.post_message(ReplayNote(case, call_id, f"replay refused: {exc}",
                                          Outcome.REFUSED))
             return
         except (LedgerError, OSError) as exc:
-            self.post_message(ReplayNote(case, call_id, f"replay failed: {exc}", Outcome.FAILED))
+            host.post_message(ReplayNote(case, call_id, f"replay failed: {exc}", Outcome.FAILED))
             return
         ran = ", ".join(f"{key}: {outcome}" for key, outcome in result.ran) or "nothing to run"
         follow = (f"; follow-up {result.follow_up} recorded (resume sends it)"
                   if result.follow_up else "")
-        self.post_message(ReplayNote(case, call_id, f"replayed {call_id}: {ran}{follow}",
+        host.post_message(ReplayNote(case, call_id, f"replayed {call_id}: {ran}{follow}",
                                      Outcome.REPLAYED, result))
 
-    def on_replay_note(self, message: ReplayNote) -> None:
+    def on_note(self, message: ReplayNote) -> None:
+        host = self.host
         self.replaying = False
-        self.activity = None
+        host.activity = None
         text = visible(message.text, one_line=True, limit=400)
-        self.action_log.add(self.clock(), self._case_label(message.case), message.call_id,
-                            message.outcome, text)
+        host.record(message.case, message.call_id, message.outcome, text)
         ok = message.outcome is Outcome.REPLAYED
-        self.notify(text, title="replay done" if ok else "replay " + message.outcome.value,
+        host.notify(text, title="replay done" if ok else "replay " + message.outcome.value,
                     severity="information" if ok else "warning", markup=False, timeout=15)
-        self._wake.set()
-        self._paint_status()
+        host.wake_follower()
+        host.paint_status()
