@@ -176,3 +176,28 @@ async def test_the_dialog_fits_80x24(tmp_path: Path, provider: Any) -> None:
         for button in modal.query(Button):
             region = button.region
             assert region.width > 0 and region.bottom <= 24 and region.right <= 80, button.id
+
+
+async def test_the_header_names_the_latest_step_not_an_earlier_one(tmp_path: Path,
+                                                                     provider: Any) -> None:
+    """Two steps in a row: the header's note is the second's outcome (the first's words
+    used to stay after the second had changed the call)."""
+    from apphelpers import status_text
+
+    case = tmp_path / "c1"
+    make_advance_case(case, provider.base_url, "observed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await _open(pilot)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "reinterpret call-1" in status_text(app), timeout=20,
+                       what="the reinterpret note")
+        await wait_for(pilot, lambda: app.main.live.call("call-1").next_operation.value
+                       == "redecide", what="the call at redecide")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, AdvanceModal), what="dialog")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "redecide call-1" in status_text(app), timeout=20,
+                       what="the redecide note")
+        assert "reinterpret call-1" not in status_text(app)
