@@ -117,3 +117,31 @@ async def test_replay_refused_without_a_kernel_key_and_hidden_read_only(tmp_path
         await pilot.pause()
         assert log_texts(app) == []
     assert ledger_digest(case) == before
+
+
+async def test_e_stops_at_tool_operations_of_unknown_effect_across_a_bundle(
+        tmp_path: Path) -> None:
+    """`e` visits every effect-unknown call of every case, and the call holding a tool
+    operation admitted without an outcome counts as one (it used to skip that case,
+    though the bundle header counted it)."""
+    from apphelpers import make_case
+
+    bundle = tmp_path / "bundle"
+    make_case(bundle / "a_in_flight", "killed_in_flight")
+    tool_case(bundle, "tool_admitted_no_outcome", "b_tool")
+    app = create_app(bundle, clock=frozen_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        main = app.main
+        await wait_for(pilot, lambda: len(main.cases_pane.verdicts) == 2, what="both cases")
+        seen = []
+        for _ in range(3):
+            await pilot.press("e")
+            await wait_for(pilot, lambda: main.live is not None
+                           and main.selected_call_id is not None
+                           and (main.case.name, main.selected_call_id) not in seen[-1:],
+                           what="the next stop")
+            await pilot.pause()
+            seen.append((main.case.name, main.selected_call_id))
+        # a_in_flight opens first with its call selected: e goes on to b_tool, and back
+        assert [case for case, _ in seen] == ["b_tool", "a_in_flight", "b_tool"]

@@ -608,7 +608,8 @@ class MainScreen(Screen[None]):
                 self.calls.skeleton = None  # drawn from the snapshot now: let it go
             if first and self.selected_call_id is None:
                 self._select_from(self.calls)
-            if self.jump_to_effect_unknown and snap.unknown_ids:
+            if self.jump_to_effect_unknown and (snap.unknown_ids
+                                                or snap.state.tool_effect_unknown_count):
                 self.jump_to_effect_unknown = False  # once: never chains to another case
                 self.calls.focus()
                 self.calls.first_effect_unknown()
@@ -863,11 +864,12 @@ class MainScreen(Screen[None]):
         if calls.next_effect_unknown():
             calls.focus()
             return
-        self.notify("no call is in effect_unknown", markup=False)
+        self.notify("no call or tool operation is in effect_unknown", markup=False)
 
     def _open_next_case_with_effect_unknown(self) -> bool:
         pane = self.cases_pane
-        wanted = {c for c, v in pane.verdicts.items() if v.effect_unknown and c != self.case}
+        wanted = {c for c, v in pane.verdicts.items()
+                  if (v.effect_unknown or v.tool_effect_unknown) and c != self.case}
         target = pane.case_after(self.case, wanted)
         if target is None:
             return False

@@ -47,6 +47,15 @@ def drift_status(call: CallState, checks: Mapping[str, DriftCheck]) -> DriftStat
     return check.status
 
 
+def needs_look(item: object) -> bool:
+    """What `e` stops at: a call whose effect is unknown, or one holding a tool operation
+    admitted without an outcome (TOOLS.md: the tool's effect is unknown)."""
+    if getattr(item, "effect_unknown", False):
+        return True
+    tools = item.tools if isinstance(item, CallState) else None
+    return tools is not None and tools.effect_unknown_count > 0
+
+
 def call_row(call: CallState, checks: Mapping[str, DriftCheck],
              snap: CaseSnapshot | None = None) -> Row:
     if call.effect_unknown:
@@ -166,11 +175,12 @@ class CallsPane(Pane):
         return item if isinstance(item, CallState) else None
 
     def next_effect_unknown(self) -> bool:
-        """Move to the next effect_unknown call after the cursor (wrapping), if any."""
+        """Move to the next effect_unknown call (or call with a tool operation of unknown
+        effect) after the cursor (wrapping), if any."""
         source = self.source
         if not isinstance(source, LazySource) or not len(source):
             return False
-        index = source.find(self.cursor, lambda c: c.effect_unknown)
+        index = source.find(self.cursor, needs_look)
         if index is None:
             return False
         self.move_to(index)
@@ -180,7 +190,7 @@ class CallsPane(Pane):
         source = self.source
         if not isinstance(source, LazySource):
             return False
-        index = source.first(lambda c: c.effect_unknown)
+        index = source.first(needs_look)
         if index is None:
             return False
         self.move_to(index)
@@ -193,6 +203,6 @@ class CallsPane(Pane):
             return True
         for i in range(self.cursor + 1, len(source)):
             item = source.item_at(i)
-            if item is not None and item.effect_unknown:
+            if item is not None and needs_look(item):
                 return False
         return True
