@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,10 @@ class CodeAIApp(App[None]):
     # ---- ending cleanly when told to
 
     ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+    # after a signal the app gets this long to restore the terminal and return; a closed
+    # terminal can stall the restore, and a console left behind holds a read connection
+    # on the ledger, so the process then ends anyway
+    SIGNAL_GRACE_S = 5.0
 
     def _end_on_signals(self) -> None:
         """SIGTERM or SIGHUP (a closed terminal, `kill`, a supervisor) end the app the way
@@ -110,6 +116,9 @@ class CodeAIApp(App[None]):
 
     def _signalled(self, sig: signal.Signals) -> None:
         self.ended_by = int(sig)
+        watchdog = threading.Timer(self.SIGNAL_GRACE_S, os._exit, args=(128 + int(sig),))
+        watchdog.daemon = True
+        watchdog.start()
         self.exit()
 
     # ---- the keymap, recorded so help and the palette show remapped keys

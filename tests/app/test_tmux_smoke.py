@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -141,6 +142,33 @@ def test_a_signal_ends_the_console_and_gives_the_terminal_back(tmp_path: Path, s
                                 "#{alternate_on} #{mouse_any_flag}"], capture_output=True,
                                text=True, check=True).stdout.split()
         assert flags == ["0", "0"]
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
+
+
+def test_a_signal_ends_the_process_even_when_the_app_cannot_finish(tmp_path: Path) -> None:
+    """A closed terminal can stall the app's own ending (the restore writes to a gone
+    pty); a console left behind keeps a read connection on the ledger. Here the app
+    ignores its exit outright: SIGTERM must still end the process, with 128+15."""
+    case = make_case(tmp_path / "case", "killed_in_flight")
+    session = f"codeai-stall-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "pid"
+    code = ("import sys; from codeai_tui.app import create_app; app = create_app(sys.argv[1]); "
+            "app.exit = lambda *a, **k: None; app.run()")
+    command = (f"echo $$ > {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -c "
+               f"{shlex.quote(code)} {shlex.quote(str(case))}")
+    shell = " ".join(shlex.quote(p) for p in (
+        "bash", "--norc", "-c", f"bash --norc -c {shlex.quote(command)}; echo EXITED=$?; "
+        "sleep 30"))
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
+                    shell], check=True, env=env)
+    try:
+        wait_screen(session, "effect unknown")
+        os.kill(int(marker.read_text().strip()), signal.SIGTERM)
+        text = wait_screen(session, "EXITED=", timeout=20)
+        assert "EXITED=143" in text
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False,
                        capture_output=True)
