@@ -29,7 +29,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from codeai_tui import advance
-from codeai_tui.app.screens.flow_host import FlowHost, Note
+from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.resume_service import LedgerResumeService
 from codeai_tui.ledger.errors import LedgerError
@@ -315,15 +315,7 @@ class AdvanceFlow:
     def on_finished(self, message: AdvanceFinished) -> None:
         host = self.host
         host.planning = False
-        host.activity = None
-        text = visible(message.text, one_line=True, limit=400)
-        host.record(message.case, message.call_id, message.outcome, text)
-        ok = message.outcome is Outcome.ADVANCED
-        # the header's note is this outcome now: an earlier action's words must not stay
-        host.note = Note(message.case, message.call_id,
-                         ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
-        host.notify(text, title="advance " + message.outcome.value,
-                    severity="information" if ok else "warning", markup=False, timeout=15)
-        host.wake_follower()
-        host.paint_status()
-        host.refresh_bindings()
+        host.report_outcome(message.case, message.call_id, message.outcome,
+                            visible(message.text, one_line=True, limit=400),
+                            ok=message.outcome is Outcome.ADVANCED,
+                            title="advance " + message.outcome.value)

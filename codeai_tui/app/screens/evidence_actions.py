@@ -16,7 +16,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from codeai_tui.app.screens.flow_host import FlowHost, Note
+from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
 from codeai_tui.app.widgets.receipts_pane import receipt_key
 from codeai_tui.console.actions import Outcome
@@ -275,30 +275,20 @@ class EvidenceFlow:
 
     def on_note(self, message: ReconcileNote) -> None:
         host = self.host
-        text = _line(message.text)
         self.reconciling = False
-        host.activity = None
-        outcome = Outcome.REFUSED if message.kind == "refused" else Outcome.FAILED
-        host.record(message.case, message.call_id, outcome, text)
-        host.note = Note(message.case, message.call_id, f"\u2716 {text}", ok=False)
-        host.notify(text, title="reconcile " + message.kind,
-                    severity="warning" if message.kind == "refused" else "error",
-                    markup=False, timeout=15)
-        host.paint_status()
-        host.refresh_bindings()
+        refused = message.kind == "refused"
+        host.report_outcome(message.case, message.call_id,
+                            Outcome.REFUSED if refused else Outcome.FAILED,
+                            _line(message.text), ok=False, title="reconcile " + message.kind,
+                            severity="warning" if refused else "error")
 
     def on_done(self, message: ReconcileDone) -> None:
         host = self.host
         r = message.result
         self.reconciling = False
-        host.activity = None
         named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
         text = _line(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} "
                      f"at seq {r.seq}; now {r.state.stage.value}, next "
                      f"{r.state.next_operation.value}", 300)
-        host.record(message.case, r.call_id, Outcome.RECONCILED, text)
-        host.note = Note(message.case, r.call_id, "\u2714 " + text, ok=True)
-        host.notify(text, title="reconciled", markup=False, timeout=15)
-        host.wake_follower()  # the follower shows the new verdict at once
-        host.paint_status()
-        host.refresh_bindings()
+        host.report_outcome(message.case, r.call_id, Outcome.RECONCILED, text, ok=True,
+                            title="reconciled")

@@ -1118,31 +1118,20 @@ class MainScreen(Screen[None]):
             return
         self.planning = False
         self.resuming = False
-        self.activity = None
-        outcome = Outcome.REFUSED if message.kind == "refused" else Outcome.FAILED
-        self.action_log.add(self.clock(), self.case_label(message.case), message.call_id, outcome,
-                     text)
-        self.note = Note(message.case, message.call_id, f"\u2716 {text}", ok=False)
-        self.notify(text, title="resume " + message.kind,
-                    severity="warning" if message.kind == "refused" else "error",
-                    markup=False, timeout=15)
-        self.paint_status()
-        self.refresh_bindings()
+        refused = message.kind == "refused"
+        self.report_outcome(message.case, message.call_id,
+                            Outcome.REFUSED if refused else Outcome.FAILED, text, ok=False,
+                            title="resume " + message.kind,
+                            severity="warning" if refused else "error")
 
     def on_resume_done(self, message: m.ResumeDone) -> None:
         r = message.result
         self.resuming = False
-        self.activity = None
         text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
                        f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}",
                        one_line=True, limit=300)
-        self.action_log.add(self.clock(), self.case_label(message.case), r.old_call_id,
-                     Outcome.RESUMED, text)
-        self.note = Note(message.case, r.old_call_id, "\u2714 " + text, ok=True)
-        self.notify(text, title="resume done", markup=False, timeout=15)
-        self._wake.set()
-        self.paint_status()
-        self.refresh_bindings()
+        self.report_outcome(message.case, r.old_call_id, Outcome.RESUMED, text, ok=True,
+                            title="resume done")
 
     # ------------------------------------------------------------------ the flows' host
 
@@ -1166,6 +1155,20 @@ class MainScreen(Screen[None]):
     def wake_follower(self) -> None:
         """Poll the ledger now: the follower shows what an action wrote at once."""
         self._wake.set()
+
+    def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
+                       ok: bool, title: str, severity: str | None = None) -> None:
+        """An action ended: say it once everywhere it belongs (the action log, the
+        header's note, replacing an earlier action's words, and a toast), then poll at
+        once so the call's new verdict shows."""
+        self.activity = None
+        self.record(case, call_id, outcome, text)
+        self.note = Note(case, call_id, ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
+        self.notify(text, title=title, severity=severity or ("information" if ok else "warning"),
+                    markup=False, timeout=15)
+        self.wake_follower()
+        self.paint_status()
+        self.refresh_bindings()
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
         self.app.push_screen(screen, callback)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from codeai_tui.app.screens.flow_host import FlowHost, Note
+from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.replay import ReplayModal
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.replay_service import ReplayRefused, ReplayResult, ReplayService, gate
@@ -124,14 +124,7 @@ class ReplayFlow:
     def on_note(self, message: ReplayNote) -> None:
         host = self.host
         self.replaying = False
-        host.activity = None
-        text = visible(message.text, one_line=True, limit=400)
-        host.record(message.case, message.call_id, message.outcome, text)
         ok = message.outcome is Outcome.REPLAYED
-        # the header's note is this outcome now: an earlier action's words must not stay
-        host.note = Note(message.case, message.call_id,
-                         ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
-        host.notify(text, title="replay done" if ok else "replay " + message.outcome.value,
-                    severity="information" if ok else "warning", markup=False, timeout=15)
-        host.wake_follower()
-        host.paint_status()
+        host.report_outcome(message.case, message.call_id, message.outcome,
+                            visible(message.text, one_line=True, limit=400), ok=ok,
+                            title="replay done" if ok else "replay " + message.outcome.value)
