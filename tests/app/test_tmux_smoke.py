@@ -114,28 +114,39 @@ def test_console_in_a_real_terminal(tmux_app: tuple[str, Path]) -> None:
     assert not alive, "q did not quit the console"
 
 
-@pytest.mark.parametrize("sig", ["TERM", "HUP"])
-def test_a_signal_ends_the_console_and_gives_the_terminal_back(tmp_path: Path, sig: str) -> None:
-    """SIGTERM/SIGHUP used to kill the console in the alternate screen with mouse
-    reporting on; now it ends as `q` does: terminal restored, summary printed, 128+N."""
-    case = make_case(tmp_path / "case", "killed_in_flight")
-    session = f"codeai-sig-{uuid.uuid4().hex[:8]}"
+def start_in_shell(tmp_path: Path, prefix: str, python_args: list[str]) -> tuple[str, int]:
+    """Run `python ARGS` in a tmux shell that prints EXITED=<code> and the tty's canonical
+    mode (TTY=icanon. or TTY=-icanon.) when it ends; returns the session and the pid."""
+    session = f"{prefix}-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "pid"
-    command = (f"echo $$ > {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -m "
-               f"codeai_tui {shlex.quote(str(case))}")
+    command = (f"echo $$ > {shlex.quote(str(marker))}; exec "
+               + " ".join(shlex.quote(a) for a in (sys.executable, *python_args)))
     shell = " ".join(shlex.quote(p) for p in (
         "bash", "--norc", "-c", f"bash --norc -c {shlex.quote(command)}; echo EXITED=$?; "
         "echo TTY=$(stty -a | grep -o -- '-\\?icanon' | head -1).; sleep 30"))
     env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
                     shell], check=True, env=env)
+    deadline = time.monotonic() + 15
+    while not marker.exists() or not marker.read_text().strip():
+        assert time.monotonic() < deadline, "the shell never started"
+        time.sleep(0.05)
+    return session, int(marker.read_text().strip())
+
+
+@pytest.mark.parametrize("sig", ["TERM", "HUP"])
+def test_a_signal_ends_the_console_and_gives_the_terminal_back(tmp_path: Path, sig: str) -> None:
+    """SIGTERM/SIGHUP used to kill the console in the alternate screen with mouse
+    reporting on; now it ends as `q` does: terminal restored, summary printed, 128+N."""
+    case = make_case(tmp_path / "case", "killed_in_flight")
+    session, pid = start_in_shell(tmp_path, "codeai-sig", ["-m", "codeai_tui", str(case)])
     try:
         wait_screen(session, "effect unknown")
-        os.kill(int(marker.read_text().strip()), getattr(__import__("signal"), f"SIG{sig}"))
+        signum = getattr(signal, f"SIG{sig}")
+        os.kill(pid, signum)
         # the stty line comes after EXITED=: wait for it, not just for the exit
         text = wait_screen(session, "TTY=")  # one echo: the stty result comes whole
-        code = 128 + int(getattr(__import__("signal"), f"SIG{sig}"))
-        assert f"EXITED={code}" in text
+        assert f"EXITED={128 + int(signum)}" in text
         assert "this session" in text  # the summary line the console prints on exit
         assert "TTY=icanon." in text  # canonical mode back (raw would read "-icanon")
         flags = subprocess.run(["tmux", "display", "-p", "-t", session,
@@ -152,21 +163,12 @@ def test_a_signal_ends_the_process_even_when_the_app_cannot_finish(tmp_path: Pat
     pty); a console left behind keeps a read connection on the ledger. Here the app
     ignores its exit outright: SIGTERM must still end the process, with 128+15."""
     case = make_case(tmp_path / "case", "killed_in_flight")
-    session = f"codeai-stall-{uuid.uuid4().hex[:8]}"
-    marker = tmp_path / "pid"
     code = ("import sys; from codeai_tui.app import create_app; app = create_app(sys.argv[1]); "
             "app.exit = lambda *a, **k: None; app.run()")
-    command = (f"echo $$ > {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -c "
-               f"{shlex.quote(code)} {shlex.quote(str(case))}")
-    shell = " ".join(shlex.quote(p) for p in (
-        "bash", "--norc", "-c", f"bash --norc -c {shlex.quote(command)}; echo EXITED=$?; "
-        "sleep 30"))
-    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
-                    shell], check=True, env=env)
+    session, pid = start_in_shell(tmp_path, "codeai-stall", ["-c", code, str(case)])
     try:
         wait_screen(session, "effect unknown")
-        os.kill(int(marker.read_text().strip()), signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
         text = wait_screen(session, "EXITED=", timeout=20)
         assert "EXITED=143" in text
     finally:
