@@ -18,6 +18,7 @@ from codeai_tui.cli import (
     OUTCOME_EXIT,
     CliError,
     _err,
+    refused,
 )
 from codeai_tui.textsafe import visible
 
@@ -65,9 +66,7 @@ def cmd_advance(args: argparse.Namespace) -> int:
     except DestinationError as exc:
         raise CliError(str(exc)) from None
     except ResumeRefused as exc:
-        why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
-        print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
-        return EXIT_REFUSED
+        return refused(exc)
     print(visible(result.summary(), one_line=True))
     return EXIT_OK
 

@@ -23,7 +23,7 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
 
 if TYPE_CHECKING:
-    from codeai_tui.resume import ResumePlan
+    from codeai_tui.resume import ResumePlan, ResumeRefused
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 # An action that ran reports how its call ended, the same for every action: the exit code
@@ -41,6 +41,14 @@ COMMANDS = ("open", "inspect", "resume", "reconcile", "reinterpret", "redecide",
 
 class CliError(Exception):
     """A bad input: printed as one line, exit 2."""
+
+
+def refused(exc: ResumeRefused) -> int:
+    """A gated action said no: one line naming the projected next operation (drift or a
+    changed call have none to name) and why; nothing was written."""
+    why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
+    print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
+    return EXIT_REFUSED
 
 
 def _err(message: str) -> None:
@@ -353,9 +361,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     except UnknownCall as exc:
         raise CliError(exc.reason) from None
     except ReconcileRefused as exc:
-        why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
-        print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
-        return EXIT_REFUSED
+        return refused(exc)
     st = result.state
     receipts = ", ".join(result.evidence) or "none"
     print(visible(
@@ -405,10 +411,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except DestinationError as exc:
         raise CliError(str(exc)) from None
     except ResumeRefused as exc:
-        # drift or a changed call have no projected operation to name
-        why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
-        print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
-        return EXIT_REFUSED
+        return refused(exc)
     print(
         f"resumed {visible(result.old_call_id, one_line=True)} as "
         f"{visible(result.new_call_id, one_line=True)}: {result.status}; "
