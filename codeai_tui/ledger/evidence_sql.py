@@ -81,13 +81,28 @@ class EvidenceSQL:
     def __init__(self, path: str | Path) -> None:
         self.path = resolve_ledger_path(path)
         self._conn = connect_readonly(self.path)
+        self._stop: Callable[[], bool] | None = None
 
     def close(self) -> None:
         self._conn.close()
 
     def abort_when(self, stop: Callable[[], bool]) -> None:
         """Statements end ("interrupted") soon after `stop()` turns true."""
+        self._stop = stop
         abort_when(self._conn, stop)
+
+    def sibling(self, abandoned: Callable[[], bool] | None = None) -> EvidenceSQL:
+        """Another read-only connection to the same ledger, stopped by the same `stop`:
+        for a grouped read in a second thread (SQLite steps outside the GIL, so two
+        reads use both cores); `abandoned` also stops it (its reader gave up). Every query is bounded by a seq, so both see one prefix
+        of a ledger that is still growing."""
+        other = EvidenceSQL(self.path)
+        stop, also = self._stop, abandoned
+        if stop is not None and also is not None:
+            other.abort_when(lambda: stop() or also())
+        elif stop is not None or also is not None:
+            other.abort_when(stop or also)  # type: ignore[arg-type]
+        return other
 
     def __enter__(self) -> EvidenceSQL:
         return self
@@ -102,12 +117,18 @@ class EvidenceSQL:
             raise _error(self.path, exc) from None
 
     def _stream(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
+        """Rows one by one, read in batches."""
+        for rows in self._batches(sql, params):
+            yield from rows
+
+    def _batches(self, sql: str, params: tuple[object, ...] = ()
+                 ) -> Iterator[list[tuple[object, ...]]]:
         """Rows in batches; the statement is finished (or reset) before returning."""
         try:
             cur = self._conn.execute(sql, params)
             try:
                 while rows := cur.fetchmany(_BATCH):
-                    yield from rows
+                    yield rows
             finally:
                 # a stream left unfinished (`inspect --json | head`) is collected after
                 # its connection closed: nothing is left to finish then
@@ -288,16 +309,17 @@ class EvidenceSQL:
             f"SELECT seq, kind FROM events WHERE (call_id IS NULL OR call_id = '') "
             f"AND seq <= ? AND kind IN ({_in(call_kinds)}) ORDER BY seq", (as_of,))
 
-    def payload_rows(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
-                     ) -> Iterator[tuple[int, str | None, str | None, str | None, str | None,
-                                         bytes]]:
+    def payload_batches(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
+                     ) -> Iterator[list[tuple[int, str | None, str | None, str | None,
+                                              str | None, bytes]]]:
         """(seq, call_id, kind, task_id, compilation_id, payload bytes) of the events of
         `call_kinds` and `other_kinds`, in seq order: SQLite filters, only these rows
         reach Python. For call kinds, kind, task_id (but on call.requested) and
         compilation_id are NULL: the skeleton already has them, and every cell not
         decoded is time saved. Payloads come as bytes: orjson reads them directly and
-        invalid UTF-8 in one payload is that event's anomaly, not a failed read."""
-        return self._stream(f"""
+        invalid UTF-8 in one payload is that event's anomaly, not a failed read. In
+        batches: a reader in another thread hands them on whole."""
+        return self._batches(f"""
             SELECT seq, call_id,
                    CASE WHEN kind IN ({_in(other_kinds)}) THEN kind END,
                    CASE WHEN kind IN ({_in(other_kinds)}) OR kind = 'call.requested'

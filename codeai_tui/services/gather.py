@@ -13,7 +13,9 @@ them without holding them all.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ from codeai_tui.ledger.schema import (
     TOOL_KINDS,
     parse_payload,
 )
+from codeai_tui.services.read_ahead import read_ahead
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -96,6 +99,31 @@ def _payload(text: Any) -> dict[str, Any]:
     return parsed or {}
 
 
+@dataclass(slots=True)
+class _Suspects:
+    """What the suspect scan found: cells of the wrong type (`odd`), the first row whose
+    id or time is not plain text, and (seq, kind, call_id, payload problem, known kind)
+    per row SQLite flagged (payloads are parsed there, none is kept)."""
+
+    odd: int = 0
+    odd_text_seq: int | None = None
+    rows: list[tuple[int, str, str | None, str | None, bool]] = field(default_factory=list)
+
+
+def _find_suspects(sql: EvidenceSQL, limit: int) -> _Suspects:
+    found = _Suspects(odd=sql.odd_cells(limit))
+    if found.odd:
+        return found
+    for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
+            limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS):
+        if odd_text:
+            found.odd_text_seq = seq
+            return found
+        _parsed, problem = parse_payload(text)
+        found.rows.append((seq, kind, call_id, problem, bool(known)))
+    return found
+
+
 def fold_call_rows(call_id: str, rows: list[tuple[int, str, str, str | None, str | None, str]],
                    position: int, report: Callable[[int], Callable[[str], None]] | None = None,
                    ) -> CallEvidence | None:
@@ -144,21 +172,37 @@ class Gathered:
 
     def _prepare(self) -> None:
         sql, limit, an = self.sql, self.limit, self.anomalies
-        odd = sql.odd_cells(limit)
-        if odd:
-            raise FastPathUnfit(f"{odd} id or kind cell(s) of types LEDGER.md does not give them")
-        for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
-                limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS):
-            if odd_text:
-                raise FastPathUnfit(f"seq {seq} holds an id or time that is not plain text")
-            _parsed, problem = parse_payload(text)
+        # the two longest scans run at once: the suspects (every cell of every row) on a
+        # second connection in a thread, the extents and skeletons here
+        abandoned = threading.Event()
+        other = sql.sibling(abandoned.is_set)
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(_find_suspects, other, limit)
+                try:
+                    extents = sql.task_extents(limit)
+                    packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS,
+                                                     PAYLOAD_CALL_KINDS))
+                except BaseException:
+                    abandoned.set()
+                    raise
+                suspects = pending.result()
+        finally:
+            other.close()
+        if suspects.odd:
+            raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types LEDGER.md does "
+                                "not give them")
+        if suspects.odd_text_seq is not None:
+            raise FastPathUnfit(f"seq {suspects.odd_text_seq} holds an id or time that is "
+                                "not plain text")
+        for seq, kind, call_id, problem, known in suspects.rows:
             if problem is not None:
                 an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
             if not known:
                 self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
                 self.unknown_seqs.append((seq, kind))
         lo, hi = ALL_SEQS, 0
-        for task_id, first, last, n in sql.task_extents(limit):
+        for task_id, first, last, n in extents:
             self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
             self.event_count += int(n)
             lo, hi = min(lo, int(first)), max(hi, int(last))
@@ -176,11 +220,10 @@ class Gathered:
         # the skeletons are read before anything is produced: ids that cannot be
         # decoded send the ledger down the event path while that is still possible
         skeletons = []
-        for cid, first, ready, packed, count in sql.call_skeletons(limit, CALL_EVENT_KINDS,
-                                                                   PAYLOAD_CALL_KINDS):
-            if not well_packed(packed, count):
+        for cid, first, ready, events, count in packed:
+            if not well_packed(events, count):
                 raise FastPathUnfit(f"an id of call {cid[:40]!r} holds a control character")
-            skeletons.append((first, cid, ready, packed))
+            skeletons.append((first, cid, ready, events))
         skeletons.sort()
         self._skeletons = skeletons
 
@@ -204,8 +247,8 @@ class Gathered:
             next_out += 1
         tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
         loads, dict_ = orjson.loads, dict
-        for seq, call_id, kind, task_id, comp_id, raw in sql.payload_rows(
-                limit, PAYLOAD_CALL_KINDS, OTHER_KINDS):
+        for seq, call_id, kind, task_id, comp_id, raw in read_ahead(
+                sql, lambda other: other.payload_batches(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS)):
             try:  # the common case without parse_payload's wrapping (same parser)
                 payload = loads(raw)
                 problem = None if type(payload) is dict_ else "retry"

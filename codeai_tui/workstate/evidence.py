@@ -139,15 +139,22 @@ class CallEvidence:
         return last
 
     def started_attempts(self) -> list[AttemptEvidence]:
-        return sorted(
-            (a for a in self.attempts if a.started_seq is not None),
-            key=lambda a: a.order_seq,
-        )
+        """The started attempts in order. Most calls have one attempt: that case skips
+        the sort (`inspect --json` asks twice per call, 137,000 calls at 10^6 events)."""
+        attempts = self.attempts
+        if len(attempts) == 1:
+            return attempts.copy() if attempts[0].started_seq is not None else []
+        return sorted((a for a in attempts if a.started_seq is not None),
+                      key=_started_order)
 
     def clone(self) -> CallEvidence:
         """A copy that later folds may change while verdicts keep the original."""
         return replace(self, attempts=[replace(a) for a in self.attempts],
                        tools=self.tools.clone() if self.tools is not None else None)
+
+
+def _started_order(attempt: AttemptEvidence) -> int:
+    return attempt.started_seq  # type: ignore[return-value]  # only started ones are sorted
 
 
 ByPair = Mapping[tuple[str, str], tuple[tuple[str, str], ...]]
