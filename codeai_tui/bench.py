@@ -185,6 +185,19 @@ print(f"{t_answer:.4f} {t_full:.4f} {rss:.1f} {len(sk.effect_unknown_ids)} {sk.p
 """
 
 
+# what any Python projection must do at least: read and parse every payload whose fields
+# a verdict or the document needs (the fast path's own kinds), and nothing else
+_PAYLOAD_FLOOR = """
+import sys, orjson
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.services.gather import OTHER_KINDS, PAYLOAD_CALL_KINDS
+with EvidenceSQL(sys.argv[1]) as sql:
+    for batch in sql.payload_batches(1 << 62, PAYLOAD_CALL_KINDS, OTHER_KINDS):
+        for row in batch:
+            orjson.loads(row[5])
+"""
+
+
 _TIME_TRAVEL = """
 import sys, time
 from pathlib import Path
@@ -383,6 +396,9 @@ def _measure(case: Path, runs: int) -> list[tuple[str, str, str, str]]:
     rows.append(("inspect --json (whole process)", f"{wall:.2f} s", _fmt_ratio(wall, scan),
                  "<= 3x scan"))
     rows.append(("inspect --json max RSS", f"{max(r[1] for r in res):.0f} MB", "", "<= 250 MB"))
+    floor = _median([_run(_py(_PAYLOAD_FLOOR) + [str(case)])[0] for _ in range(runs)])
+    rows.append(("floor: a Python process that only reads and parses (orjson) the payloads "
+                 "a verdict needs", f"{floor:.2f} s", _fmt_ratio(floor, scan), ""))
     mid = max_seq // 2
     res = [_run(exe + ["inspect", str(case), "--json", "--as-of", str(mid)]) for _ in range(runs)]
     wall = _median([r[0] for r in res])
