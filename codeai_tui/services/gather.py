@@ -370,4 +370,4 @@ def projector_from(g: Gathered) -> Projector:
     return Projector.from_evidence(
         calls=calls, compilations=g.compilations.values(), tasks=g.tasks.values(),
         anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
-        last_seq=g.as_of_seq)
+        last_seq=g.as_of_seq, coverage=g.coverage)

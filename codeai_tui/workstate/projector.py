@@ -41,6 +41,7 @@ from codeai_tui.workstate.receipts import (
     check_receipts,
     coverage_pairs,
     receipts_before,
+    repoint_coverage,
 )
 from codeai_tui.workstate.verdicts import (
     CallState,
@@ -135,11 +136,13 @@ class Projector:
         unknown: Iterable[tuple[int, str]],
         event_count: int,
         last_seq: int,
+        coverage: Coverage | None = None,
     ) -> Projector:
         """A projector that continues from evidence gathered another way (the SQL fast
         path), as if it had been fed every event up to `last_seq`. Its later `add`s fold
         into copies of the evidence the given verdicts hold. Only for ledgers whose
-        event ids SQLite keeps unique (the ids are not re-read)."""
+        event ids SQLite keeps unique (the ids are not re-read). `coverage`: the calls'
+        coverage when the gatherer built it already (it is kept, not copied)."""
         p = cls(event_ids_unique=True)
         for st in calls:
             ev = st.evidence
@@ -171,7 +174,7 @@ class Projector:
             p._extent[ev.task_id] = max(p._extent.get(ev.task_id, 0), ev.last_seq)
         for comp in p.compilations.values():
             p._extent[comp.task_id] = max(p._extent.get(comp.task_id, 0), comp.last_seq)
-        p._pairs = coverage_pairs(p.calls.values())
+        p._pairs = coverage if coverage is not None else coverage_pairs(p.calls.values())
         return p
 
     # ---- feeding
@@ -258,7 +261,9 @@ class Projector:
             handed = self._states[call.position]
             if handed is not None and handed.evidence is call:
                 # a verdict holding this evidence was handed out: fold into a copy
-                call = self.calls[cid] = call.clone()
+                before, call = call, call.clone()
+                self.calls[cid] = call
+                repoint_coverage(self._pairs, before, call)
         self._stale.add(call.position)
         self._dirty_tasks.add(call.task_id)
         self._extent[call.task_id] = ev.seq

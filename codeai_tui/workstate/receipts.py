@@ -7,12 +7,12 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog
-from codeai_tui.workstate.evidence import CallEvidence, ReceiptIndex
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import ReceiptCheck
 
 
@@ -43,12 +43,70 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
 
 Pair = tuple[str, str]  # (idempotency key, request hash)
 
+# receipts by idempotency key: the receipt itself, or a list once a key repeats. Keyed
+# by the receipt's own key string and holding the receipts themselves, it costs one
+# dict slot per receipt (a dict of (key, hash) tuples to tuples of (id, time) tuples
+# cost ~170 bytes more per receipt: 24 MB at 143,000 receipts)
+ByKey = dict[str, "Receipt | list[Receipt]"]
+
+
+def receipts_by_key(receipts: Iterable[Receipt]) -> ByKey:
+    by_key: ByKey = {}
+    for r in receipts:
+        have = by_key.get(r.idempotency_key)
+        if have is None:
+            by_key[r.idempotency_key] = r
+        elif type(have) is list:
+            have.append(r)
+        else:
+            by_key[r.idempotency_key] = [have, r]  # type: ignore[list-item]
+    return by_key
+
+
+def receipts_matching(by_key: ByKey, key: str, sha: str) -> list[Receipt]:
+    """The receipts with this key and body hash, in log order."""
+    have = by_key.get(key)
+    if have is None:
+        return []
+    if type(have) is list:
+        return [r for r in have if r.body_sha256 == sha]
+    return [have] if have.body_sha256 == sha else []  # type: ignore[union-attr]
+
+
+class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
+    """(key, body hash) -> ((receipt id, received_at), ...) in log order, read from a
+    ByKey table when asked instead of held per pair."""
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self, by_key: ByKey) -> None:
+        self._by_key = by_key
+
+    def get(self, pair: Pair, default: object = None) -> object:  # type: ignore[override]
+        found = receipts_matching(self._by_key, *pair)
+        return tuple((r.receipt_id, r.received_at) for r in found) if found else default
+
+    def __getitem__(self, pair: Pair) -> tuple[tuple[str, str], ...]:
+        found = self.get(pair)
+        if found is None:
+            raise KeyError(pair)
+        return found  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Pair]:
+        for key, have in self._by_key.items():
+            group = have if type(have) is list else (have,)
+            yield from dict.fromkeys((key, r.body_sha256) for r in group)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
 
 def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, str]] = (),
-                   log_present: bool = False) -> ReceiptIndex:
+                   log_present: bool = False, by_key: ByKey | None = None) -> ReceiptIndex:
     """The receipts (already cut to the as-of point) by (key, body hash), so every
     attempt can name the receipts that match it. A log that exists but whose reading
-    failed as a whole (a line-0 problem) is "unreadable": no receipt proves nothing."""
+    failed as a whole (a line-0 problem) is "unreadable": no receipt proves nothing.
+    `by_key`: the receipts' ByKey table when the caller has built it."""
     if not log_present:
         status = "absent"
     elif any(line == 0 for line, _ in problems):
@@ -56,16 +114,14 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
     else:
         status = "present"
 
-    def build() -> tuple[dict[Pair, tuple[tuple[str, str], ...]], str | None]:
-        by_pair: dict[Pair, tuple[tuple[str, str], ...]] = {}
+    def build() -> tuple[Mapping[Pair, tuple[tuple[str, str], ...]], str | None]:
         latest: tuple[datetime, str] | None = None
         for r in receipts:
-            pair = (r.idempotency_key, r.body_sha256)
-            by_pair[pair] = by_pair.get(pair, ()) + ((r.receipt_id, r.received_at),)
             when = parse_time(r.received_at)
             if when is not None and (latest is None or when > latest[0]):
                 latest = (when, r.received_at)
-        return by_pair, latest[1] if latest else None
+        table = by_key if by_key is not None else receipts_by_key(receipts)
+        return ReceiptsByPair(table), latest[1] if latest else None
 
     return ReceiptIndex(status, build)
 
@@ -74,8 +130,21 @@ def index_for(log: ReceiptLog | None) -> ReceiptIndex:
     return index_receipts(log.receipts if log else (), log.problems if log else (),
                           bool(log and log.exists))
 
-Coverage = dict[Pair, tuple[int, str]]  # pair -> (started seq, attempt id) of its earliest
+# call key -> the earliest started attempt per request hash under that key (by its
+# attempt.started seq): the attempt itself, or a list once a key has several hashes.
+# The attempt is the value (its started seq, id and hash never change once started):
+# a (key, hash) -> (seq, id) dict cost ~150 bytes per call more (20 MB at 10^5 calls).
+Coverage = dict[str, "AttemptEvidence | list[AttemptEvidence]"]
 
+
+def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
+    """The earliest started attempt with this key and request hash, if any."""
+    have = started.get(key)
+    if have is None:
+        return None
+    if type(have) is list:
+        return next((a for a in have if a.request_sha256 == sha), None)
+    return have if have.request_sha256 == sha else None  # type: ignore[union-attr]
 
 _TIMES: list[tuple[ReceiptLog, list[datetime | None]]] = []
 
@@ -108,13 +177,46 @@ def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
         return changed
     for att in call.attempts:
         seq = att.started_seq
-        if seq is not None and att.request_sha256:
-            pair = (key, att.request_sha256)
-            have = started.get(pair)
-            if have is None or seq < have[0]:
-                started[pair] = (seq, att.attempt_id)
-                changed.append(pair)
+        sha = att.request_sha256
+        if seq is None or not sha:
+            continue
+        have = started.get(key)
+        if have is None:
+            started[key] = att
+        elif type(have) is list:
+            old = next((i for i, a in enumerate(have) if a.request_sha256 == sha), None)
+            if old is None:
+                have.append(att)
+            elif seq < have[old].started_seq:  # type: ignore[operator]
+                have[old] = att
+            else:
+                continue
+        elif have.request_sha256 != sha:  # type: ignore[union-attr]
+            started[key] = [have, att]  # type: ignore[list-item]
+        elif seq < have.started_seq:  # type: ignore[operator, union-attr]
+            started[key] = att
+        else:
+            continue
+        changed.append((key, sha))
     return changed
+
+
+def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidence) -> None:
+    """`after` is a copy of `before` (copy on write): let coverage hold its attempts, so
+    the attempts of verdicts no longer held can be freed."""
+    key = before.key
+    if key is None:
+        return
+    have = started.get(key)
+    if have is None:
+        return
+    for old, new in zip(before.attempts, after.attempts, strict=False):
+        if type(have) is list:
+            for i, a in enumerate(have):
+                if a is old:
+                    have[i] = new
+        elif have is old:
+            started[key] = have = new
 
 
 def check_coverage(
@@ -132,12 +234,12 @@ def check_coverage(
     index when the caller built it already (else built here)."""
     covered_by: dict[str, str | None] = {}
     seen: dict[Pair, str | list[str]] = {}  # a list only once a pair repeats
-    get = started.get
     for r in receipts:
         pair = (r.idempotency_key, r.body_sha256)
-        have = get(pair)
+        have = covering(started, *pair)
         covered_by[r.receipt_id] = (
-            have[1] if have is not None and (upto is None or have[0] <= upto) else None)
+            have.attempt_id if have is not None
+            and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
         first = seen.get(pair)
         if first is None:
             seen[pair] = r.receipt_id
@@ -180,32 +282,42 @@ def check_log(log: ReceiptLog | None, started: Coverage,
 class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
-    on the log alone. Gives the same ReceiptCheck as `check_coverage` (tests)."""
+    on the log alone. Gives the same ReceiptCheck as `check_coverage` (tests). One
+    receipt -> attempt dict is kept: the check handed out shares it until an update
+    (copy on write)."""
 
     def __init__(self, log: ReceiptLog | None, started: Coverage) -> None:
         self.log = log
         receipts = log.receipts if log else ()
-        full = check_coverage(receipts, started, problems=log.problems if log else (),
-                              log_present=bool(log and log.exists))
-        self._covered_by = dict(full.covered_by)
+        problems = log.problems if log else ()
+        present = bool(log and log.exists)
+        self._by_key = receipts_by_key(receipts)
+        full = check_coverage(receipts, started, problems=problems, log_present=present,
+                              index=index_receipts(receipts, problems, present, self._by_key))
+        self._covered_by = full.covered_by
+        self._shared = True  # `full` (handed out) holds _covered_by
         self._uncovered = dict.fromkeys(full.uncovered)
-        self._by_pair: dict[Pair, list[str]] = {}
-        for r in receipts:
-            self._by_pair.setdefault((r.idempotency_key, r.body_sha256), []).append(r.receipt_id)
-        self._template = full
+        self._duplicates = full.duplicates
+        self._problems = full.problems
+        self._present = full.log_present
+        self._index = full.index
         self._check: ReceiptCheck | None = full
 
     def update(self, started: Coverage, pairs: Iterable[Pair]) -> None:
         for pair in pairs:
-            for rid in self._by_pair.get(pair, ()):
-                self._covered_by[rid] = started[pair][1]
-                self._uncovered.pop(rid, None)
+            have = covering(started, *pair)
+            for r in receipts_matching(self._by_key, *pair):
+                if self._shared:
+                    self._covered_by = dict(self._covered_by)
+                    self._shared = False
+                self._covered_by[r.receipt_id] = have.attempt_id if have else None
+                self._uncovered.pop(r.receipt_id, None)
                 self._check = None
 
     def check(self) -> ReceiptCheck:
         if self._check is None:
-            t = self._template
             self._check = ReceiptCheck(len(self._covered_by), tuple(self._uncovered),
-                                       t.duplicates, dict(self._covered_by), t.problems,
-                                       t.log_present, t.index)
+                                       self._duplicates, self._covered_by, self._problems,
+                                       self._present, self._index)
+            self._shared = True
         return self._check
