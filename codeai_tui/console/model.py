@@ -38,6 +38,8 @@ from codeai_tui.workstate import (
     parse_time,
     receipts_before,
 )
+from codeai_tui.workstate.evidence import sharing_receipt_strings
+from codeai_tui.workstate.receipts import by_key_of
 
 __all__ = [  # the names the app imports from here (the console's model API)
     "PROJECT_PAGE", "SEVERITY", "TIMELINE_PAGE", "CallPositions", "CaseFollower",
@@ -257,12 +259,16 @@ class CaseFollower:
     def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                  page: int = PROJECT_PAGE) -> int:
         """Feed every event after the projector's last seq; returns how many were fed."""
+        # the receipt log is read first (read after the projection it left the heap
+        # 25 MB larger; time travel and the first snapshot never pay for it), and the
+        # folds keep its key and hash strings instead of equal copies from the ledger
+        with sharing_receipt_strings(by_key_of(self.receipts)):
+            return self._catch_up(progress, stop, page)
+
+    def _catch_up(self, progress: Progress | None, stop: Callable[[], bool] | None,
+                  page: int) -> int:
         before = self.projector.event_count
         if not before:
-            # the first projection reads the receipt log first (as before the skeleton
-            # made it lazy: read after the projection it left the heap 25 MB larger),
-            # so time travel and the first snapshot never pay for it
-            _ = self.receipts
             with building():
                 self._fast_start()
         fed = self.projector.event_count - before

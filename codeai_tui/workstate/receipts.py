@@ -63,6 +63,19 @@ def receipts_by_key(receipts: Iterable[Receipt]) -> ByKey:
     return by_key
 
 
+_BY_KEY: list[tuple[ReceiptLog, ByKey]] = []
+
+
+def by_key_of(log: ReceiptLog) -> ByKey:
+    """The ByKey table of the last log asked about: the projection's folds share its
+    strings (evidence.sharing_receipt_strings) and the live check reads it, one table."""
+    if _BY_KEY and _BY_KEY[0][0] is log:
+        return _BY_KEY[0][1]
+    table = receipts_by_key(log.receipts)
+    _BY_KEY[:] = [(log, table)]
+    return table
+
+
 def receipts_matching(by_key: ByKey, key: str, sha: str) -> list[Receipt]:
     """The receipts with this key and body hash, in log order."""
     have = by_key.get(key)
@@ -291,7 +304,7 @@ class LiveReceiptCheck:
         receipts = log.receipts if log else ()
         problems = log.problems if log else ()
         present = bool(log and log.exists)
-        self._by_key = receipts_by_key(receipts)
+        self._by_key = by_key_of(log) if log else {}
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key))
         self._covered_by = full.covered_by
