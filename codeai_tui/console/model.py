@@ -38,7 +38,7 @@ from codeai_tui.workstate import (
     parse_time,
     receipts_before,
 )
-from codeai_tui.workstate.evidence import sharing_receipt_strings
+from codeai_tui.workstate.evidence import sharing_call_ids, sharing_receipt_strings
 from codeai_tui.workstate.receipts import by_key_of
 
 __all__ = [  # the names the app imports from here (the console's model API)
@@ -206,6 +206,8 @@ class CaseFollower:
         # receipts take ~1 s to read)
         self._receipts: ReceiptLog | None = None
         self._receipts_stamp: tuple[int, int, int] | None = None
+        # the skeleton handed out, until the first projection lends it its call ids
+        self._skeleton: Skeleton | None = None
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
         _register(self)
@@ -234,9 +236,10 @@ class CaseFollower:
         if self.projector.last_seq or self.max_seq < FAST_START_MIN:
             return None
         try:
-            return build_skeleton(self.sql, self.max_seq, stop=self.stopped)
+            self._skeleton = build_skeleton(self.sql, self.max_seq, stop=self.stopped)
         except FastPathUnfit:
             return None
+        return self._skeleton
 
     def _fast_start(self) -> None:
         """The first catch-up through the fast path, when the ledger allows it."""
@@ -247,8 +250,12 @@ class CaseFollower:
         if isinstance(got, str):
             self.gathered = f"events ({got})"
             return
+        # the calls keep the skeleton's id objects (8 MB at 137,000 calls while the
+        # console holds both); released here, the skeleton's owner keeps it
+        skeleton, self._skeleton = self._skeleton, None
         try:
-            projector = projector_from(got)
+            with sharing_call_ids(skeleton.calls.ids if skeleton is not None else ()):
+                projector = projector_from(got)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return

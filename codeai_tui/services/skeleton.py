@@ -103,6 +103,11 @@ class SkeletonCalls(Sequence[SkeletonCall]):
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def ids(self) -> Sequence[str]:
+        """The call ids, in first-seq order (the projection's order)."""
+        return self._ids
+
     @overload
     def __getitem__(self, index: int) -> SkeletonCall: ...
 

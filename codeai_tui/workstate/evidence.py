@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -126,6 +126,15 @@ class CallEvidence:
     attempts: list[AttemptEvidence] = field(default_factory=list)
     # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
+
+    def __post_init__(self) -> None:
+        # while a follower projects (sharing_call_ids), keep the skeleton's id object
+        # for the call at this position instead of an equal copy read again
+        ids = getattr(_SHARE, "call_ids", None)
+        if ids is not None and 0 <= self.position < len(ids):
+            mine = ids[self.position]
+            if mine == self.call_id:
+                self.call_id = mine
 
     @property
     def key(self) -> str | None:
@@ -294,6 +303,18 @@ def sharing_receipt_strings(by_key: Mapping[str, Any]) -> Iterator[None]:
         yield
     finally:
         _SHARE.by_key = before
+
+
+@contextmanager
+def sharing_call_ids(ids: Sequence[str]) -> Iterator[None]:
+    """Calls made in this thread at position i keep `ids[i]` when it is their id (the
+    skeleton's ids, in the same first-seq order)."""
+    before = getattr(_SHARE, "call_ids", None)
+    _SHARE.call_ids = ids
+    try:
+        yield
+    finally:
+        _SHARE.call_ids = before
 
 
 def _receipt_text(key: str | None, sha: str | None = None) -> str | None:

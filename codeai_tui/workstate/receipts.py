@@ -240,35 +240,53 @@ def check_coverage(
     problems: Sequence[tuple[int, str]] = (),
     log_present: bool = False,
     index: ReceiptIndex | None = None,
+    by_key: ByKey | None = None,
 ) -> ReceiptCheck:
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
-    attempts started at or before that seq cover (time travel). `index`: the receipts'
-    index when the caller built it already (else built here)."""
+    attempts started at or before that seq cover (time travel). `index`, `by_key`: the
+    receipts' index and ByKey table when the caller built them already (else built
+    here; duplicates are found from the table, not from a dict of every pair)."""
+    if by_key is None:
+        by_key = receipts_by_key(receipts)
     covered_by: dict[str, str | None] = {}
-    seen: dict[Pair, str | list[str]] = {}  # a list only once a pair repeats
     for r in receipts:
-        pair = (r.idempotency_key, r.body_sha256)
-        have = covering(started, *pair)
+        have = covering(started, r.idempotency_key, r.body_sha256)
         covered_by[r.receipt_id] = (
             have.attempt_id if have is not None
             and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
-        first = seen.get(pair)
-        if first is None:
-            seen[pair] = r.receipt_id
-        elif isinstance(first, list):
-            first.append(r.receipt_id)
-        else:
-            seen[pair] = [first, r.receipt_id]
     return ReceiptCheck(
         count=len(receipts),
         uncovered=tuple(rid for rid, att in covered_by.items() if att is None),
-        duplicates=tuple(tuple(ids) for ids in seen.values() if isinstance(ids, list)),
+        duplicates=_duplicates(receipts, by_key),
         covered_by=covered_by,
         problems=tuple(problems),
         log_present=log_present,
-        index=index if index is not None else index_receipts(receipts, problems, log_present),
+        index=index if index is not None else index_receipts(receipts, problems, log_present,
+                                                             by_key),
     )
+
+
+def _duplicates(receipts: Sequence[Receipt], by_key: ByKey) -> tuple[tuple[str, ...], ...]:
+    """The receipt ids of every (key, body hash) held by two or more receipts, in log
+    order, the groups ordered by their first receipt's place in the log."""
+    groups: list[list[Receipt]] = []
+    for have in by_key.values():
+        if type(have) is not list:
+            continue
+        by_sha: dict[str, list[Receipt]] = {}
+        for r in have:
+            by_sha.setdefault(r.body_sha256, []).append(r)  # type: ignore[union-attr]
+        groups += [g for g in by_sha.values() if len(g) > 1]
+    if not groups:
+        return ()
+    firsts = {id(g[0]) for g in groups}
+    place: dict[int, int] = {}
+    for i, r in enumerate(receipts):
+        if id(r) in firsts:
+            place.setdefault(id(r), i)
+    groups.sort(key=lambda g: place[id(g[0])])
+    return tuple(tuple(r.receipt_id for r in g) for g in groups)
 
 
 def check_receipts(
@@ -306,7 +324,8 @@ class LiveReceiptCheck:
         present = bool(log and log.exists)
         self._by_key = by_key_of(log) if log else {}
         full = check_coverage(receipts, started, problems=problems, log_present=present,
-                              index=index_receipts(receipts, problems, present, self._by_key))
+                              index=index_receipts(receipts, problems, present, self._by_key),
+                              by_key=self._by_key)
         self._covered_by = full.covered_by
         self._shared = True  # `full` (handed out) holds _covered_by
         self._uncovered = dict.fromkeys(full.uncovered)
