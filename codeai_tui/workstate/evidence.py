@@ -317,18 +317,25 @@ def sharing_call_ids(ids: Sequence[str]) -> Iterator[None]:
         _SHARE.call_ids = before
 
 
-def _receipt_text(key: str | None, sha: str | None = None) -> str | None:
-    """`key` (or, given `sha`, the hash) as the receipt log's own object when a receipt
-    under `key` holds the same text, else as given."""
+def _receipt_key(key: str | None) -> str | None:
+    """`key` as the receipt log's own object when a receipt has that key."""
     by_key = getattr(_SHARE, "by_key", None)
     if by_key is None or type(key) is not str:
-        return key if sha is None else sha
+        return key
     have = by_key.get(key)
     if have is None:
-        return key if sha is None else sha
-    if sha is None:
-        return (have[0] if type(have) is list else have).idempotency_key
-    for r in have if type(have) is list else (have,):
+        return key
+    return (have[0] if type(have) is list else have).idempotency_key
+
+
+def _receipt_sha(key: str | None, sha: str | None) -> str | None:
+    """`sha` as the receipt log's own object when a receipt under `key` has that body
+    hash."""
+    by_key = getattr(_SHARE, "by_key", None)
+    if by_key is None or type(key) is not str or type(sha) is not str:
+        return sha
+    have = by_key.get(key)
+    for r in have if type(have) is list else (() if have is None else (have,)):
         if r.body_sha256 == sha:
             return r.body_sha256
     return sha
@@ -426,7 +433,7 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         if call.requested_seq is not None:
             report(f"second call.requested for call {cid}")
         call.requested_seq = call.requested_seq or seq
-        call.idempotency_key = call.idempotency_key or _receipt_text(_s(p, "idempotency_key"))
+        call.idempotency_key = call.idempotency_key or _receipt_key(_s(p, "idempotency_key"))
         call.purpose = _word(p, "purpose")
         call.model = _word(p, "model")
         call.resumed_from = _s(p, "resumed_from")
@@ -437,9 +444,9 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         call.manifest_seq = seq
         key = _s(p, "idempotency_key")
         call.manifest_key = call.idempotency_key if key == call.idempotency_key else (
-            _receipt_text(key))
+            _receipt_key(key))
         call.manifest_model = _word(p, "model")
-        call.request_sha256 = _receipt_text(call.key, _s(p, "request_sha256"))
+        call.request_sha256 = _receipt_sha(call.key, _s(p, "request_sha256"))
         # shared by every call of a compilation: one object each, not one per call
         call.context_package_id = _word(p, "context_package_id")
         call.rendered_context_sha256 = _word(p, "rendered_context_sha256")
@@ -494,7 +501,7 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
         att.attempt_no = no if isinstance(no, int) and not isinstance(no, bool) else None
         sha = _s(p, "request_sha256")
         att.request_sha256 = call.request_sha256 if sha == call.request_sha256 else (
-            _receipt_text(call.key, sha))
+            _receipt_sha(call.key, sha))
         if call.manifest_seq is None:
             report(f"attempt.started for call {call.call_id} with no call.manifest")
         check_artifact_refs(kind, p, report)
