@@ -25,7 +25,7 @@ from codeai_tui.ledger import (
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
-from codeai_tui.services.gather import projector_from
+from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
@@ -38,7 +38,6 @@ from codeai_tui.workstate import (
     parse_time,
     receipts_before,
 )
-from codeai_tui.workstate.evidence import sharing_call_ids, sharing_receipt_strings
 from codeai_tui.workstate.receipts import by_key_of
 
 __all__ = [  # the names the app imports from here (the console's model API)
@@ -246,16 +245,17 @@ class CaseFollower:
         if (self.projector.last_seq or not self.projector.event_ids_unique
                 or self.max_seq < FAST_START_MIN):
             return
-        got = gather(self.sql, self.max_seq, None)
+        # the calls keep the receipt log's key and hash strings and the skeleton's id
+        # objects; the skeleton is released here (its owner keeps it)
+        skeleton, self._skeleton = self._skeleton, None
+        share = Sharing(by_key_of(self.receipts),
+                        skeleton.calls.ids if skeleton is not None else ())
+        got = gather(self.sql, self.max_seq, None, share)
         if isinstance(got, str):
             self.gathered = f"events ({got})"
             return
-        # the calls keep the skeleton's id objects (8 MB at 137,000 calls while the
-        # console holds both); released here, the skeleton's owner keeps it
-        skeleton, self._skeleton = self._skeleton, None
         try:
-            with sharing_call_ids(skeleton.calls.ids if skeleton is not None else ()):
-                projector = projector_from(got)
+            projector = projector_from(got)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return
@@ -266,16 +266,12 @@ class CaseFollower:
     def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                  page: int = PROJECT_PAGE) -> int:
         """Feed every event after the projector's last seq; returns how many were fed."""
-        # the receipt log is read first (read after the projection it left the heap
-        # 25 MB larger; time travel and the first snapshot never pay for it), and the
-        # folds keep its key and hash strings instead of equal copies from the ledger
-        with sharing_receipt_strings(by_key_of(self.receipts)):
-            return self._catch_up(progress, stop, page)
-
-    def _catch_up(self, progress: Progress | None, stop: Callable[[], bool] | None,
-                  page: int) -> int:
         before = self.projector.event_count
         if not before:
+            # the first projection reads the receipt log first (read after the projection
+            # it left the heap 25 MB larger), so time travel and the first snapshot never
+            # pay for it, and the fast path shares its strings
+            _ = self.receipts
             with building():
                 self._fast_start()
         fed = self.projector.event_count - before

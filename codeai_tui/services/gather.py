@@ -14,7 +14,7 @@ them without holding them all.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +55,14 @@ from codeai_tui.workstate import (
 )
 from codeai_tui.workstate.evidence import ReceiptIndex, _intern
 from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
-from codeai_tui.workstate.receipts import Coverage, add_coverage, check_log, index_for
+from codeai_tui.workstate.receipts import (
+    ByKey,
+    Coverage,
+    add_coverage,
+    check_log,
+    index_for,
+    share_receipt_strings,
+)
 
 ALL_SEQS = (1 << 63) - 1
 CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | TOOL_KINDS
@@ -124,6 +131,22 @@ def _find_suspects(sql: EvidenceSQL, limit: int) -> _Suspects:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """What a long-lived projection keeps instead of equal copies: the receipt log's key
+    and hash strings, and the skeleton's call ids (same first-seq order: 8 MB at 137,000
+    calls while the console holds both)."""
+
+    receipts: ByKey
+    call_ids: Sequence[str] = ()
+
+    def call_id(self, position: int, call_id: str) -> str:
+        ids = self.call_ids
+        if position < len(ids) and ids[position] == call_id:
+            return ids[position]
+        return call_id
+
+
 def fold_call_rows(call_id: str, rows: list[tuple[int, str, str, str | None, str | None, str]],
                    position: int, report: Callable[[int], Callable[[str], None]] | None = None,
                    ) -> CallEvidence | None:
@@ -150,10 +173,13 @@ class Gathered:
     ask `finish()` for the rest; or call `work_state()` for everything at once."""
 
     def __init__(self, sql: EvidenceSQL, as_of: int | None = None,
-                 receipt_log: ReceiptLog | None = None) -> None:
+                 receipt_log: ReceiptLog | None = None, *, share: Sharing | None = None,
+                 ) -> None:
         """Raises FastPathUnfit (before anything was produced) when the ledger must be
-        read event by event."""
+        read event by event. `share`: objects a long-lived projection keeps instead of
+        equal copies (the console's)."""
         self.sql = sql
+        self.share = share
         # pinned at the start: every grouped read sees the same prefix of a live ledger
         self.limit = sql.max_seq() if as_of is None else as_of
         self.receipt_log = receipt_log
@@ -306,6 +332,9 @@ class Gathered:
         events = unpack(packed, cid, CALL_EVENT_KINDS)
         if task_id is None or events[0][1] != "call.requested":
             task_id = self.sql.task_of(first)  # the call did not start with call.requested
+        share = self.share
+        if share is not None:
+            cid = share.call_id(pos, cid)
         call = CallEvidence(cid, _intern(task_id), first, pos)
         an = self.anomalies
         empty: dict[str, Any] = {}
@@ -323,7 +352,10 @@ class Gathered:
             # the reason words the skipped payload (outcome, status): re-read this call
             full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
             if full is not None:
+                call = full
                 state = classify_call(full, anomalous=cid in an.calls)
+        if share is not None:
+            share_receipt_strings(call, share.receipts)
         return state
 
     def _emit(self, state: CallState) -> CallState:

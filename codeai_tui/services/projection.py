@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
-from codeai_tui.services.gather import Gathered
+from codeai_tui.services.gather import Gathered, Sharing
 from codeai_tui.services.heap import building
 from codeai_tui.workstate import (
     Anomaly,
@@ -28,14 +28,14 @@ from codeai_tui.workstate import (
 from codeai_tui.workstate.evidence import ReceiptIndex
 
 
-def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None
-           ) -> Gathered | str:
+def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None,
+           share: Sharing | None = None) -> Gathered | str:
     """The fast path's projection, or why this ledger must be read event by event."""
     try:
         problem = sql.fast_path_problem()
         if problem is not None:
             return problem
-        return Gathered(sql, as_of, receipts)
+        return Gathered(sql, as_of, receipts, share=share)
     except FastPathUnfit as exc:
         return str(exc)
 

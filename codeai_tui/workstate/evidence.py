@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,15 +124,6 @@ class CallEvidence:
     attempts: list[AttemptEvidence] = field(default_factory=list)
     # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
-
-    def __post_init__(self) -> None:
-        # while a follower projects (sharing_call_ids), keep the skeleton's id object
-        # for the call at this position instead of an equal copy read again
-        ids = getattr(_SHARE, "call_ids", None)
-        if ids is not None and 0 <= self.position < len(ids):
-            mine = ids[self.position]
-            if mine == self.call_id:
-                self.call_id = mine
 
     @property
     def key(self) -> str | None:
@@ -287,60 +276,6 @@ def _intern(text: str) -> str:
     return sys.intern(text) if type(text) is str and len(text) <= 96 else text
 
 
-# The receipt log's strings, by idempotency key (workstate.receipts.ByKey), while this
-# thread folds a projection: a call's key and request hash are the same text as its
-# receipts' key and body hash, so folds keep the receipts' objects (one copy of each,
-# ~25 MB less at 10^5 calls) instead of a second one parsed from the ledger.
-_SHARE = threading.local()
-
-
-@contextmanager
-def sharing_receipt_strings(by_key: Mapping[str, Any]) -> Iterator[None]:
-    """Folds in this thread keep the receipts' equal key and hash strings."""
-    before = getattr(_SHARE, "by_key", None)
-    _SHARE.by_key = by_key
-    try:
-        yield
-    finally:
-        _SHARE.by_key = before
-
-
-@contextmanager
-def sharing_call_ids(ids: Sequence[str]) -> Iterator[None]:
-    """Calls made in this thread at position i keep `ids[i]` when it is their id (the
-    skeleton's ids, in the same first-seq order)."""
-    before = getattr(_SHARE, "call_ids", None)
-    _SHARE.call_ids = ids
-    try:
-        yield
-    finally:
-        _SHARE.call_ids = before
-
-
-def _receipt_key(key: str | None) -> str | None:
-    """`key` as the receipt log's own object when a receipt has that key."""
-    by_key = getattr(_SHARE, "by_key", None)
-    if by_key is None or type(key) is not str:
-        return key
-    have = by_key.get(key)
-    if have is None:
-        return key
-    return (have[0] if type(have) is list else have).idempotency_key
-
-
-def _receipt_sha(key: str | None, sha: str | None) -> str | None:
-    """`sha` as the receipt log's own object when a receipt under `key` has that body
-    hash."""
-    by_key = getattr(_SHARE, "by_key", None)
-    if by_key is None or type(key) is not str or type(sha) is not str:
-        return sha
-    have = by_key.get(key)
-    for r in have if type(have) is list else (() if have is None else (have,)):
-        if r.body_sha256 == sha:
-            return r.body_sha256
-    return sha
-
-
 def _word(payload: dict[str, Any] | None, key: str) -> str | None:
     """A short repeated payload field (status, model, outcome), shared (`_intern`)."""
     if not payload:
@@ -433,7 +368,7 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         if call.requested_seq is not None:
             report(f"second call.requested for call {cid}")
         call.requested_seq = call.requested_seq or seq
-        call.idempotency_key = call.idempotency_key or _receipt_key(_s(p, "idempotency_key"))
+        call.idempotency_key = call.idempotency_key or _s(p, "idempotency_key")
         call.purpose = _word(p, "purpose")
         call.model = _word(p, "model")
         call.resumed_from = _s(p, "resumed_from")
@@ -443,10 +378,9 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
             report(f"second call.manifest for call {cid}")
         call.manifest_seq = seq
         key = _s(p, "idempotency_key")
-        call.manifest_key = call.idempotency_key if key == call.idempotency_key else (
-            _receipt_key(key))
+        call.manifest_key = call.idempotency_key if key == call.idempotency_key else key
         call.manifest_model = _word(p, "model")
-        call.request_sha256 = _receipt_sha(call.key, _s(p, "request_sha256"))
+        call.request_sha256 = _s(p, "request_sha256")
         # shared by every call of a compilation: one object each, not one per call
         call.context_package_id = _word(p, "context_package_id")
         call.rendered_context_sha256 = _word(p, "rendered_context_sha256")
@@ -500,8 +434,7 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
         no = p.get("attempt_no")
         att.attempt_no = no if isinstance(no, int) and not isinstance(no, bool) else None
         sha = _s(p, "request_sha256")
-        att.request_sha256 = call.request_sha256 if sha == call.request_sha256 else (
-            _receipt_sha(call.key, sha))
+        att.request_sha256 = call.request_sha256 if sha == call.request_sha256 else sha
         if call.manifest_seq is None:
             report(f"attempt.started for call {call.call_id} with no call.manifest")
         check_artifact_refs(kind, p, report)

@@ -1,15 +1,12 @@
-"""Sharing the receipt log's strings with the folds substitutes equal text only."""
+"""A long-lived projection keeps the receipt log's strings and the skeleton's call ids
+instead of equal copies: only equal text is ever swapped."""
 
 from __future__ import annotations
 
 from codeai_tui.ledger.receipts import Receipt
-from codeai_tui.workstate.evidence import (
-    CallEvidence,
-    fold_call_event,
-    sharing_call_ids,
-    sharing_receipt_strings,
-)
-from codeai_tui.workstate.receipts import receipts_by_key
+from codeai_tui.services.gather import Sharing
+from codeai_tui.workstate.evidence import CallEvidence, fold_call_event
+from codeai_tui.workstate.receipts import receipts_by_key, share_receipt_strings
 
 SHA = "ab" * 32
 
@@ -24,25 +21,34 @@ def _fold(manifest: dict[str, object], started: dict[str, object]) -> CallEviden
 
 def test_receipt_strings_are_shared_only_where_equal() -> None:
     r = Receipt("r1", "2026-01-01T00:00:00Z", "".join(["k", "1"]), "".join(["ab"] * 32), 1, 1)
+    table = receipts_by_key([r])
     other = "cd" * 32
-    with sharing_receipt_strings(receipts_by_key([r])):
-        shared = _fold({"idempotency_key": "k1", "request_sha256": "ab" * 32},
-                       {"request_sha256": other})
-        missing = _fold({"idempotency_key": "k1"}, {})
+    shared = _fold({"idempotency_key": "k1", "request_sha256": "ab" * 32},
+                   {"request_sha256": other})
+    missing = _fold({"idempotency_key": "k1"}, {})
+    before = (missing.key, missing.request_sha256, missing.attempts[0].request_sha256)
+    for call in (shared, missing):
+        share_receipt_strings(call, table)
     assert shared.idempotency_key is r.idempotency_key
     assert shared.request_sha256 is r.body_sha256
     assert shared.attempts[0].request_sha256 == other
-    # a manifest without a hash keeps none (the key is never taken for the hash)
-    assert missing.request_sha256 is None and missing.attempts[0].request_sha256 is None
-    plain = _fold({"idempotency_key": "k1"}, {})
-    assert (plain.key, plain.request_sha256) == (missing.key, missing.request_sha256)
+    assert shared.attempts[0].request_sha256 is not r.body_sha256
+    # a call without a hash keeps none (the key is never taken for the hash)
+    assert (missing.key, missing.request_sha256, missing.attempts[0].request_sha256) == before
+    assert missing.request_sha256 is None
+
+
+def test_a_call_with_another_key_keeps_its_own_strings() -> None:
+    r = Receipt("r1", "2026-01-01T00:00:00Z", "k2", SHA, 1, 1)
+    call = _fold({"idempotency_key": "k1", "request_sha256": "".join(["ab"] * 32)}, {})
+    mine = call.request_sha256
+    share_receipt_strings(call, receipts_by_key([r]))
+    assert call.request_sha256 is mine
 
 
 def test_call_ids_are_shared_only_where_equal() -> None:
     ids = ["".join(["c", "1"]), "c2"]
-    with sharing_call_ids(ids):
-        same = CallEvidence("c1", "t1", 1, 0)
-        moved = CallEvidence("c9", "t1", 1, 1)
-        beyond = CallEvidence("c3", "t1", 1, 5)
-    assert same.call_id is ids[0]
-    assert moved.call_id == "c9" and beyond.call_id == "c3"
+    share = Sharing({}, ids)
+    assert share.call_id(0, "c1") is ids[0]
+    assert share.call_id(1, "c9") == "c9"
+    assert share.call_id(5, "c3") == "c3"
