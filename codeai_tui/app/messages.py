@@ -15,7 +15,6 @@ from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.model import CaseSnapshot, Skeleton
 from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.ledger import LedgerError
-from codeai_tui.resume import ResumePlan, ResumeResult
 
 
 @dataclass
@@ -90,25 +89,3 @@ class LedgerReplaced(Message):
 class DriftChecked(Message):
     case: Path
     checks: list[DriftCheck]
-
-
-@dataclass
-class PlanReady(Message):
-    case: Path
-    plan: ResumePlan
-
-
-@dataclass
-class ResumeNote(Message):
-    """A refusal, failure or progress line from the resume path, about one call."""
-
-    case: Path
-    call_id: str
-    text: str
-    kind: str  # "refused" | "failed" | "progress"
-
-
-@dataclass
-class ResumeDone(Message):
-    case: Path
-    result: ResumeResult

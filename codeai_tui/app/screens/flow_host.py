@@ -1,4 +1,5 @@
-"""What a console flow (advance, reconcile and cross-links, replay) may ask of its screen.
+"""What a console flow (resume, advance, reconcile and cross-links, replay) may ask of
+its screen.
 
 The flows are plain objects the main screen composes (not mixins of it): each talks to
 the screen only through this protocol, so what a flow reads and writes of the session
@@ -22,6 +23,7 @@ from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import Outcome
+from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
@@ -86,6 +88,10 @@ class FlowHost(Protocol):
     def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
                        ok: bool, title: str, severity: str | None = None) -> None:
         """An action ended: the action log, the header's note and a toast, then a poll."""
+        ...
+
+    def show_drift(self, check: DriftCheck) -> None:
+        """Keep a drift check a flow made and show it in the panes."""
         ...
 
     def set_active_pane(self, name: str) -> None: ...

@@ -1,8 +1,8 @@
 """The main screen: it composes the widgets, feeds them attributes and routes messages.
 
-It owns the case session (which case, its live and as-of snapshots, the selected call),
-the follow workers and the resume flow; each widget owns its own state, timers,
-workers and CSS. The follow poll is an async worker on aiosqlite (`_watch`); what it
+It owns the case session (which case, its live and as-of snapshots, the selected call)
+and the follow workers; the operator actions (resume, advance, reconcile, replay) are
+flows it composes; each widget owns its own state, timers, workers and CSS. The follow poll is an async worker on aiosqlite (`_watch`); what it
 finds is projected by a thread on purpose: the projection is CPU-bound Python (a
 1M-event catch-up is seconds of work) that in an async worker would run on the event
 loop and freeze the screen. Page reads and filter scans, which only wait on SQLite, go
@@ -46,7 +46,7 @@ from codeai_tui.app.screens.evidence_actions import (
 )
 from codeai_tui.app.screens.flow_host import Note
 from codeai_tui.app.screens.replay_flow import ReplayFlow, ReplayNote, ReplayPreviewed
-from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
+from codeai_tui.app.screens.resume_flow import PlanReady, ResumeDone, ResumeFlow, ResumeNote
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
 from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.cases_pane import CasesPane
@@ -79,7 +79,7 @@ from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
-from codeai_tui.resume import ResumePlan, ResumeRefused
+from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 
@@ -115,9 +115,9 @@ class PaneTabs(Static):
 
 
 class MainScreen(Screen[None]):
-    """The console's one screen. The advance, evidence (reconcile, cross-links) and replay
-    flows are objects it composes (`advance_flow`, `evidence_flow`, `replay_flow`), not
-    mixins: they see the screen only as a `FlowHost`, and the screen's `action_*` and
+    """The console's one screen. The resume, advance, evidence (reconcile, cross-links)
+    and replay flows are objects it composes (`resume_flow`, `advance_flow`,
+    `evidence_flow`, `replay_flow`), not mixins: they see the screen only as a `FlowHost`, and the screen's `action_*` and
     message handlers below delegate to them."""
 
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
@@ -162,7 +162,6 @@ class MainScreen(Screen[None]):
         self.activity: str | None = None
         self.resuming = False
         self.planning = False
-        self.modal: ResumeModal | None = None
         self.jump_to_effect_unknown = False
         self.active_pane = "calls"
         self._wake = threading.Event()
@@ -176,6 +175,7 @@ class MainScreen(Screen[None]):
         self.advance_flow = AdvanceFlow(self)
         self.evidence_flow = EvidenceFlow(self)
         self.replay_flow = ReplayFlow(self)
+        self.resume_flow = ResumeFlow(self)
 
     # ------------------------------------------------------------------ layout
 
@@ -533,8 +533,7 @@ class MainScreen(Screen[None]):
         self._pending_alerts.clear()
         self.workers.cancel_group(self, "as_of")
         self.workers.cancel_group(self, "drift")
-        if self.modal is not None:
-            self.modal.evidence_changed("the ledger file was replaced")
+        self.resume_flow.evidence_gone("the ledger file was replaced")
         timeline = self.timeline
         timeline.reload()
         timeline.total = 0
@@ -597,8 +596,7 @@ class MainScreen(Screen[None]):
         self.last_commit = snap.last_recorded_at
         self.cases_pane.set_verdict(message.case, self.live_verdict)
         self._note_changes(snap, first)
-        if self.modal is not None:
-            self._check_modal_evidence(snap)
+        self.resume_flow.check_evidence(snap)
         self.evidence_flow.check_reconcile_evidence(snap)
         self._check_drift(snap)
         if self.as_of is None:
@@ -792,9 +790,7 @@ class MainScreen(Screen[None]):
         if action in ("resume", "explain_resume"):
             if self.read_only:
                 return False
-            call = self.selected_call()
-            ok = (call is not None and call.resumable and self.as_of is None
-                  and not self.resuming)
+            ok = self.resume_flow.resume_permitted()
             if action == "resume":
                 return True if ok else None
             return not ok
@@ -988,151 +984,6 @@ class MainScreen(Screen[None]):
         if case is not None:
             self.open_case(case)
 
-    # ------------------------------------------------------------------ resume
-
-    def action_explain_resume(self) -> None:
-        """`r` where resume is not permitted: say why (kept in the action log)."""
-        if self.resuming:
-            self.notify("a resume is already running", markup=False)
-            return
-        if self.as_of is not None:
-            self.notify("time travel shows the past: go back to live (t or esc) to resume",
-                        severity="warning", markup=False)
-            return
-        call = self.selected_call()
-        if call is None:
-            self.notify("select a call first (3 focuses Calls)", severity="warning",
-                        markup=False)
-            return
-        text = visible(f"{call.call_id}: resume not permitted; the projection says next "
-                       f"operation is {call.next_operation.value}: {call.reason}",
-                       one_line=True, limit=400)
-        self.action_log.add(self.clock(), self.case_label(), call.call_id, Outcome.REFUSED, text)
-        self.notify(text, title="resume refused", severity="warning", markup=False,
-                    timeout=10)
-
-    def action_resume(self) -> None:
-        call = self.selected_call()
-        if self.read_only or call is None or not call.resumable or self.case is None:
-            return
-        if self.planning:
-            return  # one plan at a time: a second `r` must not stack two modals
-        self.planning = True
-        self.activity = f"checking {call.call_id} for drift\u2026"
-        self.paint_status()
-        self._plan(self.case, call.call_id)
-
-    @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
-    def _plan(self, case: Path, call_id: str) -> None:
-        try:
-            plan = self.service.plan(case, call_id)
-        except ResumeRefused as exc:
-            op = exc.next_operation.value if exc.next_operation is not None else "none"
-            self.post_message(m.ResumeNote(case, call_id, f"{call_id}: refused (next "
-                                           f"operation {op}): {exc.reason}", "refused"))
-            return
-        except LedgerError as exc:
-            self.post_message(m.ResumeNote(case, call_id, str(exc), "failed"))
-            return
-        except Exception as exc:  # noqa: BLE001 - an unreadable artifact etc.: say so
-            self.post_message(m.ResumeNote(case, call_id, f"{call_id}: cannot plan a "
-                                           f"resume: {type(exc).__name__}: {exc}", "failed"))
-            return
-        self.post_message(m.PlanReady(case, plan))
-
-    def on_plan_ready(self, message: m.PlanReady) -> None:
-        self.planning = False
-        self.activity = None
-        plan, case = message.plan, message.case
-        if case != self.case or self.as_of is not None or self.read_only:
-            self.paint_status()
-            return  # the operator moved on (another case, time travel) first
-        self.drift[plan.call_id] = check_from_plan(plan)
-        self._paint_panes()
-        modal = ResumeModal(plan)
-        self.modal = modal
-        if self.live is not None:
-            self._check_modal_evidence(self.live)
-
-        def decided(decision: ResumeDecision | None) -> None:
-            self.modal = None
-            label = self.case_label(case)
-            if decision is None or not decision.confirmed:
-                why = modal.refused or ("drift: " + "; ".join(plan.drift) if plan.drift
-                                        else "cancelled by the operator")
-                outcome = Outcome.REFUSED if modal.refused or plan.drift else Outcome.CANCELLED
-                self.action_log.add(self.clock(), label, plan.call_id, outcome,
-                             visible(why, one_line=True, limit=300))
-                return
-            if self.read_only or self.case != case or modal.refused:
-                return
-            self.action_log.add(self.clock(), label, plan.call_id, Outcome.CONFIRMED,
-                         f"confirmed resume to {plan.base_url}")
-            self.resuming = True
-            self.note = None
-            self.activity = f"resuming {plan.call_id}\u2026"
-            self.paint_status()
-            self.refresh_bindings()
-            self._run_resume(case, plan, decision)
-
-        self.app.push_screen(modal, decided)
-
-    def _check_modal_evidence(self, snap: CaseSnapshot) -> None:
-        modal = self.modal
-        if modal is None or modal.refused:
-            return
-        plan = modal.plan
-        call = snap.call(plan.call_id)
-        if call is None or call.last_seq != plan.evidence[1] or not call.resumable:
-            now = f"last seq {call.last_seq}, {call.stage.value}" if call else "call not found"
-            modal.evidence_changed(f"shown at seq {plan.evidence[1]}, now {now}")
-
-    @work(thread=True, exit_on_error=False, group="resume", exclusive=True)
-    def _run_resume(self, case: Path, plan: ResumePlan, decision: ResumeDecision) -> None:
-        def progress(text: str) -> None:
-            self.post_message(m.ResumeNote(case, plan.call_id, text, "progress"))
-
-        try:
-            result = self.service.run(case, plan, reason=decision.reason,
-                                      send_credential=decision.send_credential,
-                                      progress=progress)
-        except ResumeRefused as exc:
-            self.post_message(m.ResumeNote(case, plan.call_id, f"{plan.call_id}: refused: "
-                                           f"{exc.reason}", "refused"))
-            return
-        except LedgerError as exc:
-            self.post_message(m.ResumeNote(case, plan.call_id, str(exc), "failed"))
-            return
-        except Exception as exc:  # noqa: BLE001 - the provider or network failed; say so
-            self.post_message(m.ResumeNote(case, plan.call_id, f"{plan.call_id}: resume "
-                                           f"failed: {type(exc).__name__}: {exc}", "failed"))
-            return
-        self.post_message(m.ResumeDone(case, result))
-
-    def on_resume_note(self, message: m.ResumeNote) -> None:
-        text = visible(message.text, one_line=True, limit=400)
-        if message.kind == "progress":
-            if message.case == self.case:
-                self.activity = f"resume: {text}"
-                self.paint_status()
-            return
-        self.planning = False
-        self.resuming = False
-        refused = message.kind == "refused"
-        self.report_outcome(message.case, message.call_id,
-                            Outcome.REFUSED if refused else Outcome.FAILED, text, ok=False,
-                            title="resume " + message.kind,
-                            severity="warning" if refused else "error")
-
-    def on_resume_done(self, message: m.ResumeDone) -> None:
-        r = message.result
-        self.resuming = False
-        text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
-                       f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}",
-                       one_line=True, limit=300)
-        self.report_outcome(message.case, r.old_call_id, Outcome.RESUMED, text, ok=True,
-                            title="resume done")
-
     # ------------------------------------------------------------------ the flows' host
 
     @property
@@ -1173,7 +1024,27 @@ class MainScreen(Screen[None]):
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
         self.app.push_screen(screen, callback)
 
+    def show_drift(self, check: DriftCheck) -> None:
+        """A drift check a flow made (resume's plan): keep it and show it in the panes."""
+        self.drift[check.call_id] = check
+        self._paint_panes()
+
     # ------------------------------------------------------------------ flows (delegates)
+
+    def action_explain_resume(self) -> None:
+        self.resume_flow.action_explain_resume()
+
+    def action_resume(self) -> None:
+        self.resume_flow.action_resume()
+
+    def on_plan_ready(self, message: PlanReady) -> None:
+        self.resume_flow.on_plan_ready(message)
+
+    def on_resume_note(self, message: ResumeNote) -> None:
+        self.resume_flow.on_note(message)
+
+    def on_resume_done(self, message: ResumeDone) -> None:
+        self.resume_flow.on_done(message)
 
     def action_advance(self) -> None:
         self.advance_flow.action_advance()
