@@ -324,10 +324,10 @@ _BUNDLE = """
 import sys, time
 t0 = time.perf_counter()
 from codeai_tui.console.model import discover_cases
-from codeai_tui.console.fleet import summarize  # what the Cases pane runs per case
+from codeai_tui.console.fleet import summarize_all  # what the Cases pane runs
 cases = discover_cases(sys.argv[1])
-for c in cases:
-    summarize(c)
+for _case, _summary in summarize_all(cases):
+    pass
 print(f"{time.perf_counter() - t0:.4f} {len(cases)}")
 """
 

@@ -1,8 +1,8 @@
 """1 Cases: every case of a bundle with its worst next operation of any kind.
 
 The pane owns the worker that summarises the cases it lists (a thread: each summary is
-a CPU-bound projection; 1,000 small cases list in about 1 s) and posts `Summarized`
-per case. Under time travel the open case's row shows its as-of verdict ("⏲ seq N:")
+a CPU-bound projection, so a big bundle is shared with helper processes, see
+console/fleet.summarize_all) and posts `Summarized` in batches. Under time travel the open case's row shows its as-of verdict ("⏲ seq N:")
 and every other row is marked "● live:" (time travel is per case: the others are not
 rewound), and the title says so, so no row can be read as the other's time.
 """
@@ -22,9 +22,8 @@ from textual.worker import get_current_worker
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.table import Column, ListSource, Row
-from codeai_tui.console.fleet import CaseOrder, ordered, summarize
+from codeai_tui.console.fleet import CaseOrder, ordered, summarize_all
 from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
-from codeai_tui.ledger import LedgerError
 
 SUMMARY_BATCH_S = 0.25  # toolong's batching interval: a repaint per batch, not per case
 CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
@@ -83,8 +82,8 @@ class CasesPane(Pane):
         self._by_name = {case_name(c, self.root): c for c in self.cases}
         todo = [c for c in self.cases if c not in self.verdicts and c != self.active]
         if todo:
-            # one thread: two were measured slower on 1,000 cases (3.0-3.7 s vs 1.7 s on
-            # 2 busy cores; the projection half of each summary holds the GIL)
+            # one thread (two are slower: most of a summary holds the GIL); helper
+            # processes take a share of a big bundle (console/fleet.summarize_all)
             self._summarize(todo)
         self.paint()
 
@@ -111,17 +110,13 @@ class CasesPane(Pane):
         worker = get_current_worker()
         batch: dict[Path, CaseVerdict] = {}
         sent = time.monotonic()
-        for case in cases:
-            if worker.is_cancelled:
-                return
-            try:
-                batch[case] = summarize(case)
-            except LedgerError as exc:
-                batch[case] = unreadable_verdict(str(exc))
+        for case, summary in summarize_all(cases, lambda: worker.is_cancelled):
+            batch[case] = (summary if isinstance(summary, CaseVerdict)
+                           else unreadable_verdict(str(summary)))
             if time.monotonic() - sent >= SUMMARY_BATCH_S:
                 self.post_message(self.Summarized(batch))
                 batch, sent = {}, time.monotonic()
-        if batch:
+        if batch and not worker.is_cancelled:
             self.post_message(self.Summarized(batch))
 
     def paint(self) -> None:
