@@ -129,7 +129,10 @@ class _Work:
             return self._todo.popleft() if self._todo else None
 
     def take_back(self, n: int) -> list[Path]:
+        """Up to `n` cases from the back; fewer near the end, so that no side is left
+        waiting long for the other's last chunk."""
         with self._lock:
+            n = min(n, max(1, len(self._todo) // 8))
             chunk = [self._todo.pop() for _ in range(min(n, len(self._todo)))]
             chunk.reverse()
             self._out += len(chunk)
