@@ -16,10 +16,11 @@ holds the GIL. So `summarize_all` shares a big bundle with helper processes (one
 further core): each runs this same `summarize` on chunks of cases it is handed and
 sends the verdicts back; the caller summarises from the other end until they meet.
 Measured on that bundle (`summarize_all`, five rounds in one process after its 0.1 s
-of imports; other sessions were running, so the load average is theirs): with one
-helper 0.59 s median while the second core was free (load 2.7, falling), 0.75-0.85 s
-with another process busy on a core (load 2.3-2.8), where it is 1.0-1.3 s without a
-helper; with both cores taken by others, 1.18 s against 1.28 s.
+of imports): on a quiet machine (nothing else running; load average 0.9-1.2, our own
+runs) 0.57-0.59 s median with one helper against 1.00-1.02 s without; the bench's row,
+a whole process with its imports, 0.71-0.74 s. With another session's process busy on
+one core (load 2.3-2.8), 0.75-0.85 s against 1.0-1.3 s; with both cores taken by
+others, 1.18 s against 1.28 s.
 """
 
 from __future__ import annotations
