@@ -92,6 +92,7 @@ async def test_reconcile_received_on_demo_case_04(demo_04: Path, tmp_path: Path)
         assert "received by the provider at" in line and f"(receipt {receipt_id})" in line
         modal = await open_reconcile(pilot)
         assert finding(modal) == "received"  # pre-filled from the matching receipt
+        assert "\u2190 chosen" in str(modal.query_one("#finding-received", RadioButton).label)
         assert modal.query_one("#finding-not_received", RadioButton).disabled
         assert f"receipt {receipt_id}" in modal_text(modal)
         assert app.focused is modal.query_one("#reconcile-cancel")
@@ -158,8 +159,13 @@ async def test_no_prefill_when_unknowable_then_not_received_is_recorded(tmp_path
         await pilot.pause()
         assert "choose a finding first" in modal_text(modal)
         assert ledger_digest(case) == before
+        assert not [b for b in modal.query(RadioButton) if "chosen" in str(b.label)]
         await pilot.click("#finding-not_received")
         await wait_for(pilot, lambda: finding(modal) == "not_received", what="chosen")
+        # which finding is chosen is said in words, not by the dot's colour alone
+        await wait_for(pilot, lambda: [b.id for b in modal.query(RadioButton)
+                                       if "\u2190 chosen" in str(b.label)]
+                       == ["finding-not_received"], what="the chosen mark")
         modal.query_one("#reconcile-cancel").focus()
         await pilot.press("y")
         main = app.main

@@ -69,14 +69,12 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
             with VerticalScroll(id="reconcile-body"):
                 yield Static(self._evidence(), id="reconcile-evidence")
                 with RadioSet(id="reconcile-finding"):
-                    yield RadioButton(FINDING_LABELS["received"], id="finding-received",
-                                      value=plan.suggested == "received")
-                    yield RadioButton(FINDING_LABELS["not_received"] if
-                                      plan.not_received_allowed else
-                                      "not_received: refused, a receipt matches",
-                                      id="finding-not_received",
-                                      value=plan.suggested == "not_received",
-                                      disabled=not plan.not_received_allowed)
+                    for name in ("received", "not_received"):
+                        yield RadioButton(self._finding_label(name, plan.suggested == name),
+                                          id=f"finding-{name}",
+                                          value=plan.suggested == name,
+                                          disabled=(name == "not_received"
+                                                    and not plan.not_received_allowed))
                 yield Input(placeholder="note (optional, recorded in attempt.reconciled)",
                             id="reconcile-note", max_length=300)
                 yield Static(self._facts(), id="reconcile-facts")
@@ -84,6 +82,20 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
             with Horizontal(id="reconcile-buttons"):
                 yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
                 yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+
+    def _finding_label(self, name: str, chosen: bool) -> str:
+        """A finding's label, saying in words which one is chosen: the radio dot differs
+        only by colour, and a monochrome terminal shows both alike."""
+        label = (FINDING_LABELS[name] if name == "received" or self.plan.not_received_allowed
+                 else "not_received: refused, a receipt matches")
+        return f"{label}  \u2190 chosen" if chosen else label
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        event.stop()
+        for button in self.query(RadioButton):
+            name = (button.id or "").removeprefix("finding-")
+            if name in FINDING_LABELS:
+                button.label = self._finding_label(name, button is event.pressed)
 
     def _evidence(self) -> Content:
         """What the provider's own log says: the verdict's evidence, then the pre-fill."""
