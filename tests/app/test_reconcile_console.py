@@ -84,7 +84,7 @@ async def test_reconcile_received_on_demo_case_04(demo_04: Path, tmp_path: Path)
     receipt_id = json.loads((case / "provider" / "receipts.jsonl").read_text()
                             .splitlines()[0])["receipt_id"]
     app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("3")
         line = verdict_text(app)
@@ -114,6 +114,14 @@ async def test_reconcile_received_on_demo_case_04(demo_04: Path, tmp_path: Path)
         assert any(t.startswith("reconciled: reconciled call-1 attempt call-1-a1: received "
                                 f"(receipt {receipt_id})") for t in log_texts(app))
         assert "reconciled call-1 in" in app.action_log.summary()
+        # the outcome's toast is up; the next dialog opens without it over its buttons
+        await wait_for(pilot, lambda: len(app.screen.query("Toast")) > 0, what="toast")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "AdvanceModal",
+                       what="advance dialog")
+        await pilot.pause()
+        assert len(app.screen.query("Toast")) == 0
+        await pilot.press("escape")
     events = reconciled_events(case)
     assert len(events) == 1
     assert events[0]["finding"] == "received" and events[0]["evidence"] == [receipt_id]

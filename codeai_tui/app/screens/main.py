@@ -1022,6 +1022,9 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
+        """Open a flow's confirmation dialog. Toasts still showing go first: at 80x24 one
+        covered the dialog's buttons (what they said is in the header and the action log)."""
+        self.app.clear_notifications()
         self.app.push_screen(screen, callback)
 
     def show_drift(self, check: DriftCheck) -> None:
