@@ -117,6 +117,9 @@ class AdvanceModal(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="advance.cancel_escape"),
         Binding("n", "cancel", "Cancel", id="advance.cancel"),
         Binding("y", "confirm", "Confirm", id="advance.confirm"),
+        # with two choices `y` is ambiguous; `f` finalizes (found at 80x24: the only
+        # way was Tab/shift+Tab to the button, its focus shown by colour alone)
+        Binding("f", "finalize", "Finalize", id="advance.finalize"),
     ]
 
     def __init__(self, view: AdvanceView) -> None:
@@ -158,7 +161,7 @@ class AdvanceModal(ModalScreen[str | None]):
                 yield Button("Cancel (n / esc)", id="advance-cancel", variant="primary")
                 for step in v.steps:
                     label = LABELS[step] if self.single else (
-                        "Finalize as failed" if step == "finalize" else LABELS[step])
+                        "Finalize as failed (f)" if step == "finalize" else LABELS[step])
                     yield Button(label, id=f"advance-{step}", variant="error",
                                  disabled=step == "accept-duplicate")
 
@@ -191,10 +194,14 @@ class AdvanceModal(ModalScreen[str | None]):
 
     def action_confirm(self) -> None:
         if self.single is None:
-            self._say("two choices here: Finalize (as failed), or type the call id and "
+            self._say("two choices here: f finalizes (as failed), or type the call id and "
                       "Accept duplicate")
             return
         self.dismiss(self.single)
+
+    def action_finalize(self) -> None:
+        if "finalize" in self.view.steps:
+            self.dismiss("finalize")
 
     def _say(self, text: str) -> None:
         self.query_one("#advance-say", Static).update(
