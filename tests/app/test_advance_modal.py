@@ -101,9 +101,12 @@ async def test_decide_duplicate_needs_a_choice_and_a_typed_id_to_accept(
         assert isinstance(app.screen, AdvanceModal) and ledger_digest(case) == before
         accept = modal.query_one("#advance-accept-duplicate", Button)
         assert accept.disabled
-        modal.query_one("#advance-typed-id", Input).value = "call-1"
-        await wait_for(pilot, lambda: not accept.disabled, what="accept enabled")
-        accept.press()
+        modal.query_one("#advance-typed-id", Input).focus()
+        await pilot.press(*"call-1", "enter")  # Enter in the field goes to the button
+        await wait_for(pilot, lambda: app.focused is accept and not accept.disabled,
+                       what="accept enabled and focused")
+        assert ledger_digest(case) == before
+        await pilot.press("enter")
         await wait_for(pilot, lambda: "advanced" in _outcomes(app), timeout=20,
                        what="acceptance recorded")
     with LedgerReader(case) as reader:

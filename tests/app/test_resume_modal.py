@@ -157,14 +157,15 @@ async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any)
         assert isinstance(app.screen, ResumeModal)
         assert ledger_digest(case) == before
         typed = modal.query_one("#resume-typed-id", Input)
-        typed.focus()
-        await pilot.press(*"call-2")
-        await pilot.pause()
-        assert confirm.disabled
-        typed.value = "call-1"
-        await pilot.pause()
-        assert not confirm.disabled
-        await pilot.click("#resume-confirm")
+        assert app.focused is typed  # the hint takes the operator to the field
+        await pilot.press(*"call-2", "enter")
+        await wait_for(pilot, lambda: "not the call id" in modal_text(modal), what="wrong id")
+        assert confirm.disabled and app.focused is typed
+        typed.value = ""
+        await pilot.press(*"call-1", "enter")  # the keyboard's way: Enter goes to Resume
+        await wait_for(pilot, lambda: app.focused is confirm, what="Resume focused")
+        assert isinstance(app.screen, ResumeModal) and ledger_digest(case) == before
+        await pilot.press("enter")
         await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
         assert len(read_receipts(case).receipts) == 1
 

@@ -177,7 +177,13 @@ class AdvanceModal(ModalScreen[str | None]):
         self.query_one("#advance-accept-duplicate", Button).disabled = not self._typed()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the typed-id field moves to Accept duplicate once the id is right (a
+        second Enter confirms): the field itself never records anything."""
         event.stop()
+        if self._typed():
+            self.query_one("#advance-accept-duplicate", Button).focus()
+        else:
+            self._say("type the call id to accept a duplicate: " + _v(self.view.call_id))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -207,7 +207,15 @@ class ResumeModal(ModalScreen[ResumeDecision]):
             self.refresh_bindings()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the typed-id field moves to Resume once the id is right (a second
+        Enter, or y, confirms): never a send from the field itself."""
         event.stop()
+        if event.input.id != "resume-typed-id":
+            return
+        if self.confirmable():
+            self.query_one("#resume-confirm", Button).focus()
+        elif self.needs_typed_id and not self.refused:
+            self._say("that is not the call id: type " + _v(self.plan.call_id))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -222,8 +230,10 @@ class ResumeModal(ModalScreen[ResumeDecision]):
     def action_confirm(self) -> None:
         if not self.confirmable():
             if self.needs_typed_id and not self.refused:
+                # and go to the field: from the focused Cancel, Enter would cancel
                 self._say("type the call id first: " + _v(self.plan.call_id) +
-                          " (then y or the Resume button)")
+                          " (then Enter, and Enter or y on Resume)")
+                self.query_one("#resume-typed-id", Input).focus()
             return
         reason_inputs = self.query("#resume-reason")
         if reason_inputs:
