@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+# what an action says when it needs a selected call and there is none
+SELECT_A_CALL = "select a call first (3 focuses Calls)"
+
 
 class Outcome(StrEnum):
     RESUMED = "resumed"

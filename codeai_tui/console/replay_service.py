@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from codeai_tui.console.actions import SELECT_A_CALL
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
 from codeai_tui.tools.replay import (
@@ -41,7 +42,7 @@ class ReplayResult:
 def gate(call: CallState | None, *, kernel_key: Path | None) -> str | None:
     """Why the projection (or the console's setup) does not permit replaying `call`."""
     if call is None:
-        return "select a call first (3 focuses Calls)"
+        return SELECT_A_CALL
     tools = call.tools
     if tools is None or tools.plan is None:
         return (f"{call.call_id} has no saved tool plan (no complete response was saved); "

@@ -30,7 +30,7 @@ from textual.widgets import Button, Input, Static
 
 from codeai_tui import advance
 from codeai_tui.app.screens.flow_host import FlowHost
-from codeai_tui.console.actions import Outcome
+from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.resume_service import LedgerResumeService
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.resume import ResumeRefused
@@ -256,8 +256,7 @@ class AdvanceFlow:
             return
         steps = steps_for(call)
         if call is None:
-            host.notify("select a call first (3 focuses Calls)", severity="warning",
-                        markup=False)
+            host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
         if host.as_of is not None or not steps or host.resuming or host.planning:
             why = ("time travel shows the past: go back to live first" if host.as_of is not None
@@ -266,9 +265,7 @@ class AdvanceFlow:
                         f"{call.next_operation.value}: {call.reason}")
             text = visible(f"{call.call_id}: advance not permitted; {why}", one_line=True,
                            limit=400)
-            host.record(None, call.call_id, Outcome.REFUSED, text)
-            host.notify(text, title="advance refused", severity="warning", markup=False,
-                        timeout=10)
+            host.refuse(call.call_id, "advance", text)
             return
         host.planning = True
         view = AdvanceView(host.case, call.call_id, call.stage.value,

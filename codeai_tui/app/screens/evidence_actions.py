@@ -19,7 +19,7 @@ from textual.message import Message
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
 from codeai_tui.app.widgets.receipts_pane import receipt_key
-from codeai_tui.console.actions import Outcome
+from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.evidence import (
     calls_of_receipt,
     receipts_of_call,
@@ -99,8 +99,7 @@ class EvidenceFlow:
         snap = host.shown
         call = snap.call(host.selected_call_id) if snap is not None else None
         if call is None:
-            host.notify("select a call first (3 focuses Calls)", severity="warning",
-                        markup=False)
+            host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
         ids = receipts_of_call(call, snap)
         if not ids:
@@ -168,16 +167,13 @@ class EvidenceFlow:
             return
         call = host.selected_call()
         if call is None:
-            host.notify("select a call first (3 focuses Calls)", severity="warning",
-                        markup=False)
+            host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
         what = ("an anomaly names this call" if call.anomalous and call.effect_unknown
                 else f"the projection says next operation is {call.next_operation.value}")
         text = _line(f"{call.call_id}: reconcile not permitted (only an effect-unknown "
                      f"call); {what}: {call.reason}")
-        host.record(None, call.call_id, Outcome.REFUSED, text)
-        host.notify(text, title="reconcile refused", severity="warning", markup=False,
-                    timeout=10)
+        host.refuse(call.call_id, "reconcile", text)
 
     def action_reconcile(self) -> None:
         host = self.host

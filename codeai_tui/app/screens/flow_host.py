@@ -79,6 +79,11 @@ class FlowHost(Protocol):
         """Keep an outcome in the action log (case None: the open case)."""
         ...
 
+    def refuse(self, call_id: str | None, action: str, text: str) -> None:
+        """A gated action refused before anything was written: the action log and a
+        toast titled "<action> refused"."""
+        ...
+
     def paint_status(self) -> None: ...
 
     def wake_follower(self) -> None:

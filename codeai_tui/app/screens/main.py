@@ -1003,6 +1003,13 @@ class MainScreen(Screen[None]):
         """Keep an outcome in the action log (case None: the open case)."""
         self.action_log.add(self.clock(), self.case_label(case), call_id, outcome, text)
 
+    def refuse(self, call_id: str | None, action: str, text: str) -> None:
+        """A gated action refused before anything was written: the action log and a
+        toast titled "<action> refused" (resume, reconcile, advance and replay alike)."""
+        self.record(None, call_id, Outcome.REFUSED, text)
+        self.notify(text, title=f"{action} refused", severity="warning", markup=False,
+                    timeout=10)
+
     def wake_follower(self) -> None:
         """Poll the ledger now: the follower shows what an action wrote at once."""
         self._wake.set()

@@ -60,9 +60,7 @@ class ReplayFlow:
                gate(call, kernel_key=service.kernel_key if service else None))
         if why is not None or call is None or service is None:
             text = visible(f"replay refused: {why}", one_line=True, limit=400)
-            host.record(None, call.call_id if call else None, Outcome.REFUSED, text)
-            host.notify(text, title="replay refused", severity="warning", markup=False,
-                        timeout=10)
+            host.refuse(call.call_id if call else None, "replay", text)
             return
         self.replaying = True
         host.run_worker(partial(self._preview, service, host.case, call.call_id),

@@ -18,7 +18,7 @@ from textual.message import Message
 
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
-from codeai_tui.console.actions import Outcome
+from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.drift import check_from_plan
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import LedgerError
@@ -74,15 +74,12 @@ class ResumeFlow:
             return
         call = host.selected_call()
         if call is None:
-            host.notify("select a call first (3 focuses Calls)", severity="warning",
-                        markup=False)
+            host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
         text = visible(f"{call.call_id}: resume not permitted; the projection says next "
                        f"operation is {call.next_operation.value}: {call.reason}",
                        one_line=True, limit=400)
-        host.record(None, call.call_id, Outcome.REFUSED, text)
-        host.notify(text, title="resume refused", severity="warning", markup=False,
-                    timeout=10)
+        host.refuse(call.call_id, "resume", text)
 
     def action_resume(self) -> None:
         host = self.host
