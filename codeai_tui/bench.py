@@ -192,9 +192,8 @@ import sys, orjson
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.services.gather import OTHER_KINDS, PAYLOAD_CALL_KINDS
 with EvidenceSQL(sys.argv[1]) as sql:
-    for batch in sql.payload_batches(1 << 62, PAYLOAD_CALL_KINDS, OTHER_KINDS):
-        for row in batch:
-            orjson.loads(row[5])
+    for row in sql.payload_rows(1 << 62, PAYLOAD_CALL_KINDS, OTHER_KINDS):
+        orjson.loads(row[5])
 """
 
 

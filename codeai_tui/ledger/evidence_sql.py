@@ -92,16 +92,14 @@ class EvidenceSQL:
         abort_when(self._conn, stop)
 
     def sibling(self, abandoned: Callable[[], bool] | None = None) -> EvidenceSQL:
-        """Another read-only connection to the same ledger, stopped by the same `stop`:
-        for a grouped read in a second thread (SQLite steps outside the GIL, so two
-        reads use both cores); `abandoned` also stops it (its reader gave up). Every query is bounded by a seq, so both see one prefix
-        of a ledger that is still growing."""
+        """Another read-only connection to the same ledger, stopped by the same `stop`
+        and by `abandoned` (its caller gave up): for a grouped read in a second thread
+        (SQLite steps outside the GIL, so two reads use both cores). Every query is
+        bounded by a seq, so both see one prefix of a ledger that is still growing."""
         other = EvidenceSQL(self.path)
-        stop, also = self._stop, abandoned
-        if stop is not None and also is not None:
-            other.abort_when(lambda: stop() or also())
-        elif stop is not None or also is not None:
-            other.abort_when(stop or also)  # type: ignore[arg-type]
+        checks = [c for c in (self._stop, abandoned) if c is not None]
+        if checks:
+            other.abort_when(lambda: any(check() for check in checks))
         return other
 
     def __enter__(self) -> EvidenceSQL:
@@ -117,18 +115,12 @@ class EvidenceSQL:
             raise _error(self.path, exc) from None
 
     def _stream(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
-        """Rows one by one, read in batches."""
-        for rows in self._batches(sql, params):
-            yield from rows
-
-    def _batches(self, sql: str, params: tuple[object, ...] = ()
-                 ) -> Iterator[list[tuple[object, ...]]]:
         """Rows in batches; the statement is finished (or reset) before returning."""
         try:
             cur = self._conn.execute(sql, params)
             try:
                 while rows := cur.fetchmany(_BATCH):
-                    yield rows
+                    yield from rows
             finally:
                 # a stream left unfinished (`inspect --json | head`) is collected after
                 # its connection closed: nothing is left to finish then
@@ -309,17 +301,16 @@ class EvidenceSQL:
             f"SELECT seq, kind FROM events WHERE (call_id IS NULL OR call_id = '') "
             f"AND seq <= ? AND kind IN ({_in(call_kinds)}) ORDER BY seq", (as_of,))
 
-    def payload_batches(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
-                     ) -> Iterator[list[tuple[int, str | None, str | None, str | None,
-                                              str | None, bytes]]]:
+    def payload_rows(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
+                     ) -> Iterator[tuple[int, str | None, str | None, str | None, str | None,
+                                         bytes]]:
         """(seq, call_id, kind, task_id, compilation_id, payload bytes) of the events of
         `call_kinds` and `other_kinds`, in seq order: SQLite filters, only these rows
         reach Python. For call kinds, kind, task_id (but on call.requested) and
         compilation_id are NULL: the skeleton already has them, and every cell not
         decoded is time saved. Payloads come as bytes: orjson reads them directly and
-        invalid UTF-8 in one payload is that event's anomaly, not a failed read. In
-        batches: a reader in another thread hands them on whole."""
-        return self._batches(f"""
+        invalid UTF-8 in one payload is that event's anomaly, not a failed read."""
+        return self._stream(f"""
             SELECT seq, call_id,
                    CASE WHEN kind IN ({_in(other_kinds)}) THEN kind END,
                    CASE WHEN kind IN ({_in(other_kinds)}) OR kind = 'call.requested'

@@ -31,7 +31,6 @@ from codeai_tui.ledger.schema import (
     TOOL_KINDS,
     parse_payload,
 )
-from codeai_tui.services.read_ahead import read_ahead
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -273,8 +272,8 @@ class Gathered:
             next_out += 1
         tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
         loads, dict_ = orjson.loads, dict
-        for seq, call_id, kind, task_id, comp_id, raw in read_ahead(
-                sql, lambda other: other.payload_batches(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS)):
+        for seq, call_id, kind, task_id, comp_id, raw in sql.payload_rows(
+                limit, PAYLOAD_CALL_KINDS, OTHER_KINDS):
             try:  # the common case without parse_payload's wrapping (same parser)
                 payload = loads(raw)
                 problem = None if type(payload) is dict_ else "retry"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
@@ -99,13 +98,9 @@ class StreamedCase:
 def stream_case(sql: EvidenceSQL, case_dir: str | os.PathLike[str],
                 as_of: int | None = None) -> StreamedCase:
     """The projection of an open ledger, calls streamed (fast path) or all at once."""
-    with ThreadPoolExecutor(1) as pool:
-        # the receipt log is parsed (Python) while the gatherer's first reads run in C
-        reading = pool.submit(read_receipts, case_dir)
-        got = gather(sql, as_of, None)
-        receipts = reading.result()
+    receipts = read_receipts(case_dir)
+    got = gather(sql, as_of, receipts)
     if isinstance(got, Gathered):
-        got.receipt_log = receipts
         return StreamedCase(got.as_of_seq, got.event_count, got.calls(), "sql", got, None)
     st = project_events(case_dir, as_of, receipts, got)
     return StreamedCase(st.as_of_seq, st.event_count, iter(st.calls), st.gathered, None, st)
