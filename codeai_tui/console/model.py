@@ -235,7 +235,7 @@ class CaseFollower:
         if self.projector.last_seq or self.max_seq < FAST_START_MIN:
             return None
         try:
-            self._skeleton = build_skeleton(self.sql, self.max_seq, stop=self.stopped)
+            self._skeleton = build_skeleton(self.sql, self.max_seq)
         except FastPathUnfit:
             return None
         return self._skeleton

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import NamedTuple, overload
@@ -207,23 +207,19 @@ def _unknown_undecided(flags: int, last: int | None) -> bool:
     return bool(last & _REC and not last & _OBS)
 
 
-def _sent_calls(path: object, limit: int, out: list[set[str]],
-                stop: Callable[[], bool] | None) -> None:
-    """In its own thread: a failure leaves `out` empty (no skeleton, the projection
-    answers) instead of a thread traceback on the console's screen; `stop` ends it
-    early (the console is closing)."""
+def _sent_calls(sql: EvidenceSQL, limit: int, out: list[set[str]]) -> None:
+    """In its own thread, on a sibling connection (stopped with `sql`'s own stop: the
+    console is closing): a failure leaves `out` empty (no skeleton, the projection
+    answers) instead of a thread traceback on the console's screen."""
     try:
-        with EvidenceSQL(path) as sql:  # type: ignore[arg-type]
-            if stop is not None:
-                sql.abort_when(stop)
-            out.append(sql.calls_observed_mentioning(limit, "sent"))
+        with sql.sibling() as other:
+            out.append(other.calls_observed_mentioning(limit, "sent"))
     except Exception:  # noqa: BLE001 - any failure means: no skeleton
         return
 
 
 def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
-                   resolve_max: int = RESOLVE_MAX,
-                   stop: Callable[[], bool] | None = None) -> Skeleton:
+                   resolve_max: int = RESOLVE_MAX) -> Skeleton:
     """The skeleton of the ledger as of `as_of` (all when None). Raises FastPathUnfit
     (or a LedgerError) where the fast path would: the caller then waits for the
     projection. The observations' payload scan runs beside the grouped read, on its own
@@ -233,8 +229,7 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
         raise FastPathUnfit(problem)
     limit = sql.max_seq() if as_of is None else as_of
     found: list[set[str]] = []
-    scan = threading.Thread(target=_sent_calls, args=(sql.path, limit, found, stop),
-                            daemon=True)
+    scan = threading.Thread(target=_sent_calls, args=(sql, limit, found), daemon=True)
     scan.start()
     try:
         rows = sql.call_stage_rows(limit, CODES)
