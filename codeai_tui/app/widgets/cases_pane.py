@@ -2,8 +2,8 @@
 
 The pane owns the worker that summarises the cases it lists (a thread: each summary is
 a CPU-bound projection, so a big bundle is shared with helper processes, see
-console/fleet.summarize_all) and posts `Summarized` in batches. Under time travel the open case's row shows its as-of verdict ("⏲ seq N:")
-and every other row is marked "● live:" (time travel is per case: the others are not
+console/fleet.summarize_all) and posts `Summarized` in batches. Under time travel the
+open case's row shows its as-of verdict ("⏲ seq N:") and every other row is marked "● live:" (time travel is per case: the others are not
 rewound), and the title says so, so no row can be read as the other's time.
 """
 
