@@ -34,7 +34,7 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
                 "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
-COMMANDS = ("open", "inspect", "resume", "reconcile", "reinterpret", "redecide", "finalize",
+COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret", "redecide", "finalize",
             "next-attempt", "provider", "demo", "verify", "bench",
             "export", "receipts", "replay", "reliability")
 
@@ -114,6 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--finding", required=True, choices=("received", "not_received"),
                    help="did the provider receive the last attempt (ledger/RECONCILE.md)")
     p.add_argument("--note", default=None, help="recorded in attempt.reconciled")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    p = sub.add_parser("reconcile-tool",
+                       help="record whether a tool operation whose effect is unknown ran")
+    p.add_argument("case")
+    p.add_argument("operation_key", help="namespace/thread/turn/tool_call_id")
+    p.add_argument("--finding", required=True, choices=("executed", "not_executed"),
+                   help="what the tool's own records say (ledger/TOOLS.md); not_executed "
+                        "lets replay run it again")
+    p.add_argument("--note", default=None, help="recorded in tool.reconciled")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     _advance_parsers(sub)
@@ -223,6 +233,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_resume(args)
     if args.command == "reconcile":
         return cmd_reconcile(args)
+    if args.command == "reconcile-tool":
+        return cmd_reconcile_tool(args)
     if args.command in ("reinterpret", "redecide", "finalize", "next-attempt"):
         from codeai_tui.advance_cli import cmd_advance
 
@@ -372,6 +384,47 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_reconcile_tool(args: argparse.Namespace) -> int:
+    """Record what the tool's own records say of an operation whose effect is unknown:
+    exit 0 when appended, 3 when the projection refuses it (nothing appended), 2 bad
+    input. The confirmation asks for the tool-call id (the key's last part) typed."""
+    from codeai_tui.reconcile import (
+        ToolReconcileRefused,
+        UnknownOperation,
+        reconcile_operation,
+    )
+
+    case = Path(args.case)
+    if not case.is_dir():
+        raise CliError(f"{args.case}: not a case directory")
+    key = args.operation_key
+    if not key.strip():
+        raise CliError("the operation key is empty")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError("refusing to reconcile without confirmation: run on a terminal "
+                           "or pass --yes")
+        tool_call_id = key.rsplit("/", 1)[-1]
+        answer = input(f"Record finding {args.finding} for operation "
+                       f"{visible(key, one_line=True)}? Type its tool-call id "
+                       f"({visible(tool_call_id, one_line=True)}): ")
+        if answer.strip() != tool_call_id:
+            print("not reconciled", file=sys.stderr)
+            return EXIT_REFUSED
+    try:
+        result = reconcile_operation(case, key, args.finding, args.note)
+    except UnknownOperation as exc:
+        raise CliError(str(exc)) from None
+    except ToolReconcileRefused as exc:
+        return refused(exc)
+    op = result.state
+    print(visible(
+        f"reconciled operation {result.operation_key} (call {result.call_id}) as "
+        f"{result.finding} (seq {result.seq}); now {op.stage.value}, next "
+        f"{op.next_operation.value}", one_line=True))
+    return EXIT_OK
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from codeai_tui.destination import DestinationError
     from codeai_tui.resume import ResumeRefused, UnknownCall, plan_resume, resume_call
@@ -454,6 +507,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     an operation is admitted without an outcome; run the rest only after confirmation."""
     from codeai_tui.ledger.writer import LedgerWriter
     from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
+    from codeai_tui.tools.kernel import Outcome
     from codeai_tui.tools.replay import UnknownCall, plan_replay, record_follow_up, run_replay
     from codeai_tui.tools.turn import TurnRefused
 
@@ -479,7 +533,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"codeai-tui: refused: {visible(plan.refusal, one_line=True)}", file=sys.stderr)
         return EXIT_REFUSED
     if not plan.to_run:
-        print("nothing to run: every planned operation is completed")
+        print("nothing to run: every planned operation is completed or found to have run")
     elif not args.yes:
         if not sys.stdin.isatty():
             raise CliError("refusing to replay without confirmation: run on a terminal or pass --yes")
@@ -499,7 +553,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"codeai-tui: refused: {visible(str(exc), one_line=True)}", file=sys.stderr)
         return EXIT_REFUSED
     for completed in done:
-        print(f"{visible(completed.operation_key, one_line=True)}: {completed.outcome.value}")
+        outcome = ("found to have run, outcome unknown (not run again)"
+                   if completed.outcome is Outcome.UNKNOWN else completed.outcome.value)
+        print(f"{visible(completed.operation_key, one_line=True)}: {outcome}")
     if follow_up is not None:
         print(f"recorded the follow-up call {visible(follow_up, one_line=True)} with these "
               f"results (not sent); next: codeai-tui resume {visible(str(case), one_line=True)} "

@@ -1,4 +1,6 @@
 """Reconcile an unknown effect (ledger/RECONCILE.md): record the operator's finding.
+A tool operation's unknown effect is reconciled the same way (`reconcile_operation`,
+ledger/TOOLS.md `tool.reconciled`), from what the tool's own records say.
 
 `reconcile_call` acts only on a call at rung 6 (effect_unknown). Inside one
 `BEGIN IMMEDIATE` transaction of the one writer it re-projects the call from its
@@ -15,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.ledger.writer import LedgerWriter, NewEvent
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED
+from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction
 from codeai_tui.resume import ResumeRefused, UnknownCall, _project_call, _who
 from codeai_tui.workstate import CallStage, CallState, NextOperation
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.receipts import index_for
+from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpStage, ToolOpState
 
 FINDINGS = ("received", "not_received")
 
@@ -97,3 +101,98 @@ def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
         after = _project_call([*events, appended], call_id)
     assert after is not None
     return ReconcileResult(call_id, last.attempt_id, finding, matching, appended.seq, after)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class UnknownOperation(ValueError):
+    """No admitted tool operation with this key in the case (bad input, exit 2)."""
+
+
+class ToolReconcileRefused(ResumeRefused):
+    """The projection does not put the operation at T2; nothing written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReconcileResult:
+    operation_key: str
+    call_id: str
+    finding: str
+    seq: int  # of the appended tool.reconciled
+    state: ToolOpState  # the operation's verdict after it
+
+
+def operation_in(state: CallState | None, operation_key: str) -> ToolOpState | None:
+    """The operation with this key among the call's tool operations, if any."""
+    tools = state.tools if state is not None else None
+    if tools is None:
+        return None
+    return next((o for o in tools.operations if o.operation_key == operation_key), None)
+
+
+def check_tool_reconcilable(call: CallState | None, operation_key: str) -> ToolOpState:
+    """Raise unless the projection puts this operation at T2 (effect unknown)."""
+    op = operation_in(call, operation_key)
+    if call is None or op is None or op.admitted_seq is None:
+        raise UnknownOperation(f"no admitted tool operation {operation_key!r}")
+    if call.anomalous:
+        raise ToolReconcileRefused(
+            op.next_operation,
+            f"operation {operation_key}: an anomaly names call {call.call_id}; reconcile "
+            "refuses to guess")
+    if op.stage is not ToolOpStage.EFFECT_UNKNOWN:
+        raise ToolReconcileRefused(
+            op.next_operation,
+            f"operation {operation_key} is {op.stage.value}: next operation is "
+            f"{op.next_operation.value}, not {NextOperation.RECONCILE_EFFECT.value} "
+            f"({op.reason})")
+    return op
+
+
+def _planning_call(txn: WriteTransaction, operation_key: str) -> str:
+    """The one call whose events admitted this operation."""
+    calls = {e.call_id for e in txn.events("kind = ?", (TOOL_ADMITTED,))
+             if (e.payload or {}).get("operation_key") == operation_key and e.call_id}
+    if not calls:
+        raise UnknownOperation(f"no admitted tool operation {operation_key!r}")
+    if len(calls) > 1:
+        raise ToolReconcileRefused(
+            NextOperation.RECONCILE_EFFECT,
+            f"operation {operation_key} is admitted under {len(calls)} calls; reconcile "
+            "refuses to guess")
+    return calls.pop()
+
+
+def reconcile_operation(case_dir: str | os.PathLike[str], operation_key: str, finding: str,
+                        note: str | None = None, *, call_id: str | None = None,
+                        expected_admitted_seq: int | None = None) -> ToolReconcileResult:
+    """Append the finding for the operation's admission, gated as described above.
+    `call_id`: the planning call when the caller knows it (the console), else found from
+    the admissions. `expected_admitted_seq`: the admission shown to the operator; one
+    that changed since is refused. Raises UnknownOperation (bad input) or
+    ToolReconcileRefused (nothing appended)."""
+    if finding not in TOOL_FINDINGS:
+        raise ValueError(f"finding must be one of {TOOL_FINDINGS}, not {finding!r}")
+    if not operation_key:
+        raise UnknownOperation("no operation key given")
+    with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
+        cid = call_id or _planning_call(txn, operation_key)
+        events = txn.events_for_call(cid)
+        call = _project_call(events, cid)
+        op = check_tool_reconcilable(call, operation_key)
+        assert call is not None
+        if expected_admitted_seq is not None and op.admitted_seq != expected_admitted_seq:
+            raise ToolReconcileRefused(
+                op.next_operation,
+                f"operation {operation_key}: its admission changed since it was shown "
+                f"(seq {expected_admitted_seq}, now {op.admitted_seq}); look again")
+        appended = txn.append(NewEvent(
+            TOOL_RECONCILED, call.task_id,
+            {"operation_key": operation_key, "finding": finding, "note": note,
+             "decided_by": _who()},
+            call_id=cid, attempt_id=op.admitted_attempt_id,
+        ))
+        after = operation_in(_project_call([*events, appended], cid), operation_key)
+    assert after is not None
+    return ToolReconcileResult(operation_key, cid, finding, appended.seq, after)

@@ -71,7 +71,8 @@ ATTEMPT_KINDS = frozenset(
 # name the planning response) with their own rungs (workstate/tool_ops.py).
 TOOL_ADMITTED = "tool.admitted"
 TOOL_COMPLETED = "tool.completed"
-TOOL_KINDS = frozenset({TOOL_ADMITTED, TOOL_COMPLETED})
+TOOL_RECONCILED = "tool.reconciled"  # the operator's finding for an admission with no outcome
+TOOL_KINDS = frozenset({TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED})
 KNOWN_KINDS = TASK_KINDS | COMPILATION_KINDS | CALL_KINDS | ATTEMPT_KINDS | TOOL_KINDS
 
 

@@ -21,7 +21,7 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from codeai_tui.ledger.jsontypes import JsonObject
-from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED, Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction, utc_now
 from codeai_tui.responses import PlannedToolCall, arguments_sha256
 from codeai_tui.tools.receipts import (
@@ -40,6 +40,8 @@ from codeai_tui.tools.receipts import (
     sign_receipt,
     write_durable,
 )
+from codeai_tui.workstate import Projector
+from codeai_tui.workstate.tool_ops import NOT_EXECUTED
 
 CommitHook = Callable[[Event], None]
 ReceiptHook = Callable[[str], None]
@@ -48,6 +50,8 @@ ReceiptHook = Callable[[str], None]
 class Outcome(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    # never signed: an operation the operator found to have run, its outcome not recorded
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +104,36 @@ class Admission:
 
 @dataclass(frozen=True, slots=True)
 class Completed:
+    """A resolved operation: its outcome, result and signed receipt; or (outcome UNKNOWN,
+    no result, no receipt) one the operator found to have run (`tool.reconciled`)."""
+
     operation_key: str
     outcome: Outcome
     result: JsonObject
     receipt: str
 
+    @classmethod
+    def ran_unrecorded(cls, operation_key: str) -> Completed:
+        return cls(operation_key, Outcome.UNKNOWN, {}, "")
+
 
 def _operation_events(txn: WriteTransaction, call_id: str, key: str) -> list[Event]:
     events = txn.events(
-        "call_id = ? AND kind IN (?, ?)", (call_id, TOOL_ADMITTED, TOOL_COMPLETED)
+        "call_id = ? AND kind IN (?, ?, ?)",
+        (call_id, TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED),
     )
     return [e for e in events if (e.payload or {}).get("operation_key") == key]
+
+
+def _readmittable(call_id: str, key: str, events: list[Event]) -> bool:
+    """The projection's own rule (T2n): the operator found the last admission did not
+    run and it has no outcome, so the operation may be admitted again."""
+    projector = Projector()
+    projector.feed(events)
+    state = projector.call_state(call_id) if call_id in projector.calls else None
+    ev = state.evidence.tools if state is not None else None
+    op = next((o for o in ev.ops if o.operation_key == key), None) if ev is not None else None
+    return op is not None and op.finding == NOT_EXECUTED and op.completed_seq is None
 
 
 class ToolKernel:
@@ -179,7 +202,7 @@ class ToolKernel:
         }
         with self.writer.transaction() as txn:
             existing = _operation_events(txn, call_id, key)
-            if existing:
+            if existing and not _readmittable(call_id, key, existing):
                 completed = [e for e in existing if e.kind == TOOL_COMPLETED]
                 receipt = (completed[0].payload or {}).get("receipt") if completed else None
                 raise OperationExists(key, receipt if isinstance(receipt, str) else None)

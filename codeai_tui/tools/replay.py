@@ -66,7 +66,8 @@ class ReplayPlan:
 
     @property
     def to_run(self) -> tuple[PlannedOperation, ...]:
-        return tuple(o for o in self.operations if o.state is OperationState.NOT_ADMITTED)
+        return tuple(o for o in self.operations
+                     if o.state in (OperationState.NOT_ADMITTED, OperationState.RUN_AGAIN))
 
 
 def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:

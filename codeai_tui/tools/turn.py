@@ -158,6 +158,8 @@ class OperationState(StrEnum):
     NOT_ADMITTED = "not_admitted"  # safe: run it from the saved response, no provider
     EFFECT_UNKNOWN = "effect_unknown"  # admitted without outcome: never run it again
     COMPLETED = "completed"  # resolved from its receipt
+    RAN_UNRECORDED = "reconciled_executed"  # found to have run: never again, no result
+    RUN_AGAIN = "reconciled_not_executed"  # found not to have run: runs again, re-admitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +186,13 @@ def operation_states(
         if op is not None and op.stage is ToolOpStage.COMPLETED:
             done = _completed_from_op(key, op)
             out.append(PlannedOperation(planned, key, OperationState.COMPLETED, done))
+        elif op is not None and op.stage is ToolOpStage.RECONCILED_EXECUTED:
+            out.append(PlannedOperation(planned, key, OperationState.RAN_UNRECORDED,
+                                        Completed.ran_unrecorded(key)))
         elif op is not None and op.stage is ToolOpStage.EFFECT_UNKNOWN:
             out.append(PlannedOperation(planned, key, OperationState.EFFECT_UNKNOWN))
+        elif op is not None and op.stage is ToolOpStage.RECONCILED_NOT_EXECUTED:
+            out.append(PlannedOperation(planned, key, OperationState.RUN_AGAIN))
         else:
             out.append(PlannedOperation(planned, key, OperationState.NOT_ADMITTED))
     return tuple(out)
@@ -204,9 +211,10 @@ def _completed_from_op(key: str, op: ToolOpState) -> Completed:
 def run_operations(
     kernel: ToolKernel, task_id: str, saved: SavedResponse, thread: str, turn: str
 ) -> list[Completed]:
-    """Each planned call in order: resolved from its receipt when completed, run under its
-    original tool-call id when never admitted; refused before anything runs when one is
-    admitted without an outcome. Never calls a provider."""
+    """Each planned call in order: resolved from its receipt when completed (or as run,
+    outcome unknown, when the operator found it ran), run under its original tool-call id
+    when never admitted or found not to have run; refused before anything runs when one
+    is admitted without an outcome or a finding. Never calls a provider."""
     ops = operation_states(kernel.case_dir, saved, kernel.namespace, thread, turn)
     unknown = [o for o in ops if o.state is OperationState.EFFECT_UNKNOWN]
     if unknown:
@@ -234,10 +242,18 @@ def follow_up_conversation(saved: SavedResponse, done: list[Completed]) -> list[
                              if k in message}
     results: list[JsonValue] = [
         {"role": "tool", "tool_call_id": planned.tool_call_id,
-         "content": canonical_bytes({"outcome": c.outcome.value, "result": c.result}).decode()}
+         "content": canonical_bytes(_tool_message(c)).decode()}
         for planned, c in zip(saved.plan, done, strict=True)
     ]
     return [assistant, *results]
+
+
+def _tool_message(done: Completed) -> JsonObject:
+    """What the model is told of one operation: its outcome and result, or that it ran
+    and its result is not known (ledger/TOOLS.md, reconciled executed)."""
+    if done.outcome is Outcome.UNKNOWN:
+        return {"outcome": "unknown", "reconciled": "executed", "result": None}
+    return {"outcome": done.outcome.value, "result": done.result}
 
 
 class _Turn:

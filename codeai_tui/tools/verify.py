@@ -20,8 +20,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import Event
+from codeai_tui.services.projection import project_case
 from codeai_tui.tools.kernel import TOOL_ADMITTED, TOOL_COMPLETED
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,
@@ -105,14 +107,20 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
 
     admitted: dict[str, Event] = {}
     completed: dict[str, Event] = {}
+    # the admission that stands is the projection's: the first, or the one after a
+    # "did not run" finding (ledger/TOOLS.md, T2n); a receipt names that one
+    standing = _standing_admissions(case)
     with LedgerReader(case) as reader:
         for event in reader.iter_events():
             if event.kind not in (TOOL_ADMITTED, TOOL_COMPLETED):
                 continue
             op = (event.payload or {}).get("operation_key")
-            if isinstance(op, str):
-                target = admitted if event.kind == TOOL_ADMITTED else completed
-                target.setdefault(op, event)
+            if not isinstance(op, str):
+                continue
+            if event.kind == TOOL_COMPLETED:
+                completed.setdefault(op, event)
+            elif op not in admitted or standing.get(op) == event.seq:
+                admitted[op] = event
 
     receipts_path = tools_dir / RECEIPTS_FILE
     lines = read_receipt_lines(receipts_path) if receipts_path.exists() else []
@@ -170,6 +178,21 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
             report.verdicts.append(OperationVerdict(
                 op, Verdict.VALID, f"{body.get('tool')} {body.get('outcome')} (line {number})"))
     return report
+
+
+def _standing_admissions(case: Path) -> dict[str, int]:
+    """operation key -> the seq of the admission the projection holds."""
+    try:
+        state = project_case(case)
+    except LedgerError:
+        return {}
+    out: dict[str, int] = {}
+    for call in state.calls:
+        tools = call.tools
+        for op in tools.operations if tools is not None else ():
+            if op.operation_key is not None and op.admitted_seq is not None:
+                out.setdefault(op.operation_key, op.admitted_seq)
+    return out
 
 
 def render_report(report: ReceiptsReport) -> list[str]:

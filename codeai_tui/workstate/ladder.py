@@ -170,7 +170,7 @@ class TaskRollup:
 
     first_unresolved: Unresolved | None = None
     succeeded: tuple[int, str] | None = None
-    tools_done: tuple[int, str] | None = None  # a planning call whose operations all completed
+    tools_done: tuple[int, str] | None = None  # a planning call whose operations are all done
 
     def add(self, st: CallState | CompilationState) -> None:
         pending: Unresolved | None = None
@@ -181,7 +181,7 @@ class TaskRollup:
             pending = tools.unresolved() if tools is not None else None
             if pending is None and tools is not None and tools.adopted and tools.plan:
                 done_seq = st.evidence.completed_seq or st.last_seq
-                if tools.all_completed and (self.tools_done is None
+                if tools.all_done and (self.tools_done is None
                                             or done_seq > self.tools_done[0]):
                     self.tools_done = (done_seq, st.call_id)
                 return
@@ -228,7 +228,7 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
         return state(
             NextOperation.START_CALL,
             None,
-            f"call {done[1]}'s tool operations all completed (seq {done[0]}): the turn goes "
+            f"call {done[1]}'s tool operations all completed or found to have run (seq {done[0]}): the turn goes "
             "on with its follow-up model call (replay records it; resume sends it)",
         )
     if rollup.succeeded is not None:

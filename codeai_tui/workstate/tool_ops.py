@@ -7,6 +7,8 @@ operation its `tool.admitted` / `tool.completed`. The rungs, first match wins:
 | evidence | stage | next_operation |
 |---|---|---|
 | tool.completed | completed | none (receipt checked: valid / invalid / missing) |
+| admitted, reconciled executed | reconciled_executed | none (never run it again) |
+| admitted, reconciled not_executed | reconciled_not_executed | start_tool (as below) |
 | tool.admitted, no tool.completed | effect_unknown | reconcile_effect (duplicate risk) |
 | planned in the call's adopted response, not admitted | not_admitted | start_tool |
 | planned, the call not finished yet | not_admitted | none (the call's own rung first) |
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 
 TOOL_ADMITTED = "tool.admitted"
 TOOL_COMPLETED = "tool.completed"
+TOOL_RECONCILED = "tool.reconciled"
+EXECUTED, NOT_EXECUTED = "executed", "not_executed"
+TOOL_FINDINGS = (EXECUTED, NOT_EXECUTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,8 @@ class ToolOpEvidence:
     completed_seq: int | None = None
     outcome: str | None = None
     receipt: str | None = None
+    reconciled_seq: int | None = None  # the operator's finding for this admission
+    finding: str | None = None
 
 
 @dataclass(slots=True)
@@ -113,20 +120,26 @@ def fold_tool_plan(call: CallEvidence, attempt_id: str, p: dict[str, Any], repor
 
 def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | None,
                     p: dict[str, Any], report: Report) -> None:
-    """`tool.admitted` / `tool.completed` of an operation the call's response planned."""
+    """`tool.admitted` / `tool.completed` / `tool.reconciled` of an operation the call's
+    response planned."""
     key = _text(p, "operation_key")
     if not key:
         report(f"{kind} without operation_key (ignored)")
         return
     tools = call.tools = call.tools or ToolEvidence()
     op = next((o for o in tools.ops if o.operation_key == key), None)
+    if kind == TOOL_RECONCILED:
+        _fold_finding(op, key, seq, p, report)
+        return
     if op is None:
         op = ToolOpEvidence(key, attempt_id=attempt_id)
         tools.ops.append(op)
     if kind == TOOL_ADMITTED:
-        if op.admitted_seq is not None:
+        if op.admitted_seq is not None and not _readmittable(op):
             report(f"operation {key} admitted a second time (the first admission stands)")
             return
+        # a first admission, or one after the operator found the last did not run
+        op.reconciled_seq = op.finding = None
         op.admitted_seq = seq
         op.tool_call_id = _text(p, "tool_call_id")
         op.tool = _text(p, "tool")
@@ -143,6 +156,33 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         op.receipt = _text(p, "receipt")
 
 
+def _readmittable(op: ToolOpEvidence) -> bool:
+    """The operator found the last admission did not run, and it has no outcome: the
+    kernel may admit the operation again (ledger/TOOLS.md, T2n)."""
+    return op.finding == NOT_EXECUTED and op.completed_seq is None
+
+
+def _fold_finding(op: ToolOpEvidence | None, key: str, seq: int, p: dict[str, Any],
+                  report: Report) -> None:
+    """`tool.reconciled`: the first valid finding of an admission counts; anything else
+    is reported and changes nothing."""
+    if op is None or op.admitted_seq is None:
+        report(f"tool.reconciled for operation {key} that was never admitted (ignored)")
+        return
+    if op.completed_seq is not None:
+        report(f"tool.reconciled for operation {key} after its tool.completed "
+               "(the outcome stands)")
+        return
+    finding = p.get("finding")
+    if finding not in TOOL_FINDINGS:
+        report(f"tool.reconciled with finding {str(finding)[:40]!r} (ignored)")
+        return
+    if op.reconciled_seq is not None:
+        report(f"operation {key} reconciled a second time (the first finding stands)")
+        return
+    op.reconciled_seq, op.finding = seq, finding  # type: ignore[assignment]
+
+
 # --------------------------------------------------------------------------- ladder
 
 
@@ -150,6 +190,8 @@ class ToolOpStage(StrEnum):
     NOT_ADMITTED = "not_admitted"
     EFFECT_UNKNOWN = "effect_unknown"
     COMPLETED = "completed"
+    RECONCILED_EXECUTED = "reconciled_executed"  # ran, outcome not recorded: never again
+    RECONCILED_NOT_EXECUTED = "reconciled_not_executed"  # did not run: may run (replay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +210,17 @@ class ToolOpState:
     outcome: str | None = None
     receipt: str | None = field(default=None, repr=False)
     admitted_attempt_id: str | None = None
+    finding: str | None = None
+    reconciled_seq: int | None = None
 
     @property
     def effect_unknown(self) -> bool:
         return self.stage is ToolOpStage.EFFECT_UNKNOWN
+
+    @property
+    def done(self) -> bool:
+        """Nothing is left to run: completed, or found to have run (its outcome unknown)."""
+        return self.stage in (ToolOpStage.COMPLETED, ToolOpStage.RECONCILED_EXECUTED)
 
     @property
     def subject(self) -> str:
@@ -186,6 +235,16 @@ class ToolOpState:
             return (f"tool.admitted at seq {self.admitted_seq} and no tool.completed: the "
                     f"tool may have had its effect; reconcile it, never run it again "
                     "(duplicate risk)")
+        if self.stage is ToolOpStage.RECONCILED_EXECUTED:
+            return (f"tool.reconciled at seq {self.reconciled_seq}: the operator found that "
+                    f"{self.tool} ran (admitted at seq {self.admitted_seq}); its outcome was "
+                    "not recorded: never run it again")
+        if self.stage is ToolOpStage.RECONCILED_NOT_EXECUTED:
+            then = ("safe to run again from the saved response (replay; no provider)"
+                    if self.next_operation is NextOperation.START_TOOL else
+                    "the call's own next operation comes first")
+            return (f"tool.reconciled at seq {self.reconciled_seq}: the operator found that "
+                    f"{self.tool} did not run (admitted at seq {self.admitted_seq}): {then}")
         if self.next_operation is NextOperation.START_TOOL:
             return (f"planned in call {self.call_id}'s saved response and never admitted: "
                     "safe to run from the saved response (replay; no provider)")
@@ -201,6 +260,9 @@ class ToolOpState:
             "admitted_seq": self.admitted_seq, "completed_seq": self.completed_seq,
             "outcome": self.outcome, "reason": self.reason,
         }
+        if self.reconciled_seq is not None:  # only then: other operations are unchanged
+            doc["finding"] = self.finding
+            doc["reconciled_seq"] = self.reconciled_seq
         if self.stage is ToolOpStage.COMPLETED:
             from codeai_tui.workstate.tool_receipts import receipt_verdict
 
@@ -229,9 +291,9 @@ class ToolsState:
         return next((o for o in pending if o.effect_unknown), pending[0] if pending else None)
 
     @property
-    def all_completed(self) -> bool:
-        return bool(self.operations) and all(
-            o.stage is ToolOpStage.COMPLETED for o in self.operations)
+    def all_done(self) -> bool:
+        """Every operation completed or found to have run: the turn may go on."""
+        return bool(self.operations) and all(o.done for o in self.operations)
 
     def as_json(self, receipts: ToolReceipts | None = None) -> dict[str, Any]:
         return {
@@ -262,6 +324,11 @@ def _state(call: CallEvidence, key: str | None, ev: ToolOpEvidence | None,
     sha = planned.arguments_sha256 if planned else (ev.arguments_sha256 if ev else None)
     if ev is not None and ev.completed_seq is not None:
         stage, op = ToolOpStage.COMPLETED, NextOperation.NONE
+    elif ev is not None and ev.admitted_seq is not None and ev.finding == EXECUTED:
+        stage, op = ToolOpStage.RECONCILED_EXECUTED, NextOperation.NONE
+    elif ev is not None and ev.admitted_seq is not None and ev.finding == NOT_EXECUTED:
+        stage = ToolOpStage.RECONCILED_NOT_EXECUTED
+        op = NextOperation.START_TOOL if adopted else NextOperation.NONE
     elif ev is not None and ev.admitted_seq is not None:
         stage, op = ToolOpStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
     else:
@@ -271,7 +338,8 @@ def _state(call: CallEvidence, key: str | None, ev: ToolOpEvidence | None,
         call.call_id, key if key is not None else (ev.operation_key if ev else None), tcid,
         tool, sha, stage, op, planned is not None, call.first_seq,
         ev.admitted_seq if ev else None, ev.completed_seq if ev else None,
-        ev.outcome if ev else None, ev.receipt if ev else None, ev.attempt_id if ev else None)
+        ev.outcome if ev else None, ev.receipt if ev else None, ev.attempt_id if ev else None,
+        ev.finding if ev else None, ev.reconciled_seq if ev else None)
 
 
 def classify_tools(call: CallEvidence) -> ToolsState | None:

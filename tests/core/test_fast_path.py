@@ -24,7 +24,7 @@ KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "task.created\x1b[31m"]
 CALL_HEAVY = ["call.requested", "call.manifest", "attempt.started", "attempt.observed",
               "attempt.interpreted", "attempt.retry_decided", "attempt.completed",
               "call.completed", "call.resumed", "attempt.reconciled",
-              "tool.admitted", "tool.completed"]
+              "tool.admitted", "tool.completed", "tool.reconciled"]
 # ledger/TOOLS.md payloads that make tool rungs reachable: a turn, a plan, operations
 _PLAN = [{"tool_call_id": "tc1", "name": "publish", "arguments_sha256": SHA},
          {"tool_call_id": "tc2", "name": "publish", "arguments_sha256": SHA}]
@@ -37,6 +37,9 @@ TOOL_PAYLOADS = [json.dumps(p) for p in (
     {"operation_key": "ns/th/t/tc9", "tool_call_id": "tc9"},
     {"operation_key": "ns/th/t/tc1", "outcome": "succeeded", "receipt": "{}"},
     {"status": "succeeded", "adopted_attempt_id": "a1"},
+    {"operation_key": "ns/th/t/tc1", "finding": "executed"},
+    {"operation_key": "ns/th/t/tc1", "finding": "not_executed"},
+    {"operation_key": "ns/th/t/tc1", "finding": "maybe"},
 )]
 
 payload_values = st.recursive(

@@ -26,6 +26,8 @@ STATE_TEXT = {
     OperationState.NOT_ADMITTED: ("\u25b7 not admitted: runs now", "bold $warning"),
     OperationState.COMPLETED: ("\u2714 completed: resolved from its receipt", "$success"),
     OperationState.EFFECT_UNKNOWN: ("\u26a0 effect unknown: duplicate risk", "bold $error"),
+    OperationState.RAN_UNRECORDED: ("\u2714 found to have run: not run again", "$success"),
+    OperationState.RUN_AGAIN: ("\u25b7 found not to have run: runs again", "bold $warning"),
 }
 
 
