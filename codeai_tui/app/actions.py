@@ -31,7 +31,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "projection says: reinterpret, redecide, finalize, next attempt, or decide a "
                "duplicate (confirmation first)", writes=True),
     ActionSpec("reconcile", "x", "reconcile", "Reconcile", "Reconcile the selected call's "
-               "unknown effect: record received / not received, from the provider's log",
+               "unknown effect: record received / not received, from the provider's log; or "
+               "its tool operation's: record executed / not executed",
                show=True, writes=True, palette=False),
     ActionSpec("goto_receipt", "p", "goto_receipt", "Go to receipt",
                "Go to the provider receipt(s) matching the selected call"),

@@ -9,6 +9,7 @@ tests may give it another. Typed end to end: nothing on the write path is `Any`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -18,14 +19,19 @@ from codeai_tui.reconcile import (
     FINDINGS,
     ReconcileRefused,
     ReconcileResult,
+    ToolReconcileResult,
     check_reconcilable,
+    check_tool_reconcilable,
     reconcile_call,
+    reconcile_operation,
 )
 from codeai_tui.resume import UnknownCall
+from codeai_tui.tools.receipts import RECEIPTS_FILE, TOOLS_DIR, KeyProblem, read_receipt_lines
 from codeai_tui.workstate import Projector, parse_time
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.reasons import receipt_phrase
 from codeai_tui.workstate.receipts import index_for
+from codeai_tui.workstate.tool_ops import TOOL_FINDINGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +105,75 @@ def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
         suggested=suggested, why_suggested=why)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolReconcilePlan:
+    """What the tool dialog shows, for exactly one admission of one operation."""
+
+    case_dir: Path
+    call_id: str  # the planning call
+    operation_key: str
+    tool_call_id: str | None
+    tool: str | None
+    arguments_sha256: str | None
+    attempt_id: str | None
+    admitted_seq: int  # the pin: another admission or a finding since is refused
+    admitted_at: str | None
+    reason: str
+    suggested: str | None  # executed | None (only the tool's own records can say)
+    why_suggested: str
+
+
+def _receipt_line_for(case: Path, operation_key: str) -> int | None:
+    """The line of `tools/receipts.ndjson` whose body names this operation, if any."""
+    try:
+        lines = read_receipt_lines(case / TOOLS_DIR / RECEIPTS_FILE)
+    except (KeyProblem, OSError, ValueError):
+        return None
+    for number, text in lines:
+        try:
+            body = json.loads(text).get("body")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(body, dict) and body.get("operation_key") == operation_key:
+            return number
+    return None
+
+
+def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan:
+    """Read-only. Raises UnknownOperation or ToolReconcileRefused (not at T2, anomaly)."""
+    with LedgerReader(case) as reader:
+        events = reader.events_for_call(call_id)
+    projector = Projector()
+    projector.feed(events)
+    state = projector.call_state(call_id) if call_id in projector.calls else None
+    op = check_tool_reconcilable(state, operation_key)
+    assert op.admitted_seq is not None  # T2 is an admission
+    admitted_at = next((e.recorded_at for e in events if e.seq == op.admitted_seq), None)
+    line = _receipt_line_for(case, operation_key)
+    if line is not None:
+        suggested: str | None = "executed"
+        why = (f"{TOOLS_DIR}/{RECEIPTS_FILE} line {line} holds a receipt for this operation "
+               "(not verified here): the kernel completed it")
+    else:
+        suggested, why = None, (
+            f"neither the ledger nor {TOOLS_DIR}/{RECEIPTS_FILE} can say: look in "
+            f"{op.tool or 'the tool'}'s own records, then choose")
+    return ToolReconcilePlan(
+        case_dir=case, call_id=call_id, operation_key=operation_key,
+        tool_call_id=op.tool_call_id, tool=op.tool, arguments_sha256=op.arguments_sha256,
+        attempt_id=op.admitted_attempt_id, admitted_seq=op.admitted_seq,
+        admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why)
+
+
 class ReconcileService(Protocol):
     def plan(self, case: Path, call_id: str) -> ReconcilePlan: ...
 
     def run(self, plan: ReconcilePlan, finding: str, note: str | None) -> ReconcileResult: ...
+
+    def plan_tool(self, case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan: ...
+
+    def run_tool(self, plan: ToolReconcilePlan, finding: str,
+                 note: str | None) -> ToolReconcileResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +189,17 @@ class LedgerReconcileService:
         return reconcile_call(plan.case_dir, plan.call_id, finding, note,
                               expected_last_seq=plan.last_seq)
 
+    def plan_tool(self, case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan:
+        return plan_tool_reconcile(case, call_id, operation_key)
+
+    def run_tool(self, plan: ToolReconcilePlan, finding: str,
+                 note: str | None) -> ToolReconcileResult:
+        if finding not in TOOL_FINDINGS:
+            raise ValueError(f"finding must be one of {TOOL_FINDINGS}, not {finding!r}")
+        return reconcile_operation(plan.case_dir, plan.operation_key, finding, note,
+                                   call_id=plan.call_id,
+                                   expected_admitted_seq=plan.admitted_seq)
+
 
 __all__ = ["LedgerReconcileService", "ReconcilePlan", "ReconcileRefused", "ReconcileService",
-           "plan_reconcile", "suggest"]
+           "ToolReconcilePlan", "plan_reconcile", "plan_tool_reconcile", "suggest"]

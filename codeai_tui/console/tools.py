@@ -28,6 +28,9 @@ STATE_WORDS = {
     ToolOpStage.NOT_ADMITTED: "not admitted",
     ToolOpStage.EFFECT_UNKNOWN: TOOL_EFFECT_UNKNOWN_TEXT,
     ToolOpStage.COMPLETED: "completed",
+    ToolOpStage.RECONCILED_EXECUTED: "\u2714 found to have run (reconciled; its outcome was "
+                                     "not recorded: never run again)",
+    ToolOpStage.RECONCILED_NOT_EXECUTED: "found not to have run (reconciled)",
 }
 VERDICT_WORDS = {
     ReceiptVerdict.VALID: "\u2714 receipt valid",
@@ -82,6 +85,10 @@ def op_words(op: ToolOpState, details: ToolDetails | None) -> str:
         words += f" ({op.outcome or 'no outcome'}) \u00b7 {VERDICT_WORDS[verdict]}: {why}"
     elif op.next_operation is not NextOperation.NONE:
         words += f" \u00b7 next {op.next_operation.value}"
+    if op.reconciled_seq is not None:
+        words += f" \u00b7 tool.reconciled at seq {op.reconciled_seq}"
+    if op.effect_unknown:
+        words += " \u00b7 x: record whether it ran, from the tool's own records"
     return words
 
 

@@ -1,5 +1,6 @@
 """The main screen's evidence actions (issue 11, sections 1-2): the receipts beside the
-verdict, the call <-> receipt cross-links, and `x` reconcile.
+verdict, the call <-> receipt cross-links, and `x` reconcile: of the call's own unknown
+effect, else of its first tool operation whose effect is unknown (ledger/TOOLS.md).
 
 `EvidenceFlow` is composed by `MainScreen` (not mixed into it), kept in its own module
 so the screen stays small: it reads the screen's session (live snapshot, selected call,
@@ -10,6 +11,7 @@ on the UI thread; every outcome goes to the action log.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -18,6 +20,7 @@ from textual.message import Message
 
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
+from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
 from codeai_tui.app.widgets.receipts_pane import receipt_key
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.evidence import (
@@ -31,17 +34,22 @@ from codeai_tui.console.reconcile_service import (
     LedgerReconcileService,
     ReconcilePlan,
     ReconcileService,
+    ToolReconcilePlan,
 )
 from codeai_tui.ledger import LedgerError
-from codeai_tui.reconcile import ReconcileResult
+from codeai_tui.reconcile import ReconcileResult, ToolReconcileResult, operation_in
 from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
+from codeai_tui.workstate import CallState
+from codeai_tui.workstate.tool_ops import ToolOpState
+
+AnyPlan = ReconcilePlan | ToolReconcilePlan
 
 
 @dataclass
 class ReconcilePlanned(Message):
     case: Path
-    plan: ReconcilePlan
+    plan: AnyPlan
 
 
 @dataclass
@@ -57,11 +65,19 @@ class ReconcileNote(Message):
 @dataclass
 class ReconcileDone(Message):
     case: Path
-    result: ReconcileResult
+    result: ReconcileResult | ToolReconcileResult
 
 
 def _line(text: str, limit: int = 400) -> str:
     return visible(text, one_line=True, limit=limit)
+
+
+def tool_effect_unknown(call: CallState | None) -> ToolOpState | None:
+    """The call's first tool operation whose effect is unknown (T2), if any."""
+    tools = call.tools if call is not None else None
+    if tools is None:
+        return None
+    return next((o for o in tools.operations if o.effect_unknown), None)
 
 
 class EvidenceFlow:
@@ -72,7 +88,7 @@ class EvidenceFlow:
         self.host = host
         self.reconcile_service: ReconcileService = (reconcile_service
                                                     or LedgerReconcileService())
-        self.reconcile_modal: ReconcileModal | None = None
+        self.reconcile_modal: ReconcileModal | ToolReconcileModal | None = None
         self.reconciling = False  # a plan or a recording in flight: one at a time
         self._receipt_cycle: tuple[str | None, int] = (None, -1)
 
@@ -152,8 +168,9 @@ class EvidenceFlow:
     def reconcile_permitted(self) -> bool:
         host = self.host
         call = host.selected_call()
-        return (call is not None and call.effect_unknown and not call.anomalous
-                and host.as_of is None and not self.reconciling)
+        return (call is not None and not call.anomalous and host.as_of is None
+                and not self.reconciling
+                and (call.effect_unknown or tool_effect_unknown(call) is not None))
 
     def action_explain_reconcile(self) -> None:
         """`x` where reconcile is not permitted: say why (kept in the action log)."""
@@ -169,10 +186,11 @@ class EvidenceFlow:
         if call is None:
             host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
-        what = ("an anomaly names this call" if call.anomalous and call.effect_unknown
+        unknown = call.effect_unknown or tool_effect_unknown(call) is not None
+        what = ("an anomaly names this call" if call.anomalous and unknown
                 else f"the projection says next operation is {call.next_operation.value}")
         text = _line(f"{call.call_id}: reconcile not permitted (only an effect-unknown "
-                     f"call); {what}: {call.reason}")
+                     f"call or tool operation); {what}: {call.reason}")
         host.refuse(call.call_id, "reconcile", text)
 
     def action_reconcile(self) -> None:
@@ -185,14 +203,18 @@ class EvidenceFlow:
         host.activity = f"reading the evidence for {call.call_id}\u2026"
         host.paint_status()
         host.refresh_bindings()
-        host.run_worker(partial(self._plan, host.case, call.call_id), name="_plan_reconcile",
+        service, case, op = self.reconcile_service, host.case, tool_effect_unknown(call)
+        read: Callable[[], AnyPlan] = (
+            partial(service.plan, case, call.call_id) if call.effect_unknown or op is None
+            else partial(service.plan_tool, case, call.call_id, op.operation_key or ""))
+        host.run_worker(partial(self._plan, case, call.call_id, read), name="_plan_reconcile",
                         group="reconcile", exclusive=True, exit_on_error=False, thread=True)
 
-    def _plan(self, case: Path, call_id: str) -> None:
+    def _plan(self, case: Path, call_id: str, read: Callable[[], AnyPlan]) -> None:
         """In a worker thread: read the evidence the dialog shows."""
         host = self.host
         try:
-            plan = self.reconcile_service.plan(case, call_id)
+            plan = read()
         except ResumeRefused as exc:
             op = exc.next_operation.value if exc.next_operation is not None else "none"
             host.post_message(ReconcileNote(case, call_id, f"{call_id}: reconcile refused "
@@ -214,7 +236,8 @@ class EvidenceFlow:
             host.paint_status()
             host.refresh_bindings()
             return  # the operator moved on (another case, time travel) first
-        modal = ReconcileModal(plan)
+        modal = (ToolReconcileModal(plan) if isinstance(plan, ToolReconcilePlan)
+                 else ReconcileModal(plan))
         self.reconcile_modal = modal
         if host.live is not None:
             self.check_reconcile_evidence(host.live)
@@ -250,15 +273,24 @@ class EvidenceFlow:
             return
         plan = modal.plan
         call = snap.call(plan.call_id)
+        if isinstance(plan, ToolReconcilePlan):
+            op = operation_in(call, plan.operation_key)
+            if op is None or op.admitted_seq != plan.admitted_seq or not op.effect_unknown:
+                now = op.stage.value if op is not None else "operation not found"
+                modal.evidence_changed(f"shown admitted at seq {plan.admitted_seq}, now {now}")
+            return
         if call is None or call.last_seq != plan.last_seq or not call.effect_unknown:
             now = f"last seq {call.last_seq}, {call.stage.value}" if call else "call not found"
             modal.evidence_changed(f"shown at seq {plan.last_seq}, now {now}")
 
-    def _run(self, case: Path, plan: ReconcilePlan, finding: str, note: str | None) -> None:
+    def _run(self, case: Path, plan: AnyPlan, finding: str, note: str | None) -> None:
         """In a worker thread: record the finding (pinned to the plan's evidence)."""
         host = self.host
+        service = self.reconcile_service
         try:
-            result = self.reconcile_service.run(plan, finding, note)
+            result: ReconcileResult | ToolReconcileResult = (
+                service.run_tool(plan, finding, note) if isinstance(plan, ToolReconcilePlan)
+                else service.run(plan, finding, note))
         except ResumeRefused as exc:
             host.post_message(ReconcileNote(case, plan.call_id, f"{plan.call_id}: reconcile "
                                             f"refused: {exc.reason}", "refused"))
@@ -282,9 +314,14 @@ class EvidenceFlow:
         host = self.host
         r = message.result
         self.reconciling = False
-        named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
-        text = _line(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} "
-                     f"at seq {r.seq}; now {r.state.stage.value}, next "
-                     f"{r.state.next_operation.value}", 300)
+        if isinstance(r, ToolReconcileResult):
+            text = _line(f"reconciled tool operation {r.operation_key}: {r.finding} at seq "
+                         f"{r.seq}; now {r.state.stage.value}, next "
+                         f"{r.state.next_operation.value}", 300)
+        else:
+            named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
+            text = _line(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} "
+                         f"at seq {r.seq}; now {r.state.stage.value}, next "
+                         f"{r.state.next_operation.value}", 300)
         host.report_outcome(message.case, r.call_id, Outcome.RECONCILED, text, ok=True,
                             title="reconciled")

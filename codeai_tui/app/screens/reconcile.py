@@ -43,8 +43,80 @@ def _v(value: object, limit: int = 120) -> str:
                    limit=limit)
 
 
-class ReconcileModal(ModalScreen[ReconcileDecision]):
+class FindingDialog(ModalScreen[ReconcileDecision]):
+    """What both reconcile dialogs share: a finding chosen among radio buttons (the
+    chosen one named in words), Cancel focused first, and a refusal once the evidence
+    shown has changed. Subclasses compose the body and decide what confirm needs."""
+
+    LABELS: ClassVar[dict[str, str]] = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: str | None = None
+
+    def label(self, name: str, chosen: bool) -> str:
+        """A finding's label, saying in words which one is chosen: the radio dot differs
+        only by colour, and a monochrome terminal shows both alike."""
+        text = self.LABELS[name]
+        return f"{text}  \u2190 chosen" if chosen else text
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        event.stop()
+        for button in self.query(RadioButton):
+            name = (button.id or "").removeprefix("finding-")
+            if name in self.LABELS:
+                button.label = self.label(name, button is event.pressed)
+
+    def on_mount(self) -> None:
+        self.query_one("#reconcile-cancel", Button).focus()
+        if self.refused:
+            self._show_refusal()
+
+    def finding(self) -> str | None:
+        pressed = self.query_one(RadioSet).pressed_button
+        if pressed is None or pressed.id is None:
+            return None
+        return pressed.id.removeprefix("finding-")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "confirm" and self.refused)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "reconcile-confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(ReconcileDecision(False))
+
+    def action_confirm(self) -> None:
+        raise NotImplementedError
+
+    def _say(self, text: str) -> None:
+        self.query_one("#reconcile-refused", Static).update(
+            Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
+
+    def evidence_changed(self, why: str) -> None:
+        """The ledger moved under the dialog: refuse, and say why (now or once shown)."""
+        self.refused = why
+        if self.is_mounted:
+            self._show_refusal()
+
+    def _show_refusal(self) -> None:
+        self.query_one("#reconcile-refused", Static).update(Content.assemble(
+            ("\u2716 evidence changed: ", "bold $error"), _v(self.refused or "", 300),
+            " \u2014 nothing recorded; cancel and look again."))
+        for button in self.query("#reconcile-confirm"):
+            button.remove()
+        self.query_one("#reconcile-cancel", Button).focus()
+        self.refresh_bindings()
+
+
+class ReconcileModal(FindingDialog):
     CSS_PATH = "reconcile.tcss"
+    LABELS = FINDING_LABELS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="reconcile.cancel_escape"),
@@ -55,7 +127,6 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
     def __init__(self, plan: ReconcilePlan) -> None:
         super().__init__()
         self.plan = plan
-        self.refused: str | None = None
 
     # ---- what the operator sees
 
@@ -70,7 +141,7 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
                 yield Static(self._evidence(), id="reconcile-evidence")
                 with RadioSet(id="reconcile-finding"):
                     for name in ("received", "not_received"):
-                        yield RadioButton(self._finding_label(name, plan.suggested == name),
+                        yield RadioButton(self.label(name, plan.suggested == name),
                                           id=f"finding-{name}",
                                           value=plan.suggested == name,
                                           disabled=(name == "not_received"
@@ -83,19 +154,11 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
                 yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
                 yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
 
-    def _finding_label(self, name: str, chosen: bool) -> str:
-        """A finding's label, saying in words which one is chosen: the radio dot differs
-        only by colour, and a monochrome terminal shows both alike."""
-        label = (FINDING_LABELS[name] if name == "received" or self.plan.not_received_allowed
-                 else "not_received: refused, a receipt matches")
-        return f"{label}  \u2190 chosen" if chosen else label
-
-    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
-        event.stop()
-        for button in self.query(RadioButton):
-            name = (button.id or "").removeprefix("finding-")
-            if name in FINDING_LABELS:
-                button.label = self._finding_label(name, button is event.pressed)
+    def label(self, name: str, chosen: bool) -> str:
+        if name == "not_received" and not self.plan.not_received_allowed:
+            text = "not_received: refused, a receipt matches"
+            return f"{text}  \u2190 chosen" if chosen else text
+        return super().label(name, chosen)
 
     def _evidence(self) -> Content:
         """What the provider's own log says: the verdict's evidence, then the pre-fill."""
@@ -138,34 +201,10 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
             "matching receipt ids, decided_by, note}; nothing is sent",
         )
 
-    def on_mount(self) -> None:
-        self.query_one("#reconcile-cancel", Button).focus()
-        if self.refused:
-            self._show_refusal()
-
     # ---- decisions
-
-    def finding(self) -> str | None:
-        pressed = self.query_one(RadioSet).pressed_button
-        if pressed is None or pressed.id is None:
-            return None
-        return pressed.id.removeprefix("finding-")
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action == "confirm" and self.refused)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "reconcile-confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_cancel(self) -> None:
-        self.dismiss(ReconcileDecision(False))
 
     def action_confirm(self) -> None:
         if self.refused:
@@ -180,22 +219,3 @@ class ReconcileModal(ModalScreen[ReconcileDecision]):
             return
         note = self.query_one("#reconcile-note", Input).value.strip() or None
         self.dismiss(ReconcileDecision(True, finding, note))
-
-    def _say(self, text: str) -> None:
-        self.query_one("#reconcile-refused", Static).update(
-            Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
-
-    def evidence_changed(self, why: str) -> None:
-        """The ledger moved under the dialog: refuse, and say why (now or once shown)."""
-        self.refused = why
-        if self.is_mounted:
-            self._show_refusal()
-
-    def _show_refusal(self) -> None:
-        self.query_one("#reconcile-refused", Static).update(Content.assemble(
-            ("\u2716 evidence changed: ", "bold $error"), _v(self.refused or "", 300),
-            " \u2014 nothing recorded; cancel and look again."))
-        for button in self.query("#reconcile-confirm"):
-            button.remove()
-        self.query_one("#reconcile-cancel", Button).focus()
-        self.refresh_bindings()

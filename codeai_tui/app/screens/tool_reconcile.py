@@ -1,0 +1,119 @@
+"""The tool reconcile confirmation (ledger/TOOLS.md, `tool.reconciled`): did an admitted
+tool operation run?
+
+Only the tool's own records can say, so nothing is pre-filled unless the kernel's
+receipt file names the operation. Cancel has the focus. `not_executed` lets replay run
+the tool again (a second effect if the finding is wrong), so it asks for the tool-call
+id typed. Like the other dialogs, the decision is pinned to the admission shown: if the
+operation changes while the dialog is open, it says so and refuses.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, Input, RadioButton, RadioSet, Static
+
+from codeai_tui.app.screens.reconcile import FindingDialog, ReconcileDecision
+from codeai_tui.console.reconcile_service import ToolReconcilePlan
+from codeai_tui.textsafe import visible
+
+TOOL_FINDING_LABELS = {
+    "executed": "executed: it ran (never run it again)",
+    "not_executed": "not_executed: it did not run (replay may run it again)",
+}
+
+
+def _v(value: object, limit: int = 120) -> str:
+    return visible(str(value) if value is not None else "\u2014 none", one_line=True,
+                   limit=limit)
+
+
+class ToolReconcileModal(FindingDialog):
+    CSS_PATH = "reconcile.tcss"
+    LABELS = TOOL_FINDING_LABELS
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="tool_reconcile.cancel_escape"),
+        Binding("n", "cancel", "Cancel", id="tool_reconcile.cancel"),
+        Binding("y", "confirm", "Record", id="tool_reconcile.confirm"),
+    ]
+
+    def __init__(self, plan: ToolReconcilePlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        plan = self.plan
+        with Vertical(id="reconcile-dialog"):
+            yield Static(Content.assemble(
+                ("Reconcile tool operation ", "bold"), (_v(plan.tool_call_id), "bold $accent"),
+                (f" ({_v(plan.tool, 40)}): did it run?", "bold")), id="reconcile-title")
+            with VerticalScroll(id="reconcile-body"):
+                yield Static(self._evidence(), id="reconcile-evidence")
+                with RadioSet(id="reconcile-finding"):
+                    for name in TOOL_FINDING_LABELS:
+                        chosen = plan.suggested == name
+                        yield RadioButton(self.label(name, chosen), id=f"finding-{name}",
+                                          value=chosen)
+                yield Input(placeholder=f"to record not_executed, type the tool-call id: "
+                            f"{_v(plan.tool_call_id, 60)}", id="tool-reconcile-typed-id")
+                yield Input(placeholder="note (optional, recorded in tool.reconciled)",
+                            id="reconcile-note", max_length=300)
+                yield Static(self._facts(), id="reconcile-facts")
+            yield Static("", id="reconcile-refused")
+            with Horizontal(id="reconcile-buttons"):
+                yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
+                yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+
+    def _evidence(self) -> Content:
+        plan = self.plan
+        return Content.assemble(
+            ("ledger         ", "bold"), ("\u26a0 admitted", "bold $error"),
+            f" at seq {plan.admitted_seq} ({_v(plan.admitted_at, 40)}), no tool.completed: "
+            "the tool may have acted", "\n",
+            ("pre-filled     ", "bold"),
+            (plan.suggested, "bold $accent") if plan.suggested else ("nothing", "bold $warning"),
+            f": {_v(plan.why_suggested, 300)}")
+
+    def _facts(self) -> Content:
+        plan = self.plan
+        return Content.assemble(
+            ("operation      ", "bold"), _v(plan.operation_key, 200), "\n",
+            ("call / attempt ", "bold"), f"{_v(plan.call_id)} / {_v(plan.attempt_id)}", "\n",
+            ("arguments      ", "bold"), f"sha256 {_v(plan.arguments_sha256)}", "\n",
+            ("why            ", "bold"), _v(plan.reason, 400), "\n",
+            ("records        ", "bold"), "tool.reconciled {operation_key, finding, note, "
+            "decided_by}; no tool is run here")
+
+    # ---- decisions
+
+    def _typed_ok(self) -> bool:
+        typed = self.query_one("#tool-reconcile-typed-id", Input).value.strip()
+        return bool(self.plan.tool_call_id) and typed == self.plan.tool_call_id
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the typed-id field moves to Record once the id is right; a field
+        never records by itself."""
+        event.stop()
+        if event.input.id == "tool-reconcile-typed-id" and self._typed_ok() and not self.refused:
+            self.query_one("#reconcile-confirm", Button).focus()
+
+    def action_confirm(self) -> None:
+        if self.refused:
+            return
+        finding = self.finding()
+        if finding is None:
+            self._say("choose a finding first (executed or not_executed), then y")
+            return
+        if finding == "not_executed" and not self._typed_ok():
+            self._say(f"not_executed lets the tool run again: type the tool-call id first: "
+                      f"{_v(self.plan.tool_call_id, 60)}")
+            self.query_one("#tool-reconcile-typed-id", Input).focus()
+            return
+        note = self.query_one("#reconcile-note", Input).value.strip() or None
+        self.dismiss(ReconcileDecision(True, finding, note))

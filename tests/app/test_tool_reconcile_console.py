@@ -1,0 +1,117 @@
+"""`x` on a call whose tool operation's effect is unknown (ledger/TOOLS.md,
+`tool.reconciled`): the dialog, keyboard only, records the operator's finding; nothing is
+pre-filled without evidence, and `not_executed` (which lets the tool run again) needs the
+tool-call id typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apphelpers import frozen_clock, ledger_digest, log_texts, ready, status_text, wait_for
+from tool_cases import tool_case
+
+from codeai_tui.app import create_app
+from codeai_tui.ledger import LedgerReader
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _findings(case: Path) -> list[dict[str, Any]]:
+    with LedgerReader(case) as reader:
+        return [e.payload or {} for e in reader.events() if e.kind == "tool.reconciled"]
+
+
+def _dialog_text(app: Any) -> str:
+    return "\n".join(str(s.render()) for s in app.screen.query("Static"))
+
+
+async def _open_dialog(pilot: Any) -> None:
+    app = pilot.app
+    await ready(pilot)
+    await pilot.press("3")
+    await wait_for(pilot, lambda: app.main.selected_call_id == "m1", what="the call")
+    await pilot.press("x")
+    await wait_for(pilot, lambda: type(app.screen).__name__ == "ToolReconcileModal",
+                   what="tool reconcile dialog")
+    await pilot.pause()
+
+
+async def _choose(pilot: Any, downs: int) -> None:
+    """Back from Cancel to the findings (note, typed id, findings), then pick one."""
+    for key in ("shift+tab", "shift+tab", "shift+tab", *("down",) * downs, "enter"):
+        await pilot.press(key)
+    await pilot.pause()
+
+
+async def test_executed_is_recorded_from_the_keyboard_and_settles_the_operation(
+        tmp_path: Path) -> None:
+    case = tool_case(tmp_path, "tool_admitted_no_outcome")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_dialog(pilot)
+        shown = _dialog_text(app)
+        assert "did it run?" in shown and "tc-1" in shown
+        assert "pre-filled     nothing" in shown  # only the tool's own records can say
+        before = ledger_digest(case)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "choose a finding first" in _dialog_text(app)
+        assert ledger_digest(case) == before
+        await _choose(pilot, 0)
+        assert "executed: it ran (never run it again)  \u2190 chosen" in _dialog_text(app)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(t.startswith("reconciled: reconciled tool operation")
+                                          for t in log_texts(app)), what="the outcome")
+        assert "now reconciled_executed, next none" in log_texts(app)[-1]
+        await wait_for(pilot, lambda: "tool effect unknown" not in status_text(app),
+                       what="the header without the unknown effect")
+    assert [(f["operation_key"], f["finding"]) for f in _findings(case)] == [
+        ("ns/th/turn-1/tc-1", "executed")]
+
+
+async def test_not_executed_needs_the_typed_tool_call_id(tmp_path: Path) -> None:
+    case = tool_case(tmp_path, "tool_admitted_no_outcome")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _open_dialog(pilot)
+        await _choose(pilot, 1)
+        before = ledger_digest(case)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "type the tool-call id first: tc-1" in _dialog_text(app)
+        assert app.focused is not None and app.focused.id == "tool-reconcile-typed-id"
+        assert ledger_digest(case) == before
+        await pilot.press("t", "c", "-", "1", "enter")  # Enter moves to Record
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "reconcile-confirm"
+        assert ledger_digest(case) == before  # the field never records by itself
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any(t.startswith("reconciled: reconciled tool operation")
+                                          for t in log_texts(app)), what="the outcome")
+        assert "now reconciled_not_executed, next start_tool" in log_texts(app)[-1]
+    assert [f["finding"] for f in _findings(case)] == ["not_executed"]
+
+
+async def test_x_explains_itself_where_no_effect_is_unknown_and_is_hidden_read_only(
+        tmp_path: Path) -> None:
+    case = tool_case(tmp_path, "tool_completed_valid")
+    before = ledger_digest(case)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("3", "x")
+        await wait_for(pilot, lambda: any("reconcile not permitted" in t
+                                          for t in log_texts(app)), what="the refusal")
+        assert "effect-unknown call or tool operation" in log_texts(app)[-1]
+    unknown = tool_case(tmp_path, "tool_admitted_no_outcome", "unknown")
+    app = create_app(unknown, clock=frozen_clock, read_only=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("3")
+        assert app.main.check_action("reconcile", ()) is False
+        await pilot.press("x")
+        await pilot.pause()
+        assert type(app.screen).__name__ != "ToolReconcileModal"
+    assert ledger_digest(case) == before and _findings(unknown) == []
