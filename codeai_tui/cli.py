@@ -14,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="the environment variable holding the provider credential")
     p.add_argument("--kernel-key", default=None, metavar="PATH",
-                   help="the tool kernel's signing key: lets `p` replay a saved tool plan")
+                   help="the tool kernel's signing key: lets `R` replay a saved tool plan")
 
     p = sub.add_parser("inspect", help="print the work-state projection")
     p.add_argument("path", help="a case directory, a ledger file, or a bundle")
@@ -150,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--open", action="store_true", help="open the console on the bundle")
     p.add_argument("--live", action="store_true", help="keep a producer appending until Ctrl-C")
     p.add_argument("--rate", type=float, default=4.0, help="events per second with --live")
+    p.add_argument("--kernel-key", type=Path, default=None, metavar="PATH",
+                   help="keep the tool kernel's signing key at PATH (outside the bundle; "
+                        "made if missing), so `replay` and the console's R can run the "
+                        "bundle's tool plans later; by default it is deleted (with --open: "
+                        "when the console closes)")
 
     p = sub.add_parser("export", help="a consistent, self-contained copy of a case to share")
     p.add_argument("case")
@@ -624,8 +630,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     taken, the bundle is built against a free one instead (never against whatever
     listens there), and the console says where resumes go (issue 9, A9).
     """
-    from codeai_tui.demo import DEMO_PROVIDER_PORT, build_demo, start_live
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.demo import DEMO_PROVIDER_PORT
 
     out = Path(args.out_dir) if args.out_dir else None
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -635,7 +640,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
         port = _free_port()
         _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
              f"name port {port} instead")
-    bundle = build_demo(out, port)
+    # with --open the console may replay tool plans (R): the kernel's key lives, outside
+    # the bundle, exactly as long as the console is open (or where --kernel-key keeps it)
+    kernel_key: Path | None = args.kernel_key
+    if kernel_key is not None and out is not None and kernel_key.resolve().is_relative_to(
+            out.resolve()):
+        raise CliError(f"{kernel_key}: the kernel key must live outside the bundle "
+                       "(whoever holds it can sign receipts)")
+    keys = (tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-")
+            if args.open and kernel_key is None else None)
+    if keys is not None:
+        kernel_key = Path(keys.name) / "kernel.key"
+    try:
+        return _demo(args, out, port, kernel_key)
+    finally:
+        if keys is not None:
+            keys.cleanup()
+
+
+def _demo(args: argparse.Namespace, out: Path | None, port: int,
+          kernel_key: Path | None) -> int:
+    from codeai_tui.demo import build_demo, start_live
+    from codeai_tui.provider import ProviderProcess
+
+    bundle = build_demo(out, port, kernel_key)
     print(bundle)
     live = start_live(bundle, args.rate, case_port=port) if args.live else None
     try:
@@ -651,6 +679,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             try:
                 args.path, args.theme, args.read_only = str(bundle), None, False
                 args.model, args.base_url, args.api_key_env = None, None, None
+                args.kernel_key = kernel_key
                 return cmd_open(args, provider_note=note)
             finally:
                 if provider is not None:

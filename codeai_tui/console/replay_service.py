@@ -17,6 +17,7 @@ from typing import Protocol
 from codeai_tui.console.actions import SELECT_A_CALL
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
+from codeai_tui.tools.kernel import Completed, Outcome
 from codeai_tui.tools.replay import (
     ReplayPlan,
     UnknownCall,
@@ -53,7 +54,8 @@ def gate(call: CallState | None, *, kernel_key: Path | None) -> str | None:
                 "is unknown; reconcile it, never replay it (duplicate risk)")
     if not tools.adopted:
         return f"{call.call_id}'s response is not finished: its own next operation comes first"
-    if not any(o.next_operation is NextOperation.START_TOOL for o in tools.operations):
+    if not tools.all_done and not any(
+            o.next_operation is NextOperation.START_TOOL for o in tools.operations):
         return f"{call.call_id}: no operation is waiting to run (next operation none)"
     if kernel_key is None:
         return "no kernel key: start the console with --kernel-key PATH to run tools"
@@ -85,6 +87,10 @@ class LedgerReplayService:
             raise ReplayRefused(str(exc)) from None
         if plan.refusal is not None:
             raise ReplayRefused(plan.refusal)
+        if not plan.to_run and plan.follow_up_recorded:
+            raise ReplayRefused(
+                f"nothing to run, and the turn's follow-up call {plan.follow_up_call_id} is "
+                "recorded: select it and resume it (r)")
         return plan
 
     def run(self, case: Path, shown: ReplayPlan) -> ReplayResult:
@@ -104,4 +110,9 @@ class LedgerReplayService:
         except (KeyProblem, TurnError) as exc:
             raise ReplayRefused(str(exc)) from None
         return ReplayResult(fresh.saved.call_id,
-                            tuple((c.operation_key, c.outcome.value) for c in done), follow_up)
+                            tuple((c.operation_key, _outcome_words(c)) for c in done), follow_up)
+
+
+def _outcome_words(done: Completed) -> str:
+    return ("found to have run (not run again)" if done.outcome is Outcome.UNKNOWN
+            else done.outcome.value)

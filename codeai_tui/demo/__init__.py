@@ -14,10 +14,11 @@ from pathlib import Path
 DEMO_PROVIDER_PORT = 8768
 
 
-def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT) -> Path:
+def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT,
+               kernel_key: Path | None = None) -> Path:
     from codeai_tui.demo.harness import build_demo as _build
 
-    return _build(out, case_port)
+    return _build(out, case_port, kernel_key)
 
 
 def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0,

@@ -394,9 +394,12 @@ def byte_inventory(bundle: Path) -> dict[str, Any]:
             "events_digest": EVENTS_DIGEST_DEFINITION}
 
 
-def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT) -> Path:
+def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT,
+               kernel_key: Path | None = None) -> Path:
     """Build the bundle into `out` (a fresh temp dir when None); returns its path.
-    Its case.json files send resumes to 127.0.0.1:`case_port`.
+    Its case.json files send resumes to 127.0.0.1:`case_port`. The tool kernel's
+    signing key is made at `kernel_key` (outside the bundle; the caller keeps it, e.g.
+    for the console's replay), else in a temp dir deleted when the bundle is built.
 
     A failed experiment ends the command with one line and exit 1 (SystemExit), never a
     traceback; the partial bundle is left in place to look at.
@@ -409,7 +412,8 @@ def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT) -> Path:
         with tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-") as keys, \
                 ProviderProcess(receipts_root=bundle) as fast, \
                 ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
-            Harness(bundle, fast, slow, Path(keys) / "kernel.key", case_port).run()
+            key = kernel_key if kernel_key is not None else Path(keys) / "kernel.key"
+            Harness(bundle, fast, slow, key, case_port).run()
     except (DemoError, RuntimeError, OSError, ValueError) as exc:
         print(f"codeai-tui demo: failed: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

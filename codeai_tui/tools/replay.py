@@ -35,6 +35,11 @@ from codeai_tui.tools.turn import (
 )
 
 
+def follow_up_call_id(turn: str) -> str:
+    """The call id a replay records the turn's follow-up model call under."""
+    return f"{turn}-m2"
+
+
 class UnknownCall(ValueError):
     """No call with this id in the case (bad input, exit 2)."""
 
@@ -50,10 +55,11 @@ class ReplayPlan:
     intent: dict[str, object]  # the planning call's manifest intent
     model: str
     purpose: str
+    follow_up_recorded: bool = False  # the turn's follow-up call exists already
 
     @property
     def follow_up_call_id(self) -> str:
-        return f"{self.turn}-m2"
+        return follow_up_call_id(self.turn)
 
     @property
     def refusal(self) -> str | None:
@@ -95,8 +101,10 @@ def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
         raise TurnRefused(f"call {call_id} has no manifest intent to continue the turn from")
     purpose = (requested[0].payload or {}).get("purpose")
     ops = operation_states(case_dir, saved, namespace, thread, turn_id)
+    with LedgerReader(case_dir) as reader:
+        follow_up = bool(reader.events_for_call(follow_up_call_id(turn_id)))
     return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops, intent, model,
-                      purpose if isinstance(purpose, str) else "follow-up")
+                      purpose if isinstance(purpose, str) else "follow-up", follow_up)
 
 
 def run_replay(plan: ReplayPlan, kernel: ToolKernel) -> list[Completed]:

@@ -35,6 +35,7 @@ from codeai_tui.tools.receipts import (
     load_public_key,
     read_receipt_lines,
 )
+from codeai_tui.workstate.tool_ops import EXECUTED, NOT_EXECUTED
 
 
 class ReceiptsInputError(ValueError):
@@ -119,7 +120,7 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
                 continue
             if event.kind == TOOL_COMPLETED:
                 completed.setdefault(op, event)
-            elif op not in admitted or standing.get(op) == event.seq:
+            elif op not in admitted or standing.get(op, (None, ""))[0] == event.seq:
                 admitted[op] = event
 
     receipts_path = tools_dir / RECEIPTS_FILE
@@ -154,9 +155,11 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
                     op, Verdict.INVALID,
                     f"line {saved[0]}: the ledger records no tool.completed for it"))
             else:
+                found = standing.get(op, (None, ""))[1]
                 report.verdicts.append(OperationVerdict(
                     op, Verdict.NO_OUTCOME,
-                    f"admitted (seq {admitted[op].seq}) without an outcome: effect unknown"))
+                    f"admitted (seq {admitted[op].seq}) without an outcome: "
+                    + (f"{found} (tool.reconciled)" if found else "effect unknown")))
             continue
         if saved is None:
             report.verdicts.append(OperationVerdict(
@@ -180,18 +183,21 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
     return report
 
 
-def _standing_admissions(case: Path) -> dict[str, int]:
-    """operation key -> the seq of the admission the projection holds."""
+def _standing_admissions(case: Path) -> dict[str, tuple[int, str]]:
+    """operation key -> (the seq of the admission the projection holds, the operator's
+    finding for it in words, or "")."""
     try:
         state = project_case(case)
     except LedgerError:
         return {}
-    out: dict[str, int] = {}
+    words = {EXECUTED: "found to have run", NOT_EXECUTED: "found not to have run"}
+    out: dict[str, tuple[int, str]] = {}
     for call in state.calls:
         tools = call.tools
         for op in tools.operations if tools is not None else ():
             if op.operation_key is not None and op.admitted_seq is not None:
-                out.setdefault(op.operation_key, op.admitted_seq)
+                out.setdefault(op.operation_key,
+                               (op.admitted_seq, words.get(op.finding or "", "")))
     return out
 
 

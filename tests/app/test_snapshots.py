@@ -246,6 +246,26 @@ def test_reconcile_modal(in_tmp: Path, snap_compare: Any, kind: str,
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_tool_reconcile_modal(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
+    """The tool reconcile dialog (ledger/TOOLS.md, `tool.reconciled`): the admission with
+    no outcome, nothing pre-filled (only the tool's own records can say), the typed-id
+    field for not_executed, fitting 80x24 with the body scrolling inside."""
+    from tool_cases import tool_case
+
+    tool_case(in_tmp, "tool_admitted_no_outcome")
+    app = create_app(Path("case"), clock=frozen_clock)
+
+    async def open_dialog(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("3", "x")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ToolReconcileModal",
+                       what="tool reconcile dialog")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=open_dialog)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_tools_section(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
     """A call whose saved plan chose two tools: one completed with a valid receipt, one
     admitted without an outcome (words, not colour alone; counted in the header)."""

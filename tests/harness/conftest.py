@@ -14,7 +14,9 @@ from tests.support import cli
 @pytest.fixture(scope="session")
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "bundle"
-    done = cli("demo", str(out), timeout=120)
+    # the kernel's key kept beside (never inside) the bundle, so its tool plans can replay
+    done = cli("demo", str(out), "--kernel-key", str(out.parent / "keys" / "kernel.key"),
+               timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(out.resolve())
     (out.parent / "demo.stderr").write_text(done.stderr)  # what the command printed

@@ -56,9 +56,11 @@ class ReplayModal(ModalScreen[bool]):
                                           ("?", "bold")), id="replay-title")
             with VerticalScroll(id="replay-body"):
                 n = len(plan.to_run)
+                runs = (f"runs {n} operation(s) never admitted or found not to have run, "
+                        "under their original tool-call ids" if n else
+                        "runs no tool: every operation completed or was found to have run")
                 yield Static(Content.assemble(
-                    (f"runs {n} never-admitted operation(s) under their original tool-call "
-                     "ids; never contacts the provider", "bold"), "\n",
+                    (f"{runs}; never contacts the provider", "bold"), "\n",
                     "then records the follow-up call ", (_v(plan.follow_up_call_id), "bold"),
                     " (not sent: resume sends it through its own gate)"), id="replay-what")
                 yield Static(Content.assemble(
@@ -73,8 +75,9 @@ class ReplayModal(ModalScreen[bool]):
                         classes="replay-op")
             with Horizontal(id="replay-buttons"):
                 yield Button("Cancel (n / esc)", id="replay-cancel", variant="primary")
-                yield Button(f"Replay {len(plan.to_run)} (y)", id="replay-confirm",
-                             variant="error")
+                label = (f"Replay {len(plan.to_run)} (y)" if plan.to_run
+                         else "Record the follow-up (y)")
+                yield Button(label, id="replay-confirm", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#replay-cancel", Button).focus()

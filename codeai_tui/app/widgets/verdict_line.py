@@ -86,6 +86,8 @@ class VerdictLine(Static):
             if tools is not None:  # the tool operations first: they are what is pending
                 parts += [" \u00b7 ", (tools[0], "bold $error" if tools[1] == "error"
                                         else "bold $warning")]
+                if tools[1] == "error" and not self.read_only and self.as_of is None:
+                    parts.append(" \u00b7 x: reconcile")
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
         self.update(Content.assemble(*parts))
