@@ -255,6 +255,68 @@ REPLAY = Action(
     description="codeai-tui replay CASE CALL --kernel-key KEY --yes",
 )
 
+def _tool_reconcile_setup(case: Path, provider_url: str) -> Target:
+    """A tool-using turn killed right after its admission committed: the tool never ran,
+    and the operation's effect is unknown (T2). The subject is its operation key."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case),
+         case_base_url(provider_url, case), str(_kernel_key(case)), "--stream",
+         "--kill-at", "tool.admitted"], capture_output=True, text=True, timeout=120)
+    if done.returncode != -9:
+        raise RuntimeError(f"the tool worker was not killed where asked: {done.stderr[-300:]}")
+    doc = subprocess.run([sys.executable, "-m", "codeai_tui", "inspect", str(case), "--json"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    return Target(case, str(_tool_ops(json.loads(doc))[0]["operation_key"]))
+
+
+def _tool_ops(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [o for c in doc.get("calls") or [] if isinstance(c, dict) and c.get("tools")
+            for o in c["tools"].get("operations") or [] if isinstance(o, dict)]
+
+
+def _tool_op(target: Target, doc: dict[str, Any]) -> dict[str, Any]:
+    return next((o for o in _tool_ops(doc) if o.get("operation_key") == target.subject), {})
+
+
+def _tool_reconcile_audit(target: Target, before: Sequence[Event],
+                          after: Sequence[Event]) -> Audit:
+    new = list(after[len(before):])
+    claims = sum(1 for e in new if e.kind == "tool.reconciled"
+                 and (e.payload or {}).get("operation_key") == target.subject
+                 and "decided_by" in (e.payload or {}))
+    return Audit(claims, len(new) - claims)
+
+
+def _tool_reconcile_landed(target: Target, doc: dict[str, Any]) -> str:
+    op = _tool_op(target, doc)
+    return f"operation {op.get('state')}, next {op.get('next_operation')}"
+
+
+TOOL_RECONCILE = Action(
+    name="reconcile-tool",
+    setup=_tool_reconcile_setup,
+    module="codeai_tui",
+    # the setup killed the worker before the tool ran: not_executed is the truth here
+    args=lambda t: ["reconcile-tool", str(t.case), t.subject, "--finding", "not_executed",
+                    "--yes"],
+    boundaries=(
+        Boundary("planned, before BEGIN", "txn.begin"),
+        Boundary("in the transaction, before COMMIT", "txn.before_commit", "tool.reconciled"),
+        Boundary("after COMMIT", "txn.after_commit", "tool.reconciled"),
+    ),
+    audit=_tool_reconcile_audit,
+    permitted=lambda t, doc: _tool_op(t, doc).get("state") == "effect_unknown",
+    sends=False,
+    claim_kind="tool.reconciled",
+    warm=("codeai_tui.cli", "codeai_tui.reconcile"),
+    landed=_tool_reconcile_landed,
+    description="codeai-tui reconcile-tool CASE OPERATION_KEY --finding not_executed --yes",
+)
+
 REGISTRY: dict[str, Action] = {}
 CONTROLS: dict[str, Action] = {}
 
@@ -267,6 +329,7 @@ def register(action: Action) -> Action:
 
 register(RESUME)
 register(REPLAY)
+register(TOOL_RECONCILE)
 register(NAIVE_RESUME)
 
 # reconcile and the advance actions (codeai_tui/advance.py); imported here, after Action

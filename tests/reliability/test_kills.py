@@ -41,6 +41,9 @@ def test_kills_at_every_boundary_leave_a_consistent_case(
         assert len(landings) >= 2, landings
     if name == "next-attempt":
         assert any("effect_unknown" in k for k in landings)
+    if name == "reconcile-tool":  # before the claim still T2; after it, found not run
+        assert any("effect_unknown, next reconcile_effect" in k for k in landings)
+        assert any("reconciled_not_executed, next start_tool" in k for k in landings)
     if name == "replay":
         assert any("not_admitted" in k for k in landings)
         assert any("effect_unknown" in k for k in landings)  # admitted, no outcome

@@ -47,9 +47,10 @@ EXAMPLES = int(os.environ.get("CODEAI_RELIABILITY_EXAMPLES", "8"))
 _ROOT: dict[str, Any] = {}
 _names = itertools.count()
 _TALLY: Counter[str] = Counter()
-# replay acts on tool turns (a killed tool worker's case): tests/reliability covers it in
-# races and kills; here, every action on model calls
-ACTIONS: list[Action] = [a for name, a in sorted(REGISTRY.items()) if name != "replay"]
+# replay and reconcile-tool act on tool turns (a killed tool worker's case):
+# tests/reliability covers them in races and kills; here, every action on model calls
+ACTIONS: list[Action] = [a for name, a in sorted(REGISTRY.items())
+                         if name not in ("replay", "reconcile-tool")]
 STAGES = ("manifest", *ADVANCE_STAGES)
 
 
