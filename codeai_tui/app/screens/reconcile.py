@@ -44,15 +44,68 @@ def _v(value: object, limit: int = 120) -> str:
 
 
 class FindingDialog(ModalScreen[ReconcileDecision]):
-    """What both reconcile dialogs share: a finding chosen among radio buttons (the
-    chosen one named in words), Cancel focused first, and a refusal once the evidence
-    shown has changed. Subclasses compose the body and decide what confirm needs."""
+    """What both reconcile dialogs share: the layout (title, evidence, the findings as
+    radio buttons with the chosen one named in words, a note, the facts, Cancel focused
+    first), the keys, and a refusal once the evidence shown has changed. Subclasses say
+    what is shown and what confirm needs."""
 
+    CSS_PATH = "reconcile.tcss"
     LABELS: ClassVar[dict[str, str]] = {}
+    RECORDED_IN: ClassVar[str] = ""  # the event kind the note is recorded in
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="reconcile.cancel_escape"),
+        Binding("n", "cancel", "Cancel", id="reconcile.cancel"),
+        Binding("y", "confirm", "Record", id="reconcile.confirm"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.refused: str | None = None
+
+    # ---- what a subclass shows
+
+    def heading(self) -> Content:
+        raise NotImplementedError
+
+    def evidence(self) -> Content:
+        raise NotImplementedError
+
+    def facts(self) -> Content:
+        raise NotImplementedError
+
+    def suggested(self) -> str | None:
+        """The finding the evidence pre-fills (None: nothing)."""
+        return None
+
+    def allowed(self, name: str) -> bool:
+        return True
+
+    def inputs(self) -> ComposeResult:
+        """Fields between the findings and the note (none by default)."""
+        return iter(())
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="reconcile-dialog"):
+            yield Static(self.heading(), id="reconcile-title")
+            with VerticalScroll(id="reconcile-body"):
+                yield Static(self.evidence(), id="reconcile-evidence")
+                with RadioSet(id="reconcile-finding"):
+                    for name in self.LABELS:
+                        chosen = self.suggested() == name
+                        yield RadioButton(self.label(name, chosen), id=f"finding-{name}",
+                                          value=chosen, disabled=not self.allowed(name))
+                yield from self.inputs()
+                yield Input(placeholder=f"note (optional, recorded in {self.RECORDED_IN})",
+                            id="reconcile-note", max_length=300)
+                yield Static(self.facts(), id="reconcile-facts")
+            yield Static("", id="reconcile-refused")
+            with Horizontal(id="reconcile-buttons"):
+                yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
+                yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+
+    def note(self) -> str | None:
+        return self.query_one("#reconcile-note", Input).value.strip() or None
 
     def label(self, name: str, chosen: bool) -> str:
         """A finding's label, saying in words which one is chosen: the radio dot differs
@@ -115,14 +168,8 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
 
 
 class ReconcileModal(FindingDialog):
-    CSS_PATH = "reconcile.tcss"
     LABELS = FINDING_LABELS
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="reconcile.cancel_escape"),
-        Binding("n", "cancel", "Cancel", id="reconcile.cancel"),
-        Binding("y", "confirm", "Record", id="reconcile.confirm"),
-    ]
+    RECORDED_IN = "attempt.reconciled"
 
     def __init__(self, plan: ReconcilePlan) -> None:
         super().__init__()
@@ -130,29 +177,18 @@ class ReconcileModal(FindingDialog):
 
     # ---- what the operator sees
 
-    def compose(self) -> ComposeResult:
+    def heading(self) -> Content:
         plan = self.plan
-        with Vertical(id="reconcile-dialog"):
-            yield Static(Content.assemble(
-                ("Reconcile call ", "bold"), (_v(plan.call_id), "bold $accent"),
-                (": what happened to attempt ", "bold"), (_v(plan.attempt_id), "bold"),
-                ("?", "bold")), id="reconcile-title")
-            with VerticalScroll(id="reconcile-body"):
-                yield Static(self._evidence(), id="reconcile-evidence")
-                with RadioSet(id="reconcile-finding"):
-                    for name in ("received", "not_received"):
-                        yield RadioButton(self.label(name, plan.suggested == name),
-                                          id=f"finding-{name}",
-                                          value=plan.suggested == name,
-                                          disabled=(name == "not_received"
-                                                    and not plan.not_received_allowed))
-                yield Input(placeholder="note (optional, recorded in attempt.reconciled)",
-                            id="reconcile-note", max_length=300)
-                yield Static(self._facts(), id="reconcile-facts")
-            yield Static("", id="reconcile-refused")
-            with Horizontal(id="reconcile-buttons"):
-                yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
-                yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+        return Content.assemble(
+            ("Reconcile call ", "bold"), (_v(plan.call_id), "bold $accent"),
+            (": what happened to attempt ", "bold"), (_v(plan.attempt_id), "bold"),
+            ("?", "bold"))
+
+    def suggested(self) -> str | None:
+        return self.plan.suggested
+
+    def allowed(self, name: str) -> bool:
+        return name != "not_received" or self.plan.not_received_allowed
 
     def label(self, name: str, chosen: bool) -> str:
         if name == "not_received" and not self.plan.not_received_allowed:
@@ -160,7 +196,7 @@ class ReconcileModal(FindingDialog):
             return f"{text}  \u2190 chosen" if chosen else text
         return super().label(name, chosen)
 
-    def _evidence(self) -> Content:
+    def evidence(self) -> Content:
         """What the provider's own log says: the verdict's evidence, then the pre-fill."""
         plan = self.plan
         parts: list[str | tuple[str, str]] = [("provider's log  ", "bold")]
@@ -189,7 +225,7 @@ class ReconcileModal(FindingDialog):
                       ("refused while a receipt matches this attempt", "$error")]
         return Content.assemble(*parts)
 
-    def _facts(self) -> Content:
+    def facts(self) -> Content:
         plan = self.plan
         return Content.assemble(
             ("call / attempt ", "bold"), f"{_v(plan.call_id)} / {_v(plan.attempt_id)} "
@@ -217,5 +253,4 @@ class ReconcileModal(FindingDialog):
             self._say("not_received is refused: a receipt in the provider's log matches "
                       "this attempt")
             return
-        note = self.query_one("#reconcile-note", Input).value.strip() or None
-        self.dismiss(ReconcileDecision(True, finding, note))
+        self.dismiss(ReconcileDecision(True, finding, self.note()))

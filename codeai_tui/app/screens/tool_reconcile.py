@@ -10,13 +10,9 @@ operation changes while the dialog is open, it says so and refuses.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Button, Input, RadioButton, RadioSet, Static
+from textual.widgets import Button, Input
 
 from codeai_tui.app.screens.reconcile import FindingDialog, ReconcileDecision
 from codeai_tui.console.reconcile_service import ToolReconcilePlan
@@ -34,43 +30,27 @@ def _v(value: object, limit: int = 120) -> str:
 
 
 class ToolReconcileModal(FindingDialog):
-    CSS_PATH = "reconcile.tcss"
     LABELS = TOOL_FINDING_LABELS
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="tool_reconcile.cancel_escape"),
-        Binding("n", "cancel", "Cancel", id="tool_reconcile.cancel"),
-        Binding("y", "confirm", "Record", id="tool_reconcile.confirm"),
-    ]
+    RECORDED_IN = "tool.reconciled"
 
     def __init__(self, plan: ToolReconcilePlan) -> None:
         super().__init__()
         self.plan = plan
 
-    def compose(self) -> ComposeResult:
+    def heading(self) -> Content:
         plan = self.plan
-        with Vertical(id="reconcile-dialog"):
-            yield Static(Content.assemble(
-                ("Reconcile tool operation ", "bold"), (_v(plan.tool_call_id), "bold $accent"),
-                (f" ({_v(plan.tool, 40)}): did it run?", "bold")), id="reconcile-title")
-            with VerticalScroll(id="reconcile-body"):
-                yield Static(self._evidence(), id="reconcile-evidence")
-                with RadioSet(id="reconcile-finding"):
-                    for name in TOOL_FINDING_LABELS:
-                        chosen = plan.suggested == name
-                        yield RadioButton(self.label(name, chosen), id=f"finding-{name}",
-                                          value=chosen)
-                yield Input(placeholder=f"to record not_executed, type the tool-call id: "
-                            f"{_v(plan.tool_call_id, 60)}", id="tool-reconcile-typed-id")
-                yield Input(placeholder="note (optional, recorded in tool.reconciled)",
-                            id="reconcile-note", max_length=300)
-                yield Static(self._facts(), id="reconcile-facts")
-            yield Static("", id="reconcile-refused")
-            with Horizontal(id="reconcile-buttons"):
-                yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
-                yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+        return Content.assemble(
+            ("Reconcile tool operation ", "bold"), (_v(plan.tool_call_id), "bold $accent"),
+            (f" ({_v(plan.tool, 40)}): did it run?", "bold"))
 
-    def _evidence(self) -> Content:
+    def suggested(self) -> str | None:
+        return self.plan.suggested
+
+    def inputs(self) -> ComposeResult:
+        yield Input(placeholder=f"to record not_executed, type the tool-call id: "
+                    f"{_v(self.plan.tool_call_id, 60)}", id="tool-reconcile-typed-id")
+
+    def evidence(self) -> Content:
         plan = self.plan
         return Content.assemble(
             ("ledger         ", "bold"), ("\u26a0 admitted", "bold $error"),
@@ -80,7 +60,7 @@ class ToolReconcileModal(FindingDialog):
             (plan.suggested, "bold $accent") if plan.suggested else ("nothing", "bold $warning"),
             f": {_v(plan.why_suggested, 300)}")
 
-    def _facts(self) -> Content:
+    def facts(self) -> Content:
         plan = self.plan
         return Content.assemble(
             ("operation      ", "bold"), _v(plan.operation_key, 200), "\n",
@@ -115,5 +95,4 @@ class ToolReconcileModal(FindingDialog):
                       f"{_v(self.plan.tool_call_id, 60)}")
             self.query_one("#tool-reconcile-typed-id", Input).focus()
             return
-        note = self.query_one("#reconcile-note", Input).value.strip() or None
-        self.dismiss(ReconcileDecision(True, finding, note))
+        self.dismiss(ReconcileDecision(True, finding, self.note()))
