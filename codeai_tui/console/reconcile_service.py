@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.ledger.schema import Event
 from codeai_tui.reconcile import (
     FINDINGS,
     ReconcileRefused,
@@ -27,7 +28,7 @@ from codeai_tui.reconcile import (
 )
 from codeai_tui.resume import UnknownCall
 from codeai_tui.tools.receipts import RECEIPTS_FILE, TOOLS_DIR, KeyProblem, read_receipt_lines
-from codeai_tui.workstate import Projector, parse_time
+from codeai_tui.workstate import CallState, Projector, parse_time
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.reasons import receipt_phrase
 from codeai_tui.workstate.receipts import index_for
@@ -78,15 +79,20 @@ def suggest(matching: tuple[tuple[str, str], ...], log: str, complete_up_to: str
                   "attempt started: a late receipt is still possible; find out first")
 
 
-def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
-    """Read-only. Raises UnknownCall or ReconcileRefused (not at rung 6, or an anomaly)."""
-    if not call_id:
-        raise UnknownCall(call_id)
+def _call(case: Path, call_id: str) -> tuple[list[Event], CallState | None]:
+    """The call's own events, projected as the writer will project them."""
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
     projector = Projector()
     projector.feed(events)
-    state = projector.call_state(call_id) if call_id in projector.calls else None
+    return events, projector.call_state(call_id) if call_id in projector.calls else None
+
+
+def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
+    """Read-only. Raises UnknownCall or ReconcileRefused (not at rung 6, or an anomaly)."""
+    if not call_id:
+        raise UnknownCall(call_id)
+    events, state = _call(case, call_id)
     state = check_reconcilable(state, call_id)
     last = state.evidence.last_attempt()
     if last is None or last.started_seq is None:  # rung 6 has one; never guess
@@ -141,11 +147,7 @@ def _receipt_line_for(case: Path, operation_key: str) -> int | None:
 
 def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan:
     """Read-only. Raises UnknownOperation or ToolReconcileRefused (not at T2, anomaly)."""
-    with LedgerReader(case) as reader:
-        events = reader.events_for_call(call_id)
-    projector = Projector()
-    projector.feed(events)
-    state = projector.call_state(call_id) if call_id in projector.calls else None
+    events, state = _call(case, call_id)
     op = check_tool_reconcilable(state, operation_key)
     assert op.admitted_seq is not None  # T2 is an admission
     admitted_at = next((e.recorded_at for e in events if e.seq == op.admitted_seq), None)

@@ -144,17 +144,22 @@ def _kernel_key(case: Path) -> Path:
     return case.parent / "keys" / f"{case.name}.key"
 
 
-def _replay_setup(case: Path, provider_url: str) -> Target:
-    """A tool-using turn killed right after its decision was saved: no tool admitted."""
+def _killed_tool_worker(case: Path, provider_url: str, kill_at: str) -> None:
+    """Run the tool worker on a new case until it kills itself at `kill_at`."""
     import subprocess
     import sys
 
     done = subprocess.run(
         [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case),
          case_base_url(provider_url, case), str(_kernel_key(case)), "--stream",
-         "--kill-at", "call.completed"], capture_output=True, text=True, timeout=120)
+         "--kill-at", kill_at], capture_output=True, text=True, timeout=120)
     if done.returncode != -9:
         raise RuntimeError(f"the tool worker was not killed where asked: {done.stderr[-300:]}")
+
+
+def _replay_setup(case: Path, provider_url: str) -> Target:
+    """A tool-using turn killed right after its decision was saved: no tool admitted."""
+    _killed_tool_worker(case, provider_url, "call.completed")
     return Target(case, "turn-1-m1")
 
 
@@ -262,12 +267,7 @@ def _tool_reconcile_setup(case: Path, provider_url: str) -> Target:
     import subprocess
     import sys
 
-    done = subprocess.run(
-        [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case),
-         case_base_url(provider_url, case), str(_kernel_key(case)), "--stream",
-         "--kill-at", "tool.admitted"], capture_output=True, text=True, timeout=120)
-    if done.returncode != -9:
-        raise RuntimeError(f"the tool worker was not killed where asked: {done.stderr[-300:]}")
+    _killed_tool_worker(case, provider_url, "tool.admitted")
     doc = subprocess.run([sys.executable, "-m", "codeai_tui", "inspect", str(case), "--json"],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return Target(case, str(_tool_ops(json.loads(doc))[0]["operation_key"]))
