@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeai_tui.verify.store import Row
+from codeai_tui.verify.tool_rungs import DONE as TOOL_DONE
 from codeai_tui.verify.tool_rungs import CallTools, derive_tools
 
 OUTCOME_KINDS = ("attempt.observed", "attempt.interpreted", "attempt.retry_decided",
@@ -193,7 +194,8 @@ def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
                 tools: dict[str, CallTools] | None = None) -> dict[str, Any]:
     """TOOLS.md: a finished call with an unresolved tool operation is unresolved through
     it (effect unknown first); a call whose adopted plan chose tools is not the answer
-    to accept (when its operations all completed, the follow-up call is next)."""
+    to accept (when its operations are all completed or reconciled executed, the
+    follow-up call is next)."""
     tools = tools or {}
     if any(r.kind == "task.completed" for r in task_rows):
         return {"next_operation": "none", "subject_id": None}
@@ -221,7 +223,7 @@ def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
             pending.append((c.first_seq, subject, worst.next_operation))
         elif ct is not None and ct.adopted and ct.plan:
             done_seq = c.seen["call.completed"][0] if "call.completed" in c.seen else c.first_seq
-            if ct.ops and all(o.state == "completed" for o in ct.ops) and (
+            if ct.ops and all(o.state in TOOL_DONE for o in ct.ops) and (
                     tools_done is None or done_seq > tools_done[0]):
                 tools_done = (done_seq, cid)
         elif st["stage"] == "completed" and st["status"] == "succeeded":

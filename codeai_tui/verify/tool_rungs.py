@@ -2,19 +2,28 @@
 
 Written from the document, not from workstate (import-linter forbids importing it): per
 planning call, the plan of the attempt the call adopted (else its last observed one),
-the turn that keys its operations, and per operation its first `tool.admitted` /
-`tool.completed`. completed -> none; admitted only -> effect_unknown / reconcile_effect;
-planned in the adopted response of a succeeded call -> not_admitted / start_tool;
-planned otherwise -> not_admitted / none. Receipt verdicts are judged by the caller
-(effects.py holds the verifier's Ed25519 code).
+the turn that keys its operations, and per operation the admission that stands with its
+`tool.completed` and its first valid `tool.reconciled`, folded in seq order. completed ->
+none; admitted and reconciled executed -> reconciled_executed / none; admitted and
+reconciled not_executed -> reconciled_not_executed / start_tool when the call adopted
+the plan, else none; admitted only -> effect_unknown / reconcile_effect; planned in the
+adopted response of a succeeded call -> not_admitted / start_tool; planned otherwise ->
+not_admitted / none. A `tool.admitted` after a not_executed finding with no outcome
+starts a new admission (its own finding, if any, counts); every other second admission,
+second outcome, second or unknown finding, finding for an operation not admitted or
+after its outcome is an anomaly that changes nothing (`CallTools.anomalies`). Receipt
+verdicts are judged by the caller (effects.py holds the verifier's Ed25519 code).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codeai_tui.verify.store import Row
+
+FINDINGS = ("executed", "not_executed")
+DONE = ("completed", "reconciled_executed")  # the task rule: nothing left to run
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +33,18 @@ class ToolOp:
     tool_call_id: str | None
     state: str
     next_operation: str
-    admitted: Row | None
+    admitted: Row | None  # the admission that stands (the last one a not_executed finding let in)
     completed: Row | None
+    reconciled: Row | None = None  # that admission's first valid finding
+    admissions: int = 0  # admissions that stood: 1 + re-admissions after not_executed
+
+    @property
+    def finding(self) -> str | None:
+        return self.reconciled.payload.get("finding") if self.reconciled else None
+
+    @property
+    def duplicate_effect_risk(self) -> bool:
+        return self.state == "effect_unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +55,21 @@ class CallTools:
     plan: list[dict[str, Any]] | None
     adopted: bool  # the plan is in the response a succeeded call adopted
     ops: list[ToolOp]
+    anomalies: list[int] = field(default_factory=list)  # seqs of tool events the document calls anomalies
 
     def worst(self) -> ToolOp | None:
         """What the task sees first: effect unknown before start_tool."""
         pending = [o for o in self.ops if o.next_operation != "none"]
         unknown = [o for o in pending if o.state == "effect_unknown"]
         return (unknown or pending or [None])[0]
+
+
+@dataclass(slots=True)
+class _Fold:
+    admitted: Row | None = None
+    completed: Row | None = None
+    reconciled: Row | None = None
+    admissions: int = 0
 
 
 def _plan_rows(rows: list[Row]) -> tuple[list[dict[str, Any]] | None, bool]:
@@ -66,6 +94,42 @@ def _plan_rows(rows: list[Row]) -> tuple[list[dict[str, Any]] | None, bool]:
     return None, False
 
 
+def _fold(tool_rows: list[Row]) -> tuple[dict[str, _Fold], list[int]]:
+    """Per operation key, in seq order: the admission that stands, its outcome and its
+    first valid finding; and the seqs of the events that changed nothing (anomalies)."""
+    ops: dict[str, _Fold] = {}
+    anomalies: list[int] = []
+    for r in sorted(tool_rows, key=lambda r: r.seq):
+        key = r.payload.get("operation_key")
+        if not isinstance(key, str) or not key:
+            anomalies.append(r.seq)
+            continue
+        f = ops.get(key)
+        if r.kind == "tool.reconciled":
+            if (r.payload.get("finding") not in FINDINGS or f is None or f.admitted is None
+                    or f.completed is not None or f.reconciled is not None):
+                anomalies.append(r.seq)
+            else:
+                f.reconciled = r
+            continue
+        f = ops.setdefault(key, _Fold())
+        if r.kind == "tool.admitted":
+            again = f.admitted is not None
+            if again and (f.completed is not None or f.reconciled is None
+                          or f.reconciled.payload.get("finding") != "not_executed"):
+                anomalies.append(r.seq)
+                continue
+            f.admitted, f.reconciled = r, None
+            f.admissions += 1
+        elif f.completed is not None:
+            anomalies.append(r.seq)  # a second outcome: the first stands
+        else:
+            if f.admitted is None:
+                anomalies.append(r.seq)  # an outcome never admitted: shown, still an outcome
+            f.completed = r
+    return ops, anomalies
+
+
 def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
     """Per call with tool evidence (a plan or a tool event), its operations' rungs."""
     by_call: dict[str, list[Row]] = {}
@@ -75,7 +139,8 @@ def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
     out: dict[str, CallTools] = {}
     for cid, crows in by_call.items():
         plan, adopted = _plan_rows(crows)
-        tool_rows = [r for r in crows if r.kind in ("tool.admitted", "tool.completed")]
+        tool_rows = [r for r in crows
+                     if r.kind in ("tool.admitted", "tool.completed", "tool.reconciled")]
         if plan is None and not tool_rows:
             continue
         requested = next((r for r in crows if r.kind == "call.requested"), None)
@@ -83,12 +148,7 @@ def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
         parts = [turn.get(k) for k in ("namespace", "thread", "turn")] if isinstance(turn, dict) else []
         prefix = "/".join(parts) if len(parts) == 3 and all(
             isinstance(p, str) and p and "/" not in p for p in parts) else None
-        admitted: dict[str, Row] = {}
-        completed: dict[str, Row] = {}
-        for r in tool_rows:
-            key = r.payload.get("operation_key")
-            if isinstance(key, str) and key:
-                (admitted if r.kind == "tool.admitted" else completed).setdefault(key, r)
+        folds, anomalies = _fold(tool_rows)
         ops: list[ToolOp] = []
         seen: set[str] = set()
         entries = [p for p in plan or [] if isinstance(p, dict)
@@ -97,24 +157,30 @@ def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
         for entry in entries:
             tcid = entry["tool_call_id"]
             key = f"{prefix}/{tcid}" if prefix else next(
-                (k for k, r in admitted.items() if r.payload.get("tool_call_id") == tcid), None)
+                (k for k, f in folds.items() if f.admitted is not None
+                 and f.admitted.payload.get("tool_call_id") == tcid), None)
             if key is not None:
                 seen.add(key)
-            ops.append(_op(cid, key, tcid, admitted, completed, adopted))
-        for key in list(admitted) + [k for k in completed if k not in admitted]:
+            ops.append(_op(cid, key, tcid, folds, adopted))
+        for key in folds:  # admissions (or outcomes) the plan does not name, in first-seen order
             if key not in seen:
                 seen.add(key)
-                ops.append(_op(cid, key, None, admitted, completed, adopted))
-        out[cid] = CallTools(cid, crows[0].task_id, crows[0].seq, plan, adopted, ops)
+                ops.append(_op(cid, key, None, folds, adopted))
+        out[cid] = CallTools(cid, crows[0].task_id, crows[0].seq, plan, adopted, ops, anomalies)
     return out
 
 
-def _op(cid: str, key: str | None, tcid: str | None, admitted: dict[str, Row],
-        completed: dict[str, Row], adopted: bool) -> ToolOp:
-    adm = admitted.get(key) if key else None
-    done = completed.get(key) if key else None
-    if done is not None:
+def _op(cid: str, key: str | None, tcid: str | None, folds: dict[str, _Fold],
+        adopted: bool) -> ToolOp:
+    f = folds.get(key) if key else None
+    f = f or _Fold()
+    adm, finding = f.admitted, f.reconciled.payload.get("finding") if f.reconciled else None
+    if f.completed is not None:
         state, nxt = "completed", "none"
+    elif adm is not None and finding == "executed":
+        state, nxt = "reconciled_executed", "none"
+    elif adm is not None and finding == "not_executed":
+        state, nxt = "reconciled_not_executed", "start_tool" if adopted else "none"
     elif adm is not None:
         state, nxt = "effect_unknown", "reconcile_effect"
     else:
@@ -122,4 +188,4 @@ def _op(cid: str, key: str | None, tcid: str | None, admitted: dict[str, Row],
     if tcid is None and adm is not None:
         tcid = adm.payload.get("tool_call_id") if isinstance(
             adm.payload.get("tool_call_id"), str) else None
-    return ToolOp(cid, key, tcid, state, nxt, adm, done)
+    return ToolOp(cid, key, tcid, state, nxt, adm, f.completed, f.reconciled, f.admissions)
