@@ -91,12 +91,36 @@ class Ledger:
                                     "receipt": receipt}, call_id="m1", attempt_id="m1-a1")
         return receipt
 
+    def reconcile(self, tcid: str, finding: str, note: str | None = None) -> int:
+        """The operator's finding for the operation (TOOLS.md, `tool.reconciled`)."""
+        return self.add("tool.reconciled", {"operation_key": f"{NS}/{THREAD}/{TURN}/{tcid}",
+                                            "finding": finding, "note": note,
+                                            "decided_by": {"user": "op", "host": "h", "pid": 1}},
+                        call_id="m1", attempt_id="m1-a1")
 
-def _op(state: str, nxt: str, verdict: str | None = None) -> dict[str, Any]:
+
+def _op(state: str, nxt: str, verdict: str | None = None, *, finding: str | None = None,
+        reconciled_seq: int | None = None) -> dict[str, Any]:
+    """An operation in the vectors' short form; `finding` and `reconciled_seq` only on an
+    operation whose standing admission has a finding (inspect --json has them only there)."""
     out: dict[str, Any] = {"state": state, "next_operation": nxt}
     if verdict is not None:
         out["receipt"] = verdict
+    if finding is not None:
+        out["finding"] = finding
+        out["reconciled_seq"] = reconciled_seq
     return out
+
+
+def _key(tcid: str) -> str:
+    return f"{NS}/{THREAD}/{TURN}/{tcid}"
+
+
+def _fields(admitted_seq: int | None, completed_seq: int | None = None, *,
+            risk: bool = False) -> dict[str, Any]:
+    """Fields of one operation's inspect --json object compared exactly."""
+    return {"duplicate_effect_risk": risk, "admitted_seq": admitted_seq,
+            "completed_seq": completed_seq}
 
 
 def vector(name: str, description: str, ledger: Ledger, lines: list[str] | None,
@@ -220,6 +244,241 @@ def build() -> list[dict[str, Any]]:
         {"calls": {"m1": {"tool_operations": [_op("completed", "none", "valid")]},
                    "m2": {"stage": "completed", "tool_operations": []}},
          "tasks": {"t1": {"next_operation": "check_and_accept", "subject_id": "m2"}}}))
+    out += build_reconciled()
+    return out
+
+
+def build_reconciled() -> list[dict[str, Any]]:
+    """`tool.reconciled` (TOOLS.md, "Reconciling a tool operation"): rungs T2x and T2n,
+    re-admission after not_executed, and the findings that are anomalies."""
+    out = []
+    led = Ledger()
+    led.call("m0", None)  # an earlier answer of the task: not the one to accept now
+    led.call("m1", PLAN)
+    a1 = led.admit("tc-1")
+    receipt = led.complete("tc-1", a1)
+    c1 = len(led.events)
+    a2 = led.admit("tc-2")
+    rec = led.reconcile("tc-2", "executed", "reports.db has its publication row")
+    out.append(vector(
+        "tool_reconciled_executed",
+        "One operation completed, the other admitted and killed before its outcome, then "
+        "reconciled executed: reconciled_executed / none (never run again, no duplicate "
+        "risk); every operation is done, so the task reads start_call (the follow-up), "
+        "not check_and_accept of the earlier answer m0.",
+        led, [receipt],
+        {"calls": {"m0": {"stage": "completed", "status": "succeeded", "tools": None},
+                   "m1": {"stage": "completed", "next_operation": "none",
+                          "tool_operations": [
+                              _op("completed", "none", "valid"),
+                              _op("reconciled_executed", "none", finding="executed",
+                                  reconciled_seq=rec)],
+                          "tool_operation_fields": [
+                              _fields(a1, c1), _fields(a2) | {"outcome": None}]}},
+         "tasks": {"t1": {"next_operation": "start_call", "subject_id": None}},
+         "counts": {"effect_unknown": 0, "effect_unknown_tool_operations": 0,
+                    "effect_unknown_calls": 0, "start_tool": 0, "tool_operations": 2}},
+        {str(rec - 1): {
+            "calls": {"m1": {"tool_operations": [_op("completed", "none", "valid"),
+                                                 _op("effect_unknown", "reconcile_effect")],
+                             "tool_operation_fields": [_fields(a1, c1),
+                                                       _fields(a2, risk=True)]}},
+            "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-2")}},
+            "counts": {"effect_unknown": 1, "effect_unknown_tool_operations": 1}}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    a1 = led.admit("tc-1")
+    rec = led.reconcile("tc-1", "not_executed", "no row in reports.db")
+    out.append(vector(
+        "tool_reconciled_not_executed",
+        "Admitted, killed before its outcome, reconciled not_executed: the call adopted the "
+        "plan, so reconciled_not_executed / start_tool (replay may run it again under its "
+        "original tool-call id); no duplicate risk.",
+        led, [],
+        {"calls": {"m1": {"stage": "completed", "next_operation": "none",
+                          "tool_operations": [_op("reconciled_not_executed", "start_tool",
+                                                  finding="not_executed", reconciled_seq=rec)],
+                          "tool_operation_fields": [_fields(a1)]}},
+         "tasks": {"t1": {"next_operation": "start_tool", "subject_id": _key("tc-1")}},
+         "counts": {"effect_unknown": 0, "effect_unknown_tool_operations": 0,
+                    "start_tool": 1, "tool_operations": 1}},
+        {str(rec - 1): {
+            "calls": {"m1": {"tool_operations": [_op("effect_unknown", "reconcile_effect")],
+                             "tool_operation_fields": [_fields(a1, risk=True)]}},
+            "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-1")}},
+            "counts": {"effect_unknown": 1, "start_tool": 0}}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1], completed=False)
+    a1 = led.admit("tc-1")
+    rec = led.reconcile("tc-1", "not_executed")
+    out.append(vector(
+        "tool_reconciled_not_executed_not_adopted",
+        "Reconciled not_executed while the planning call has not finished (it never adopted "
+        "the plan): reconciled_not_executed / none; the call's own next operation comes "
+        "first.",
+        led, [],
+        {"calls": {"m1": {"stage": "observed", "next_operation": "reinterpret",
+                          "tool_operations": [_op("reconciled_not_executed", "none",
+                                                  finding="not_executed", reconciled_seq=rec)],
+                          "tool_operation_fields": [_fields(a1)]}},
+         "tasks": {"t1": {"next_operation": "reinterpret", "subject_id": "m1"}},
+         "counts": {"effect_unknown": 0, "start_tool": 0, "tool_operations": 1}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    a1 = led.admit("tc-1")
+    rec = led.reconcile("tc-1", "not_executed")
+    a2 = led.admit("tc-1")
+    receipt = led.complete("tc-1", a2)
+    c2 = len(led.events)
+    out.append(vector(
+        "tool_reconciled_not_executed_then_completed",
+        "Reconciled not_executed, then replay admitted it again (a re-admission, not an "
+        "anomaly) and completed it: completed with a valid receipt naming the second "
+        "admission; the finding belonged to the first admission, so the operation shows "
+        "none.",
+        led, [receipt],
+        {"calls": {"m1": {"tool_operations": [_op("completed", "none", "valid")],
+                          "tool_operation_fields": [_fields(a2, c2) | {"outcome": "succeeded"}]}},
+         "tasks": {"t1": {"next_operation": "start_call", "subject_id": None}},
+         "counts": {"effect_unknown": 0, "start_tool": 0, "tool_operations": 1}},
+        {str(a2): {"calls": {"m1": {"tool_operations": [_op("effect_unknown", "reconcile_effect")],
+                                    "tool_operation_fields": [_fields(a2, risk=True)]}},
+                   "tasks": {"t1": {"next_operation": "reconcile_effect",
+                                    "subject_id": _key("tc-1")}}},
+         str(rec): {"calls": {"m1": {"tool_operations": [
+             _op("reconciled_not_executed", "start_tool", finding="not_executed",
+                 reconciled_seq=rec)], "tool_operation_fields": [_fields(a1)]}},
+                    "tasks": {"t1": {"next_operation": "start_tool", "subject_id": _key("tc-1")}}}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    led.admit("tc-1")
+    led.reconcile("tc-1", "not_executed")
+    a2 = led.admit("tc-1")
+    out.append(vector(
+        "tool_reconciled_not_executed_readmitted_no_outcome",
+        "Reconciled not_executed, admitted again and killed again before the outcome: a "
+        "new T2, effect_unknown / reconcile_effect with duplicate risk (the old finding "
+        "does not carry over).",
+        led, [],
+        {"calls": {"m1": {"tool_operations": [_op("effect_unknown", "reconcile_effect")],
+                          "tool_operation_fields": [_fields(a2, risk=True)]}},
+         "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-1")}},
+         "counts": {"effect_unknown": 1, "effect_unknown_tool_operations": 1,
+                    "effect_unknown_calls": 0, "start_tool": 0, "tool_operations": 1}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    led.admit("tc-1")
+    led.reconcile("tc-1", "not_executed")
+    a2 = led.admit("tc-1")
+    rec = led.reconcile("tc-1", "executed")
+    out.append(vector(
+        "tool_reconciled_readmitted_reconciled_again",
+        "Reconciled not_executed, re-admitted, killed again, then reconciled executed: the "
+        "second admission's own first finding counts (not a second finding): "
+        "reconciled_executed, task start_call.",
+        led, [],
+        {"calls": {"m1": {"tool_operations": [_op("reconciled_executed", "none",
+                                                  finding="executed", reconciled_seq=rec)],
+                          "tool_operation_fields": [_fields(a2)]}},
+         "tasks": {"t1": {"next_operation": "start_call", "subject_id": None}},
+         "counts": {"effect_unknown": 0, "start_tool": 0, "tool_operations": 1}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    a1 = led.admit("tc-1")
+    rec = led.reconcile("tc-1", "executed")
+    second = led.reconcile("tc-1", "not_executed")
+    out.append(vector(
+        "tool_reconciled_twice",
+        "Reconciled executed, then not_executed: only the first finding of an admission "
+        "counts; the second is an anomaly and changes nothing (no start_tool).",
+        led, [],
+        {"calls": {"m1": {"tool_operations": [_op("reconciled_executed", "none",
+                                                  finding="executed", reconciled_seq=rec)],
+                          "tool_operation_fields": [_fields(a1)]}},
+         "tasks": {"t1": {"next_operation": "start_call", "subject_id": None}},
+         "counts": {"effect_unknown": 0, "start_tool": 0, "tool_operations": 1},
+         "anomalies": [{"seq": second, "problem_contains":
+                        f"operation {_key('tc-1')} reconciled a second time"}]}))
+
+    led = Ledger()
+    led.call("m1", PLAN)
+    a1 = led.admit("tc-1")
+    bad = led.reconcile("tc-1", "maybe")
+    early = led.reconcile("tc-2", "executed")
+    rec = led.reconcile("tc-1", "executed")
+    a2 = led.admit("tc-2")
+    anomalies = [{"seq": bad, "problem_contains": "tool.reconciled with finding 'maybe'"},
+                 {"seq": early, "problem_contains":
+                  f"tool.reconciled for operation {_key('tc-2')} that was never admitted"}]
+    out.append(vector(
+        "tool_reconciled_bad",
+        "A finding 'maybe' and a finding for an operation never admitted are anomalies and "
+        "change nothing: tc-1 stays effect_unknown, tc-2 not_admitted. A valid finding after "
+        "the bad one still counts (the first valid one), and tc-2's early finding does not "
+        "apply to its later admission.",
+        led, [],
+        {"calls": {"m1": {"tool_operations": [
+            _op("reconciled_executed", "none", finding="executed", reconciled_seq=rec),
+            _op("effect_unknown", "reconcile_effect")],
+            "tool_operation_fields": [_fields(a1), _fields(a2, risk=True)]}},
+         "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-2")}},
+         "counts": {"effect_unknown": 1, "effect_unknown_tool_operations": 1, "start_tool": 0,
+                    "tool_operations": 2},
+         "anomalies": anomalies},
+        {str(early): {"calls": {"m1": {"tool_operations": [
+            _op("effect_unknown", "reconcile_effect"), _op("not_admitted", "start_tool")],
+            "tool_operation_fields": [_fields(a1, risk=True), _fields(None)]}},
+            "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-1")}},
+            "counts": {"effect_unknown": 1, "start_tool": 1},
+            "anomalies": anomalies}}))
+
+    led = Ledger()
+    led.call("m1", PLAN[:1])
+    a1 = led.admit("tc-1")
+    receipt = led.complete("tc-1", a1)
+    c1 = len(led.events)
+    late = led.reconcile("tc-1", "not_executed")
+    out.append(vector(
+        "tool_reconciled_after_completed",
+        "A finding after the operation's tool.completed is an anomaly: the recorded "
+        "outcome stands (completed, valid, no finding shown, nothing to run).",
+        led, [receipt],
+        {"calls": {"m1": {"tool_operations": [_op("completed", "none", "valid")],
+                          "tool_operation_fields": [_fields(a1, c1)]}},
+         "tasks": {"t1": {"next_operation": "start_call", "subject_id": None}},
+         "counts": {"effect_unknown": 0, "start_tool": 0, "tool_operations": 1},
+         "anomalies": [{"seq": late, "problem_contains":
+                        f"tool.reconciled for operation {_key('tc-1')} after its tool.completed"}]}))
+
+    led = Ledger()
+    led.call("m1", PLAN)
+    a1 = led.admit("tc-1")
+    dup1 = led.admit("tc-1")
+    a2 = led.admit("tc-2")
+    rec = led.reconcile("tc-2", "executed")
+    dup2 = led.admit("tc-2")
+    out.append(vector(
+        "tool_readmitted_without_finding",
+        "A second tool.admitted without a not_executed finding is an anomaly as before, and "
+        "so is one after an executed finding: the first admission stands (tc-1 effect "
+        "unknown, tc-2 reconciled executed).",
+        led, [],
+        {"calls": {"m1": {"tool_operations": [
+            _op("effect_unknown", "reconcile_effect"),
+            _op("reconciled_executed", "none", finding="executed", reconciled_seq=rec)],
+            "tool_operation_fields": [_fields(a1, risk=True), _fields(a2)]}},
+         "tasks": {"t1": {"next_operation": "reconcile_effect", "subject_id": _key("tc-1")}},
+         "counts": {"effect_unknown": 1, "effect_unknown_tool_operations": 1, "start_tool": 0,
+                    "tool_operations": 2},
+         "anomalies": [
+             {"seq": dup1, "problem_contains": f"operation {_key('tc-1')} admitted a second time"},
+             {"seq": dup2, "problem_contains": f"operation {_key('tc-2')} admitted a second time"}]}))
     return out
 
 

@@ -23,7 +23,7 @@ from codeai_tui.verify.effects import (
 )
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import Row
-from codeai_tui.verify.tool_rungs import derive_tools
+from codeai_tui.verify.tool_rungs import ToolOp, derive_tools
 from tests.support import TESTS
 
 VECTORS = [json.loads(p.read_text()) for p in sorted((TESTS / "conformance_ext").glob("tool_*.json"))]
@@ -49,7 +49,25 @@ def _evidence(vector: dict[str, Any]) -> ToolEvidence:
 
 
 def test_there_are_tool_vectors() -> None:
-    assert len(VECTORS) >= 8
+    assert len(VECTORS) >= 18
+
+
+def _short(op: ToolOp, ev: ToolEvidence) -> dict[str, Any]:
+    """The vectors' short form of an operation: a finding only where one stands."""
+    out: dict[str, Any] = {"state": op.state, "next_operation": op.next_operation}
+    if (verdict := receipt_verdict(op, ev)) is not None:
+        out["receipt"] = verdict
+    if op.reconciled is not None:
+        out |= {"finding": op.finding, "reconciled_seq": op.reconciled.seq}
+    return out
+
+
+def _fields(op: ToolOp) -> dict[str, Any]:
+    """The inspect --json fields a vector's `tool_operation_fields` may name."""
+    return {"duplicate_effect_risk": op.duplicate_effect_risk,
+            "admitted_seq": op.admitted.seq if op.admitted else None,
+            "completed_seq": op.completed.seq if op.completed else None,
+            "outcome": op.completed.payload.get("outcome") if op.completed else None}
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
@@ -62,16 +80,32 @@ def test_verifier_tool_rungs_match_the_vectors(vector: dict[str, Any]) -> None:
         tools = derive_tools(rows)
         for call_id, fields in expect.get("calls", {}).items():
             if "tool_operations" in fields:
-                got = [{"state": o.state, "next_operation": o.next_operation}
-                       | ({"receipt": v} if (v := receipt_verdict(o, ev)) else {})
-                       for o in tools[call_id].ops] if call_id in tools else None
+                got = [_short(o, ev) for o in tools[call_id].ops] if call_id in tools else None
                 assert got == fields["tool_operations"], (call_id, as_of)
+            if "tool_operation_fields" in fields:
+                got_fields = [{k: _fields(o)[k] for k in want}
+                              for o, want in zip(tools[call_id].ops,
+                                                 fields["tool_operation_fields"], strict=True)]
+                assert got_fields == fields["tool_operation_fields"], (call_id, as_of)
             if fields.get("tools", "absent") is None:
                 assert call_id not in tools
-        tasks = derive(rows).tasks
+        # the tool events the document calls anomalies, by seq (the wording is the
+        # projection's; the verifier only has to agree on which events changed nothing)
+        anomalous = sorted(s for ct in tools.values() for s in ct.anomalies)
+        assert anomalous == [a["seq"] for a in expect.get("anomalies", [])], as_of
+        derived = derive(rows)
         for task_id, fields in expect.get("tasks", {}).items():
             for key, want in fields.items():
-                assert tasks[task_id][key] == want, (task_id, key, as_of)
+                assert derived.tasks[task_id][key] == want, (task_id, key, as_of)
+        ops = [o for ct in tools.values() for o in ct.ops]
+        unknown_calls = sum(c["stage"] == "effect_unknown" for c in derived.calls.values())
+        unknown_ops = sum(o.state == "effect_unknown" for o in ops)
+        counts = {"tool_operations": len(ops), "effect_unknown_tool_operations": unknown_ops,
+                  "effect_unknown_calls": unknown_calls,
+                  "effect_unknown": unknown_calls + unknown_ops,
+                  "start_tool": sum(o.next_operation == "start_tool" for o in ops)}
+        for key, want in expect.get("counts", {}).items():
+            assert counts[key] == want, (key, as_of)
 
 
 def test_a_store_killed_inside_its_transaction_is_read_without_writing_it(
@@ -105,3 +139,4 @@ os.kill(os.getpid(), 9)
     assert ev.publications == [(1, "k1", "t1")]
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in store.parent.iterdir()}
     assert after == before
+
