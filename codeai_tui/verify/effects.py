@@ -348,6 +348,11 @@ def _where(line: ReceiptLine) -> str:
     return f"line {line.number}" if line.number else "in the ledger only"
 
 
+def _readmitted(admissions: int) -> str:
+    return (f", admitted again after {admissions - 1} not_executed finding(s)"
+            if admissions > 1 else "")
+
+
 def _names_other_admission(body: dict[str, Any], admitted: Any) -> bool:
     """A receipt is bound to its admission: same seq, planning call and attempt, tool call,
     tool and arguments hash."""
@@ -358,14 +363,18 @@ def _names_other_admission(body: dict[str, Any], admitted: Any) -> bool:
 
 
 def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None) -> list[Claim]:
-    """Every publication: exactly one admission, and exactly one valid receipt (or, where
+    """Every publication: exactly one admission that stands (earlier ones each closed by a
+    not_executed finding, TOOLS.md), and exactly one valid receipt naming it (or, where
     preregistered, none: admitted without an outcome, its effect unknown)."""
     admitted = _ops(case, "tool.admitted")
     completed = _ops(case, "tool.completed")
+    standing = {o.operation_key: o for ct in derive_tools(case.rows).values() for o in ct.ops}
     claims: list[Claim] = []
     keys = Counter(key for _, key, _ in ev.publications)
     for pid, key, call in ev.publications:
-        adm = admitted.get(key, [])
+        op = standing.get(key)
+        stood = op.admissions if op is not None else 0
+        adm = [op.admitted] if op is not None and op.admitted is not None else []
         texts = {ln.text: ln for ln in ev.receipts()
                  if ln.body and ln.body.get("operation_key") == key}
         done = completed.get(key, [])
@@ -373,8 +382,11 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
         problems: list[str] = []
         if keys[key] != 1:
             problems.append(f"{keys[key]} publications under this operation")
-        if len(adm) != 1:
-            problems.append(f"{len(adm)} tool.admitted events")
+        n = len(admitted.get(key, []))
+        if not adm or n != stood:
+            problems.append(f"{n} tool.admitted events" + (
+                f", {n - stood} of them a second admission without a not_executed finding"
+                if adm and n > stood else ""))
         elif adm[0].payload.get("tool_call_id") != call:
             problems.append("its tool_call_id differs from the admission's")
         if want_receipt:
@@ -392,14 +404,17 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
             elif ln is not None and len(adm) == 1 and _names_other_admission(ln.body or {}, adm[0]):
                 problems.append(f"its receipt ({_where(ln)}) names another admission than "
                                 f"the ledger's (seq {adm[0].seq})")
-            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}) "
-                    "and one valid receipt naming it")
+            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}"
+                    f"{_readmitted(stood)}) and one valid receipt naming it")
         else:
             if texts or done:
                 problems.append(f"{len(texts)} receipt(s), {len(done)} tool.completed; "
                                 "preregistered: none")
-            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}), "
-                    "no outcome and no receipt: its effect is unknown to the kernel"
+            unknown = ("reconciled executed at seq "
+                       f"{op.reconciled.seq}" if op is not None and op.reconciled is not None
+                       and op.finding == "executed" else "its effect is unknown to the kernel")
+            text = (f"publication {pid} ({key}): one admission (seq {adm[0].seq if adm else '?'}"
+                    f"{_readmitted(stood)}), no outcome and no receipt: {unknown}"
                     + (", as preregistered" if receipted is not None else ""))
         claims.append(Claim(not problems, case.name,
                             text if not problems else f"publication {pid} ({key}): "
@@ -418,6 +433,30 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
         claims.append(Claim(False, case.name,
                             f"receipt(s) for operation(s) the tool's store has no publication of: "
                             f"{', '.join(orphan[:3])}"))
+    return claims
+
+
+def _finding_claims(case: CaseData, ev: ToolEvidence) -> list[Claim]:
+    """An operator's finding that stands (`tool.reconciled`, TOOLS.md) against the tool's
+    own store: executed needs the operation's publication there, not_executed has none
+    (the operation has not run again since). Only for the demo tool, whose store this is,
+    and only when that store was read."""
+    if ev.problems or not _regular(case.path / REPORTS):
+        return []
+    published = {key for _, key, _ in ev.publications}
+    claims: list[Claim] = []
+    for ct in derive_tools(case.rows).values():
+        for op in ct.ops:
+            if op.state not in ("reconciled_executed", "reconciled_not_executed") \
+                    or op.admitted is None or op.reconciled is None \
+                    or op.admitted.payload.get("tool") != "publish_report":
+                continue
+            found = op.operation_key in published
+            claims.append(Claim(
+                found == (op.finding == "executed"), case.name,
+                f"operation {op.operation_key}: reconciled {op.finding} at seq "
+                f"{op.reconciled.seq}; {REPORTS} "
+                + ("has its publication" if found else "has no publication of it")))
     return claims
 
 
@@ -545,6 +584,7 @@ def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
     if ev.lines or _ops(case, "tool.completed"):
         claims += _ledger_agreement_claims(case, ev)
     claims += _publication_claims(case, ev, exp.receipted if exp else None)
+    claims += _finding_claims(case, ev)
     if exp is not None:
         claims.append(_counts_claim(case, exp, count_effects(case, ev)))
         claims.append(_calls_claim(case, exp))

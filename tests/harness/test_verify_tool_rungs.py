@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from ledgerfactory import write_ledger
 
 from codeai_tui.verify.effects import (
     ToolEvidence,
@@ -24,7 +26,7 @@ from codeai_tui.verify.effects import (
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import Row
 from codeai_tui.verify.tool_rungs import ToolOp, derive_tools
-from tests.support import TESTS
+from tests.support import TESTS, cli
 
 VECTORS = [json.loads(p.read_text()) for p in sorted((TESTS / "conformance_ext").glob("tool_*.json"))]
 
@@ -140,3 +142,71 @@ os.kill(os.getpid(), 9)
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in store.parent.iterdir()}
     assert after == before
 
+
+def _case(tmp_path: Path, name: str, published: list[str]) -> Path:
+    """A case from a tool vector, with the demo tool's store holding a publication for
+    each of `published` (tool-call ids, in that order: publication ids 1, 2, ...)."""
+    vector = next(v for v in VECTORS if v["name"] == name)
+    case = write_ledger(tmp_path / name, vector["events"], receipts=vector["receipts"]).parent
+    (case / "tools").mkdir()
+    (case / "tools" / "kernel.pub").write_text(vector["tools"]["kernel_pub"])
+    (case / "tools" / "receipts.ndjson").write_text(
+        "".join(line + "\n" for line in vector["tools"]["receipts_ndjson"]))
+    conn = sqlite3.connect(case / "tools" / "reports.sqlite3")
+    conn.execute("CREATE TABLE publications (id INTEGER PRIMARY KEY, operation_key TEXT, "
+                 "tool_call_id TEXT, title TEXT, body TEXT, published_at TEXT)")
+    conn.executemany("INSERT INTO publications (operation_key, tool_call_id) VALUES (?, ?)",
+                     [(f"ns/th/turn-1/{t}", t) for t in published])
+    conn.commit()
+    conn.close()
+    return case
+
+
+def _verify(case: Path) -> tuple[int, list[str]]:
+    done = cli("verify", str(case))
+    return done.returncode, done.stdout.splitlines()
+
+
+def test_a_re_admission_after_not_executed_is_one_admission_with_its_receipt(
+        tmp_path: Path) -> None:
+    """Two tool.admitted for one publication, the first closed by a not_executed finding:
+    the second stands, and the receipt names it."""
+    code, lines = _verify(_case(tmp_path, "tool_reconciled_not_executed_then_completed",
+                                ["tc-1"]))
+    assert code == 0, lines
+    assert "PASS tool_reconciled_not_executed_then_completed: publication 1 (ns/th/turn-1/tc-1): " \
+        "one admission (seq 10, admitted again after 1 not_executed finding(s)) and one " \
+        "valid receipt naming it" in lines
+
+
+def test_a_second_admission_without_a_finding_still_fails(tmp_path: Path) -> None:
+    code, lines = _verify(_case(tmp_path, "tool_readmitted_without_finding", ["tc-1", "tc-2"]))
+    assert code == 1
+    assert "FAIL tool_readmitted_without_finding: publication 1 (ns/th/turn-1/tc-1): 2 " \
+        "tool.admitted events, 1 of them a second admission without a not_executed " \
+        "finding" in lines
+    # tc-2's executed finding stands and its publication is there; its second admission
+    # (after that finding) is the failure
+    assert "PASS tool_readmitted_without_finding: operation ns/th/turn-1/tc-2: reconciled " \
+        "executed at seq 11; tools/reports.sqlite3 has its publication" in lines
+    assert any(line.startswith("FAIL tool_readmitted_without_finding: publication 2 "
+                               "(ns/th/turn-1/tc-2): 2 tool.admitted events") for line in lines)
+
+
+@pytest.mark.parametrize(("name", "published", "found", "ok"), [
+    ("tool_reconciled_executed", ["tc-1", "tc-2"], True, True),
+    ("tool_reconciled_executed", ["tc-1"], False, False),
+    ("tool_reconciled_not_executed", [], False, True),
+    ("tool_reconciled_not_executed", ["tc-1"], True, False),
+])
+def test_a_finding_is_checked_against_the_tools_own_store(
+        tmp_path: Path, name: str, published: list[str], found: bool, ok: bool) -> None:
+    """executed needs the publication in the tool's store, not_executed must have none:
+    the operator's word is evidence the verifier checks, not takes."""
+    code, lines = _verify(_case(tmp_path, name, published))
+    key = "ns/th/turn-1/tc-2" if name == "tool_reconciled_executed" else "ns/th/turn-1/tc-1"
+    finding = [line for line in lines if f"operation {key}: reconciled" in line]
+    assert len(finding) == 1, lines
+    assert finding[0].startswith("PASS" if ok else "FAIL"), finding
+    assert finding[0].endswith("has its publication" if found else "has no publication of it")
+    assert (code == 0) == ok, lines
