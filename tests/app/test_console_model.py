@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apphelpers import make_case
@@ -87,8 +88,8 @@ def test_demo_open_with_the_port_taken_builds_against_a_free_one(
 
     seen: dict[str, object] = {}
 
-    def fake_build(out: Path | None, port: int) -> Path:
-        seen["port"] = port
+    def fake_build(out: Path | None, port: int, kernel_key: Path | None = None) -> Path:
+        seen["port"], seen["built_key"] = port, kernel_key
         (tmp_path / "b").mkdir(exist_ok=True)
         return tmp_path / "b"
 
@@ -102,8 +103,9 @@ def test_demo_open_with_the_port_taken_builds_against_a_free_one(
         def stop(self) -> None:
             seen["stopped"] = True
 
-    def fake_open(args: object, provider_note: str | None = None) -> int:
-        seen["note"] = provider_note
+    def fake_open(args: Any, provider_note: str | None = None) -> int:
+        seen["note"], seen["open_key"] = provider_note, args.kernel_key
+        seen["key_existed"] = args.kernel_key is not None and args.kernel_key.parent.is_dir()
         return 0
 
     def fake_live(bundle: Path, rate: float, busy_timeout: float = 10.0,
@@ -130,6 +132,11 @@ def test_demo_open_with_the_port_taken_builds_against_a_free_one(
     assert f"127.0.0.1:{seen['port']}" in str(seen["note"])
     assert "reach it" in str(seen["note"])
     assert f"port {demo.DEMO_PROVIDER_PORT} is taken" in capsys.readouterr().err
+    # the console gets the kernel key the bundle was built with (R can replay), kept in a
+    # private directory while it is open and gone after
+    key = seen["built_key"]
+    assert isinstance(key, Path) and seen["open_key"] == key and seen["key_existed"]
+    assert not key.parent.exists()
 
 
 def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -86,6 +86,7 @@ async def test_not_executed_needs_the_typed_tool_call_id(tmp_path: Path) -> None
         await pilot.press("t", "c", "-", "1", "enter")  # Enter moves to Record
         await pilot.pause()
         assert app.focused is not None and app.focused.id == "reconcile-confirm"
+        assert "the tool-call id matches" in _dialog_text(app)
         assert ledger_digest(case) == before  # the field never records by itself
         await pilot.press("enter")
         await wait_for(pilot, lambda: any(t.startswith("reconciled: reconciled tool operation")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.content import Content
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Static
 
 from codeai_tui.app.screens.reconcile import FindingDialog, ReconcileDecision
 from codeai_tui.console.reconcile_service import ToolReconcilePlan
@@ -47,8 +47,9 @@ class ToolReconcileModal(FindingDialog):
         return self.plan.suggested
 
     def inputs(self) -> ComposeResult:
-        yield Input(placeholder=f"to record not_executed, type the tool-call id: "
-                    f"{_v(self.plan.tool_call_id, 60)}", id="tool-reconcile-typed-id")
+        # the id first: on a narrow terminal the end of a placeholder is cut off
+        yield Input(placeholder=f"{_v(self.plan.tool_call_id, 60)}: type this tool-call id "
+                    "to record not_executed", id="tool-reconcile-typed-id")
 
     def evidence(self) -> Content:
         plan = self.plan
@@ -81,6 +82,9 @@ class ToolReconcileModal(FindingDialog):
         never records by itself."""
         event.stop()
         if event.input.id == "tool-reconcile-typed-id" and self._typed_ok() and not self.refused:
+            self.query_one("#reconcile-refused", Static).update(Content.assemble(
+                ("\u2714 the tool-call id matches: ", "bold $success"),
+                "Enter (or y) records the finding"))
             self.query_one("#reconcile-confirm", Button).focus()
 
     def action_confirm(self) -> None:
