@@ -9,7 +9,6 @@ tests may give it another. Typed end to end: nothing on the write path is `Any`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -27,7 +26,15 @@ from codeai_tui.reconcile import (
     reconcile_operation,
 )
 from codeai_tui.resume import UnknownCall
-from codeai_tui.tools.receipts import RECEIPTS_FILE, TOOLS_DIR, KeyProblem, read_receipt_lines
+from codeai_tui.tools.receipts import (
+    PUBLIC_KEY_FILE,
+    RECEIPTS_FILE,
+    TOOLS_DIR,
+    KeyProblem,
+    check_receipt,
+    load_public_key,
+    read_receipt_lines,
+)
 from codeai_tui.workstate import CallState, Projector, parse_time
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.reasons import receipt_phrase
@@ -130,17 +137,18 @@ class ToolReconcilePlan:
 
 
 def _receipt_line_for(case: Path, operation_key: str) -> int | None:
-    """The line of `tools/receipts.ndjson` whose body names this operation, if any."""
+    """The line of `tools/receipts.ndjson` holding a receipt for this operation whose
+    signature verifies against the case's `tools/kernel.pub`, if any (untrusted text:
+    anything else suggests nothing)."""
+    tools = case / TOOLS_DIR
     try:
-        lines = read_receipt_lines(case / TOOLS_DIR / RECEIPTS_FILE)
+        public = load_public_key(tools / PUBLIC_KEY_FILE)
+        lines = read_receipt_lines(tools / RECEIPTS_FILE)
     except (KeyProblem, OSError, ValueError):
         return None
     for number, text in lines:
-        try:
-            body = json.loads(text).get("body")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(body, dict) and body.get("operation_key") == operation_key:
+        check = check_receipt(text, public)
+        if check.valid and check.operation_key == operation_key:
             return number
     return None
 
@@ -154,8 +162,8 @@ def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolRec
     line = _receipt_line_for(case, operation_key)
     if line is not None:
         suggested: str | None = "executed"
-        why = (f"{TOOLS_DIR}/{RECEIPTS_FILE} line {line} holds a receipt for this operation "
-               "(not verified here): the kernel completed it")
+        why = (f"{TOOLS_DIR}/{RECEIPTS_FILE} line {line} holds this operation's receipt, "
+               "signed by the case's kernel key: the kernel completed it")
     else:
         suggested, why = None, (
             f"neither the ledger nor {TOOLS_DIR}/{RECEIPTS_FILE} can say: look in "

@@ -5,6 +5,7 @@ tool-call id typed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,39 @@ async def test_x_explains_itself_where_no_effect_is_unknown_and_is_hidden_read_o
         await pilot.pause()
         assert type(app.screen).__name__ != "ToolReconcileModal"
     assert ledger_digest(case) == before and _findings(unknown) == []
+
+
+def _killed_after_the_receipt_line(root: Path, *, forged: bool) -> Path:
+    """tool_completed_valid without its tool.completed: the kernel's receipt line is in
+    tools/receipts.ndjson but the ledger never recorded the outcome (T2). `forged`: the
+    line's signature no longer verifies (its result changed)."""
+    from ledgerfactory import write_ledger
+    from tool_cases import EXT
+
+    data = json.loads((EXT / "tool_completed_valid.json").read_text(encoding="utf-8"))
+    events = [dict(e, event_id=f"ev-{e['seq']:04d}") for e in data["events"]
+              if e["kind"] != "tool.completed"]
+    case = write_ledger(root, events).parent
+    (case / "tools").mkdir()
+    (case / "tools" / "kernel.pub").write_text(data["tools"]["kernel_pub"])
+    lines = data["tools"]["receipts_ndjson"]
+    if forged:
+        lines = [lines[0].replace('"publication_id":1', '"publication_id":2', 1)]
+        assert lines != data["tools"]["receipts_ndjson"]
+    (case / "tools" / "receipts.ndjson").write_text("".join(line + "\n" for line in lines))
+    return case
+
+
+def test_a_signed_receipt_line_pre_fills_executed_and_a_forged_one_does_not(
+        tmp_path: Path) -> None:
+    from codeai_tui.console.reconcile_service import plan_tool_reconcile
+
+    key = "ns/th/turn-1/tc-1"
+    signed = plan_tool_reconcile(_killed_after_the_receipt_line(tmp_path / "s", forged=False),
+                                 "m1", key)
+    assert signed.suggested == "executed"
+    assert "line 1 holds this operation's receipt, signed" in signed.why_suggested
+    forged = plan_tool_reconcile(_killed_after_the_receipt_line(tmp_path / "f", forged=True),
+                                 "m1", key)
+    assert forged.suggested is None
+    assert "look in publish_report's own records" in forged.why_suggested
