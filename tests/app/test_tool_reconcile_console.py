@@ -153,3 +153,29 @@ def test_a_signed_receipt_line_pre_fills_executed_and_a_forged_one_does_not(
                                  "m1", key)
     assert forged.suggested is None
     assert "look in publish_report's own records" in forged.why_suggested
+
+
+async def test_the_dialog_refuses_once_another_process_reconciled_the_operation(
+        tmp_path: Path) -> None:
+    """Pinned to the admission shown: a finding recorded meanwhile (here by the CLI in
+    another process) turns the dialog into a refusal, and nothing more is recorded."""
+    from tests.support import cli
+
+    case = tool_case(tmp_path, "tool_admitted_no_outcome")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _open_dialog(pilot)
+        other = cli("reconcile-tool", str(case), "ns/th/turn-1/tc-1", "--finding", "executed",
+                    "--yes")
+        assert other.returncode == 0, other.stderr
+        await wait_for(pilot, lambda: "evidence changed" in _dialog_text(app),
+                       what="the refusal in the dialog")
+        assert "now reconciled_executed" in _dialog_text(app)
+        await _choose(pilot, 1)
+        await pilot.press("y")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ToolReconcileModal"  # y does nothing now
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: any("reconcile: " in t for t in log_texts(app)),
+                       what="the refusal in the action log")
+    assert [f["finding"] for f in _findings(case)] == ["executed"]
