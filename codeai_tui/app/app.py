@@ -136,7 +136,8 @@ class CodeAIApp(App[None]):
                         for key in actions.keys_for(spec, self.keymap_in_use))
 
     def help_rows(self) -> list[tuple[str, str, str]]:
-        rows = [(self.key_display(s), s.description if not s.palette else s.title, s.id)
+        # the long form for every action (r and x showed only their footer word)
+        rows = [(self.key_display(s), s.title, s.id)
                 for s in actions.visible_actions(self.read_only)]
         rows.append(("g / G", "First / last row (also home / end)", "table.first / table.last"))
         return rows
@@ -154,8 +155,8 @@ class CodeAIApp(App[None]):
             yield SystemCommand("Resume the selected call (gated by the projection)",
                                 f"key: {self.key_display(actions.BY_ID['resume'])}",
                                 self._runner("resume_or_explain"))
-            yield SystemCommand("Reconcile the selected call's unknown effect (gated by "
-                                "the projection)",
+            yield SystemCommand("Reconcile the selected call's unknown effect, or its tool "
+                                "operation's (gated by the projection)",
                                 f"key: {self.key_display(actions.BY_ID['reconcile'])}",
                                 self._runner("reconcile_or_explain"))
         for theme in ("incident-dark", "light", "high-contrast"):

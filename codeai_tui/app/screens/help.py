@@ -11,6 +11,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+_DESCRIPTION_WIDTH = 54
+
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
@@ -28,16 +30,22 @@ class HelpScreen(ModalScreen[None]):
         parts: list[str | tuple[str, str]] = [("Keys", "bold $accent"), "\n\n"]
         narrow = self.app.size.width < 110  # no padded id column: it would wrap
         for keys, description, binding_id in self.rows:
+            # a description longer than its column puts the id on the next line, under it
+            # (it ran into "id:" and wrapped mid-word)
+            fits = not narrow and len(description) <= _DESCRIPTION_WIDTH
+            gap = ("  " if narrow else "\n" + " " * 10) if not fits else ""
             parts += [(f"{keys:<10}", "bold $primary"),
-                      description if narrow else f"{description:<54}",
-                      ("  " if narrow else "", ""), (f"id: {binding_id}", "$text-muted"), "\n"]
+                      f"{description:<{_DESCRIPTION_WIDTH}}  " if fits else description,
+                      gap, (f"id: {binding_id}", "$text-muted"), "\n"]
         parts += ["\nThe question this console answers: could the provider effect have "
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
                   " marks a call whose request may have reached the provider.\n"
                   "Resume is offered only where the projection says start_call and the "
                   "rebuilt request matches the recorded one.\n"
                   "Reconcile records what happened to an effect-unknown call's attempt, "
-                  "pre-filled from the provider's own receipt log.\n"]
+                  "pre-filled from the provider's own receipt log, or whether a tool "
+                  "operation admitted without an outcome ran, from the tool's own "
+                  "records.\n"]
         if self.read_only:
             parts.append(("Read-only mode: every write action is unavailable.", "$warning"))
         with VerticalScroll(id="help-box"):
