@@ -35,8 +35,8 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
                 "effect_unknown": EXIT_EFFECT_UNKNOWN}
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
-COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret", "redecide", "finalize",
-            "next-attempt", "provider", "demo", "verify", "bench",
+COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret",
+            "redecide", "finalize", "next-attempt", "provider", "demo", "verify", "bench",
             "export", "receipts", "replay", "reliability")
 
 

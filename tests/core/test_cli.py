@@ -67,3 +67,12 @@ def test_unknown_theme_is_named_before_the_screen_opens(tmp_path: Path) -> None:
     proc = cli(str(tmp_path / "case"), "--theme", "no-such-theme")
     assert proc.returncode == 2
     assert "unknown theme 'no-such-theme'" in proc.stderr and "incident-dark" in proc.stderr
+
+
+def test_demo_refuses_a_kernel_key_inside_its_bundle(tmp_path: Path) -> None:
+    """Whoever holds the kernel key can sign receipts: it never goes into the evidence."""
+    out = tmp_path / "bundle"
+    done = cli("demo", str(out), "--kernel-key", str(out / "keys" / "kernel.key"))
+    assert done.returncode == 2
+    assert "must live outside the bundle" in done.stderr
+    assert not out.exists()  # refused before anything was built
