@@ -89,8 +89,8 @@ class LedgerReplayService:
             raise ReplayRefused(plan.refusal)
         if not plan.to_run and plan.follow_up_recorded:
             raise ReplayRefused(
-                f"nothing to run, and the turn's follow-up call {plan.follow_up_call_id} is "
-                "recorded: select it and resume it (r)")
+                "nothing to run, and the turn already went on: its follow-up call is "
+                "recorded (Calls shows its own next operation)")
         return plan
 
     def run(self, case: Path, shown: ReplayPlan) -> ReplayResult:

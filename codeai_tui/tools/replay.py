@@ -12,11 +12,13 @@ through the normal gate, `codeai-tui resume`, with its drift check and destinati
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.request_bytes import CONVERSATION
 from codeai_tui.runner import CallRunner
@@ -33,6 +35,20 @@ from codeai_tui.tools.turn import (
     run_operations,
     saved_response,
 )
+
+_TURN_KEYS = ("namespace", "thread", "turn")
+
+
+def went_on(requested: Sequence[Event], turn: tuple[str, str, str], decided_seq: int) -> bool:
+    """The turn went on: a call requested after the decision was recorded names the same
+    turn (the follow-up a replay records, or one any other writer made under its own id;
+    a superseded original of the planning call was requested before it)."""
+    for e in requested:
+        named = (e.payload or {}).get("turn")
+        if e.seq > decided_seq and isinstance(named, dict) and tuple(
+                named.get(k) for k in _TURN_KEYS) == turn:
+            return True
+    return False
 
 
 def follow_up_call_id(turn: str) -> str:
@@ -55,7 +71,8 @@ class ReplayPlan:
     intent: dict[str, object]  # the planning call's manifest intent
     model: str
     purpose: str
-    follow_up_recorded: bool = False  # the turn's follow-up call exists already
+    decided_seq: int = 0  # the planning call's call.completed: the turn goes on after it
+    follow_up_recorded: bool = False  # a later call of the turn exists: it went on
 
     @property
     def follow_up_call_id(self) -> str:
@@ -101,10 +118,12 @@ def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
         raise TurnRefused(f"call {call_id} has no manifest intent to continue the turn from")
     purpose = (requested[0].payload or {}).get("purpose")
     ops = operation_states(case_dir, saved, namespace, thread, turn_id)
+    decided = min((e.seq for e in events if e.kind == "call.completed"), default=events[-1].seq)
     with LedgerReader(case_dir) as reader:
-        follow_up = bool(reader.events_for_call(follow_up_call_id(turn_id)))
+        follow_up = went_on(reader.events_for_task(task_id, ("call.requested",)),
+                            (namespace, thread, turn_id), decided)
     return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops, intent, model,
-                      purpose if isinstance(purpose, str) else "follow-up", follow_up)
+                      purpose if isinstance(purpose, str) else "follow-up", decided, follow_up)
 
 
 def run_replay(plan: ReplayPlan, kernel: ToolKernel) -> list[Completed]:
@@ -127,12 +146,15 @@ def record_follow_up(case_dir: str | Path, writer: LedgerWriter, plan: ReplayPla
     request is the planning call's intent plus the tool results, under the same model.
     Returns the call id recorded, or None when the turn already has a follow-up."""
     call_id = plan.follow_up_call_id
+    turn = {"namespace": plan.namespace, "thread": plan.thread, "turn": plan.turn}
+    ids = (plan.namespace, plan.thread, plan.turn)
     with LedgerReader(case_dir) as reader:
-        if reader.events_for_call(call_id):
+        if plan.follow_up_recorded or reader.events_for_call(call_id) or went_on(
+                reader.events_for_task(plan.task_id, ("call.requested",)), ids,
+                plan.decided_seq):
             return None
     runner = CallRunner(case_dir, writer, CaseConfig(ProviderConfig(model=plan.model)))
     key = f"{plan.namespace}/{plan.thread}/{plan.turn}/model-2"
-    turn = {"namespace": plan.namespace, "thread": plan.thread, "turn": plan.turn}
     intent = {**plan.intent, CONVERSATION: follow_up_conversation(plan.saved, done)}
     manifest = runner.manifest_payload(key, intent, None)  # stores the request bytes first
     requested = {"idempotency_key": key, "purpose": plan.purpose, "model": plan.model,
@@ -140,7 +162,9 @@ def record_follow_up(case_dir: str | Path, writer: LedgerWriter, plan: ReplayPla
     # Re-check and append in ONE write transaction: two replays of a turn (one of them
     # finding "nothing to run") must not both record its follow-up.
     with writer.transaction() as txn:
-        if txn.events_for_call(call_id):
+        if txn.events_for_call(call_id) or went_on(
+                txn.events("task_id = ? AND kind = ?", (plan.task_id, "call.requested")),
+                ids, plan.decided_seq):
             return None
         txn.append(NewEvent("call.requested", plan.task_id, requested, call_id=call_id))
         txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=call_id))

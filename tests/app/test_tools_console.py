@@ -145,3 +145,37 @@ async def test_e_stops_at_tool_operations_of_unknown_effect_across_a_bundle(
             seen.append((main.case.name, main.selected_call_id))
         # a_in_flight opens first with its call selected: e goes on to b_tool, and back
         assert [case for case, _ in seen] == ["b_tool", "a_in_flight", "b_tool"]
+
+
+async def test_r_where_every_operation_is_done_records_the_follow_up_once(
+        tmp_path: Path) -> None:
+    """All operations done, no follow-up yet (killed right after tool.completed): `R`
+    offers to record it and runs no tool. Once the turn went on, `R` refuses and says so
+    instead of recording a second follow-up."""
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    _killed_run(case, key, "tool.completed")
+    app = create_app(case, clock=frozen_clock, kernel_key=key)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _detail_loaded(pilot)
+        await pilot.press("R")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ReplayModal",
+                       what="replay dialog")
+        await pilot.pause()
+        shown = "\n".join(str(s.render()) for s in app.screen.query("Static"))
+        assert "runs no tool: every operation completed" in shown
+        assert "Record the follow-up (y)" in str(app.screen.query_one("#replay-confirm").label)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(t.startswith("replayed:") for t in log_texts(app)),
+                       timeout=30, what="the follow-up recorded")
+        await wait_for(pilot, lambda: app.main.live is not None
+                       and app.main.live.call("turn-1-m2") is not None, what="the new call")
+        before = ledger_digest(case)
+        await pilot.press("R")
+        await wait_for(pilot, lambda: any("the turn already went on" in t
+                                          for t in log_texts(app)), what="the refusal")
+        assert type(app.screen).__name__ != "ReplayModal"
+    assert ledger_digest(case) == before
+    assert count_publications(case) == 1  # no tool ran again
+    with LedgerReader(case) as reader:
+        assert [e.call_id for e in reader.events() if e.kind == "call.requested"] == [
+            "turn-1-m1", "turn-1-m2"]

@@ -102,3 +102,27 @@ def test_replay_refuses_a_call_without_saved_plan_and_names_bad_input(tmp_path: 
     unknown = cli("replay", str(case), "no-such-call", "--kernel-key", str(key), "--yes")
     assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
     assert _events(case) == before and _effects(case) == (0, 1)
+
+
+def test_replay_records_no_second_follow_up_when_the_turn_went_on_under_another_id(
+        tmp_path: Path) -> None:
+    """The turn's next model call is found by its `turn`, not by the id replay would
+    give it: another writer's follow-up (here `m2-by-hand`) counts."""
+    from codeai_tui.ledger import LedgerWriter
+    from codeai_tui.tools.replay import plan_replay
+
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    _killed_run(case, key, "tool.completed")  # every operation done, no follow-up yet
+    assert not plan_replay(case, "turn-1-m1").follow_up_recorded
+    with LedgerReader(case) as reader:
+        first = reader.events_for_call("turn-1-m1")[0]
+    turn = (first.payload or {})["turn"]
+    with LedgerWriter.open(case) as writer:
+        writer.append("call.requested", first.task_id,
+                      {"idempotency_key": "k-by-hand", "turn": turn}, call_id="m2-by-hand")
+    assert plan_replay(case, "turn-1-m1").follow_up_recorded
+    done = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "recorded the follow-up" not in done.stdout
+    with LedgerReader(case) as reader:
+        assert not reader.events_for_call("turn-1-m2")
