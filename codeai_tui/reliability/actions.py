@@ -262,12 +262,20 @@ REPLAY = Action(
 
 def _tool_reconcile_setup(case: Path, provider_url: str) -> Target:
     """A tool-using turn killed right after its admission committed: the tool never ran,
-    and the operation's effect is unknown (T2). The subject is its operation key."""
+    and the operation's effect is unknown (T2). The subject is its operation key.
+
+    The killed worker runs once per work directory; each target is a copy of the case it
+    left (taken while nothing has it open: ledger and -wal together), since what is
+    exercised is reconcile-tool, not the worker."""
     import json
+    import shutil
     import subprocess
     import sys
 
-    _killed_tool_worker(case, provider_url, "tool.admitted")
+    template = case.parent / "tool-reconcile-template"
+    if not (template / "ledger.sqlite3").exists():
+        _killed_tool_worker(template, provider_url, "tool.admitted")
+    shutil.copytree(template, case, ignore=shutil.ignore_patterns("*-shm"))
     doc = subprocess.run([sys.executable, "-m", "codeai_tui", "inspect", str(case), "--json"],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return Target(case, str(_tool_ops(json.loads(doc))[0]["operation_key"]))
