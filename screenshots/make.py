@@ -7,8 +7,9 @@ A developer tool, not part of the installed package.
 main.svg (the worst case, its effect_unknown call selected), time-travel.svg (the same
 case as of an earlier event), bundle.svg / bundle-80x24.svg / bundle-100x30.svg (the
 bundle, worst first, after `e`), receipt-detail.svg (a duplicated receipt's detail),
-resume-match.svg (a resumable call whose request matches) and resume-refused-drift.svg
-(the refusal: a case whose configuration drifted). "Now" is frozen at five minutes
+resume-match.svg (a resumable call whose request matches), resume-refused-drift.svg
+(the refusal: a case whose configuration drifted) and tool-reconcile.svg (`x` on a tool
+operation admitted without an outcome). "Now" is frozen at five minutes
 after the last event so the humanized times are stable. Nothing is written to any
 ledger: the dialogs are opened, never confirmed.
 """
@@ -62,6 +63,7 @@ class Survey:
     duplicates: Path | None = None
     resumable: Path | None = None  # a manifest, no drift: the match dialog
     drifted: Path | None = None  # a manifest, drift: the refusal
+    tool_unknown: Path | None = None  # a tool operation admitted without an outcome
     last: datetime | None = None
 
 
@@ -86,6 +88,9 @@ def _survey(path: Path) -> Survey:
             worst = (score, case)
         if found.duplicates is None and snap.state.receipts.duplicates:
             found.duplicates = case
+        if found.tool_unknown is None and any(
+                c.tools is not None and c.tools.effect_unknown_count for c in snap.state.calls):
+            found.tool_unknown = case
         for call in snap.state.calls:
             if not (call.resumable and call.has_manifest):
                 continue
@@ -153,6 +158,20 @@ async def _time_travel(pilot: Any) -> None:
     await _until(pilot, timeline.cursor_loaded)
 
 
+async def _tool_reconcile(pilot: Any) -> None:
+    """`x` on the call holding a tool operation admitted without an outcome."""
+    from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
+
+    app = pilot.app
+    await pilot.press("3")
+    calls = app.main.calls
+    source = calls.source
+    calls.move_to(next(i for i in range(len(source)) if source.item_at(i).tools is not None
+                       and source.item_at(i).tools.effect_unknown_count))
+    await pilot.press("x")
+    await _until(pilot, lambda: isinstance(app.screen, ToolReconcileModal))
+
+
 def _open_resume() -> Any:
     async def steps(p: Any) -> None:
         from codeai_tui.app.screens.resume import ResumeModal
@@ -193,6 +212,8 @@ async def make_all(out: Path, path: Path) -> None:
     elif found.resumable is not None:  # no drifted case: ask for another model instead
         await _shoot(out, "resume-refused-drift", found.resumable, clock, _open_resume(),
                      model="a-different-model")
+    if found.tool_unknown is not None:
+        await _shoot(out, "tool-reconcile", found.tool_unknown, clock, _tool_reconcile)
 
 
 def main(argv: list[str] | None = None) -> int:

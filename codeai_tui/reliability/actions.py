@@ -140,26 +140,36 @@ NAIVE_RESUME = Action(
 )
 
 def _kernel_key(case: Path) -> Path:
-    """The tool kernel's private key, kept outside the case (as the operator would)."""
-    return case.parent / "keys" / f"{case.name}.key"
+    """The tool kernel's private key, kept outside the case (as the operator would): one
+    per work directory, shared by the killed worker's case and every copy of it."""
+    return case.parent / "keys" / "kernel.key"
 
 
-def _killed_tool_worker(case: Path, provider_url: str, kill_at: str) -> None:
-    """Run the tool worker on a new case until it kills itself at `kill_at`."""
+def _killed_tool_case(case: Path, provider_url: str, kill_at: str) -> None:
+    """A new case where the tool worker killed itself at `kill_at`.
+
+    The worker runs once per work directory and moment; each case is a copy of the one
+    it left (taken while nothing has it open: ledger and -wal together), since what is
+    exercised is the action on that state, not the worker."""
+    import shutil
     import subprocess
     import sys
 
-    done = subprocess.run(
-        [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case),
-         case_base_url(provider_url, case), str(_kernel_key(case)), "--stream",
-         "--kill-at", kill_at], capture_output=True, text=True, timeout=120)
-    if done.returncode != -9:
-        raise RuntimeError(f"the tool worker was not killed where asked: {done.stderr[-300:]}")
+    template = case.parent / f"tool-template-{kill_at}"
+    if not (template / "ledger.sqlite3").exists():
+        done = subprocess.run(
+            [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(template),
+             case_base_url(provider_url, template), str(_kernel_key(template)), "--stream",
+             "--kill-at", kill_at], capture_output=True, text=True, timeout=120)
+        if done.returncode != -9:
+            raise RuntimeError(f"the tool worker was not killed where asked: "
+                               f"{done.stderr[-300:]}")
+    shutil.copytree(template, case, ignore=shutil.ignore_patterns("*-shm"))
 
 
 def _replay_setup(case: Path, provider_url: str) -> Target:
     """A tool-using turn killed right after its decision was saved: no tool admitted."""
-    _killed_tool_worker(case, provider_url, "call.completed")
+    _killed_tool_case(case, provider_url, "call.completed")
     return Target(case, "turn-1-m1")
 
 
@@ -262,20 +272,12 @@ REPLAY = Action(
 
 def _tool_reconcile_setup(case: Path, provider_url: str) -> Target:
     """A tool-using turn killed right after its admission committed: the tool never ran,
-    and the operation's effect is unknown (T2). The subject is its operation key.
-
-    The killed worker runs once per work directory; each target is a copy of the case it
-    left (taken while nothing has it open: ledger and -wal together), since what is
-    exercised is reconcile-tool, not the worker."""
+    and the operation's effect is unknown (T2). The subject is its operation key."""
     import json
-    import shutil
     import subprocess
     import sys
 
-    template = case.parent / "tool-reconcile-template"
-    if not (template / "ledger.sqlite3").exists():
-        _killed_tool_worker(template, provider_url, "tool.admitted")
-    shutil.copytree(template, case, ignore=shutil.ignore_patterns("*-shm"))
+    _killed_tool_case(case, provider_url, "tool.admitted")
     doc = subprocess.run([sys.executable, "-m", "codeai_tui", "inspect", str(case), "--json"],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return Target(case, str(_tool_ops(json.loads(doc))[0]["operation_key"]))

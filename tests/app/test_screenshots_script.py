@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from apphelpers import ledger_digest, make_case
+from tool_cases import tool_case
 
 from tests.core.cases import make_case as make_real_case
 
@@ -36,13 +37,14 @@ async def test_screenshots_script_makes_the_readme_svgs(tmp_path: Path) -> None:
     real = make_real_case(bundle / "b-resumable", "http://127.0.0.1:9/v1")
     drifted = make_real_case(bundle / "c-drifted", "http://127.0.0.1:9/v1",
                              case_model="synthetic-large")
-    before = ledger_digest(real), ledger_digest(drifted)
+    tool = tool_case(bundle, "tool_admitted_no_outcome", "d-tool")
+    before = ledger_digest(real), ledger_digest(drifted), ledger_digest(tool)
     out = tmp_path / "shots"
     await load_make().make_all(out, bundle)
     names = sorted(p.name for p in out.glob("*.svg"))
     assert names == ["bundle-100x30.svg", "bundle-80x24.svg", "bundle.svg", "main.svg",
                      "receipt-detail.svg", "resume-match.svg", "resume-refused-drift.svg",
-                     "time-travel.svg"]
+                     "time-travel.svg", "tool-reconcile.svg"]
 
     def text(name: str) -> str:
         return html.unescape((out / name).read_text()).replace("\u00a0", " ")
@@ -53,5 +55,6 @@ async def test_screenshots_script_makes_the_readme_svgs(tmp_path: Path) -> None:
     assert "match" in text("resume-match.svg")
     assert "AS OF seq" in text("time-travel.svg")
     assert "duplicate" in text("receipt-detail.svg")
-    assert "1 of 3 cases have effect-unknown calls" in text("bundle.svg")
-    assert (ledger_digest(real), ledger_digest(drifted)) == before
+    assert "2 of 4 cases have effect-unknown calls" in text("bundle.svg")
+    assert "did it run?" in text("tool-reconcile.svg")
+    assert (ledger_digest(real), ledger_digest(drifted), ledger_digest(tool)) == before
