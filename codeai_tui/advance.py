@@ -25,9 +25,9 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
-from codeai_tui.resume import ResumeRefused, UnknownCall, _evidence, _project_call, _who
+from codeai_tui.resume import ResumeRefused, UnknownCall, _evidence, _who
 from codeai_tui.runner import CallRunner
-from codeai_tui.workstate import CallState, NextOperation
+from codeai_tui.workstate import CallState, NextOperation, project_call
 from codeai_tui.workstate.evidence import AttemptEvidence
 
 # The stated retry policy: a retryable outcome is retried while fewer than this many
@@ -124,12 +124,12 @@ def _claim(case_dir: str | os.PathLike[str], call_id: str, action: str, build: B
         raise UnknownCall(call_id)
     with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
         events = txn.events_for_call(call_id)
-        state = check_permitted(_project_call(events, call_id), call_id, action, accept_duplicate)
+        state = check_permitted(project_call(events, call_id), call_id, action, accept_duplicate)
         if expected is not None and _evidence(events) != expected:
             raise AdvanceRefused(None, f"call {call_id}: its evidence changed since it was "
                                  "shown; look again")
         appended = [txn.append(e) for e in build(state, events)]
-        after = _project_call([*events, *appended], call_id)
+        after = project_call([*events, *appended], call_id)
     assert after is not None and appended
     return AdvanceResult(action, call_id, _last(state).attempt_id,
                          tuple(e.kind for e in appended), appended[0].seq, after)
@@ -309,7 +309,7 @@ def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                                       operator_config=operator_config)
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
-    state = check_permitted(_project_call(events, call_id), call_id, "next-attempt")
+    state = check_permitted(project_call(events, call_id), call_id, "next-attempt")
     sha = state.evidence.request_sha256
     if sha is None:
         raise AdvanceRefused(state.next_operation,
@@ -344,7 +344,7 @@ class _GatedRunner(CallRunner):
                                  "claimed; nothing sent")
         with self.writer.transaction() as txn:
             events = txn.events_for_call(plan.call_id)
-            state = check_permitted(_project_call(events, plan.call_id), plan.call_id,
+            state = check_permitted(project_call(events, plan.call_id), plan.call_id,
                                     "next-attempt")
             if _evidence(events) != plan.evidence:
                 raise AdvanceRefused(None, f"call {plan.call_id}: its evidence changed since "
@@ -390,7 +390,7 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                                 first_attempt=plan.attempt_no)
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
-    after = _project_call(events, call_id)
+    after = project_call(events, call_id)
     assert after is not None
     first = next(e for e in events if e.kind == "attempt.started"
                  and e.attempt_id == f"{call_id}-a{plan.attempt_no}")

@@ -19,8 +19,8 @@ from pathlib import Path
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction
-from codeai_tui.resume import ResumeRefused, UnknownCall, _project_call, _who
-from codeai_tui.workstate import CallStage, CallState, NextOperation
+from codeai_tui.resume import ResumeRefused, UnknownCall, _who
+from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.receipts import index_for
 from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpStage, ToolOpState
@@ -74,7 +74,7 @@ def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
         raise UnknownCall(call_id)
     with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
         events = txn.events_for_call(call_id)
-        state = check_reconcilable(_project_call(events, call_id), call_id)
+        state = check_reconcilable(project_call(events, call_id), call_id)
         if expected_last_seq is not None and state.last_seq != expected_last_seq:
             raise ReconcileRefused(
                 state.next_operation,
@@ -98,7 +98,7 @@ def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
              "note": note},
             call_id=call_id, attempt_id=last.attempt_id,
         ))
-        after = _project_call([*events, appended], call_id)
+        after = project_call([*events, appended], call_id)
     assert after is not None
     return ReconcileResult(call_id, last.attempt_id, finding, matching, appended.seq, after)
 
@@ -179,7 +179,7 @@ def reconcile_operation(case_dir: str | os.PathLike[str], operation_key: str, fi
     with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
         cid = call_id or _planning_call(txn, operation_key)
         events = txn.events_for_call(cid)
-        call = _project_call(events, cid)
+        call = project_call(events, cid)
         op = check_tool_reconcilable(call, operation_key)
         assert call is not None
         if expected_admitted_seq is not None and op.admitted_seq != expected_admitted_seq:
@@ -193,6 +193,6 @@ def reconcile_operation(case_dir: str | os.PathLike[str], operation_key: str, fi
              "decided_by": _who()},
             call_id=cid, attempt_id=op.admitted_attempt_id,
         ))
-        after = operation_in(_project_call([*events, appended], cid), operation_key)
+        after = operation_in(project_call([*events, appended], cid), operation_key)
     assert after is not None
     return ToolReconcileResult(operation_key, cid, finding, appended.seq, after)

@@ -30,7 +30,7 @@ from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.request_bytes import build_request, intent_for
 from codeai_tui.runner import CallRunner
-from codeai_tui.workstate import CallStage, CallState, NextOperation, Projector
+from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
 
 Progress = Callable[[str], None]
 
@@ -100,12 +100,6 @@ class ResumeResult:
     notes: tuple[str, ...] = ()  # what the runner waited for, or why it stopped early
 
 
-def _project_call(events: Sequence[Event], call_id: str) -> CallState | None:
-    projector = Projector()
-    projector.feed(events)
-    return projector.call_state(call_id) if call_id in projector.calls else None
-
-
 def _evidence(events: Sequence[Event]) -> tuple[int, int]:
     return (len(events), events[-1].seq if events else 0)
 
@@ -169,7 +163,7 @@ def plan_resume(
     )
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
-        state = check_resumable(_project_call(events, call_id), call_id)
+        state = check_resumable(project_call(events, call_id), call_id)
         task_events = reader.events_for_task(
             state.task_id, ("task.objective", "context.compilation_completed")
         )
@@ -313,7 +307,7 @@ def resume_call(
             # Re-project inside the write lock: a racing resumer that committed first has
             # appended call.resumed, so this one sees `superseded` and refuses.
             events = txn.events_for_call(call_id)
-            check_resumable(_project_call(events, call_id), call_id)
+            check_resumable(project_call(events, call_id), call_id)
             if _evidence(events) != plan.evidence:
                 raise ResumeRefused(None, f"call {call_id}: evidence changed while resuming")
             txn.append(NewEvent(
@@ -333,7 +327,7 @@ def resume_call(
         say(f"sending {new_id} to {plan.destination.base_url}")
         status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
     with LedgerReader(case) as reader:
-        new_state = _project_call(reader.events_for_call(new_id), new_id)
+        new_state = project_call(reader.events_for_call(new_id), new_id)
     receipts_after = len(read_receipts(case).receipts)
     say(f"{new_id}: {status}")
     return ResumeResult(

@@ -35,7 +35,7 @@ from codeai_tui.tools.receipts import (
     load_public_key,
     read_receipt_lines,
 )
-from codeai_tui.workstate import CallState, Projector, parse_time
+from codeai_tui.workstate import CallState, parse_time, project_call
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.reasons import receipt_phrase
 from codeai_tui.workstate.receipts import index_for
@@ -90,9 +90,7 @@ def _call(case: Path, call_id: str) -> tuple[list[Event], CallState | None]:
     """The call's own events, projected as the writer will project them."""
     with LedgerReader(case) as reader:
         events = reader.events_for_call(call_id)
-    projector = Projector()
-    projector.feed(events)
-    return events, projector.call_state(call_id) if call_id in projector.calls else None
+    return events, project_call(events, call_id)
 
 
 def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:

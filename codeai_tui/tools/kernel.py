@@ -40,8 +40,8 @@ from codeai_tui.tools.receipts import (
     sign_receipt,
     write_durable,
 )
-from codeai_tui.workstate import Projector
-from codeai_tui.workstate.tool_ops import NOT_EXECUTED
+from codeai_tui.workstate import project_call
+from codeai_tui.workstate.tool_ops import readmittable
 
 CommitHook = Callable[[Event], None]
 ReceiptHook = Callable[[str], None]
@@ -126,14 +126,12 @@ def _operation_events(txn: WriteTransaction, call_id: str, key: str) -> list[Eve
 
 
 def _readmittable(call_id: str, key: str, events: list[Event]) -> bool:
-    """The projection's own rule (T2n): the operator found the last admission did not
-    run and it has no outcome, so the operation may be admitted again."""
-    projector = Projector()
-    projector.feed(events)
-    state = projector.call_state(call_id) if call_id in projector.calls else None
+    """The projection's own rule (T2n), on the operation's events as folded: the
+    operator found the last admission did not run, so it may be admitted again."""
+    state = project_call(events, call_id)
     ev = state.evidence.tools if state is not None else None
     op = next((o for o in ev.ops if o.operation_key == key), None) if ev is not None else None
-    return op is not None and op.finding == NOT_EXECUTED and op.completed_seq is None
+    return op is not None and readmittable(op)
 
 
 class ToolKernel:

@@ -26,7 +26,7 @@ from codeai_tui.workstate.ladder import (
     classify_compilation,
     classify_task,
 )
-from codeai_tui.workstate.projector import Projector, project
+from codeai_tui.workstate.projector import Projector, project, project_call
 from codeai_tui.workstate.reasons import call_reason
 from codeai_tui.workstate.receipts import (
     check_coverage,
@@ -80,5 +80,6 @@ __all__ = [
     "fold_task_event",
     "parse_time",
     "project",
+    "project_call",
     "receipts_before",
 ]

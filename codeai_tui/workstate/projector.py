@@ -462,3 +462,11 @@ def project(
             break
         projector.add(ev)
     return projector.snapshot(receipt_log, next_recorded_at)
+
+
+def project_call(events: Iterable[Event], call_id: str) -> CallState | None:
+    """One call's verdict from its own events (None when none of them names it): what a
+    write action re-derives inside its transaction before it appends."""
+    projector = Projector()
+    projector.feed(events)
+    return projector.call_state(call_id) if call_id in projector.calls else None

@@ -135,7 +135,7 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         op = ToolOpEvidence(key, attempt_id=attempt_id)
         tools.ops.append(op)
     if kind == TOOL_ADMITTED:
-        if op.admitted_seq is not None and not _readmittable(op):
+        if op.admitted_seq is not None and not readmittable(op):
             report(f"operation {key} admitted a second time (the first admission stands)")
             return
         # a first admission, or one after the operator found the last did not run
@@ -156,7 +156,7 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         op.receipt = _text(p, "receipt")
 
 
-def _readmittable(op: ToolOpEvidence) -> bool:
+def readmittable(op: ToolOpEvidence) -> bool:
     """The operator found the last admission did not run, and it has no outcome: the
     kernel may admit the operation again (ledger/TOOLS.md, T2n)."""
     return op.finding == NOT_EXECUTED and op.completed_seq is None
