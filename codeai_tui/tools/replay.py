@@ -98,7 +98,10 @@ def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
     saved complete response (its plan is unknown: nothing may make up another one)."""
     with LedgerReader(case_dir) as reader:
         events = reader.events_for_call(call_id)
-    requested = [e for e in events if e.kind == "call.requested"]
+        requested = [e for e in events if e.kind == "call.requested"]
+        # the task's model calls, to know whether the turn already went on
+        task_calls = (reader.events_for_task(requested[0].task_id, ("call.requested",))
+                      if requested else [])
     if not events:
         raise UnknownCall(f"no call {call_id!r} in {case_dir}")
     try:
@@ -119,9 +122,7 @@ def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
     purpose = (requested[0].payload or {}).get("purpose")
     ops = operation_states(case_dir, saved, namespace, thread, turn_id)
     decided = min((e.seq for e in events if e.kind == "call.completed"), default=events[-1].seq)
-    with LedgerReader(case_dir) as reader:
-        follow_up = went_on(reader.events_for_task(task_id, ("call.requested",)),
-                            (namespace, thread, turn_id), decided)
+    follow_up = went_on(task_calls, (namespace, thread, turn_id), decided)
     return ReplayPlan(saved, task_id, namespace, thread, turn_id, ops, intent, model,
                       purpose if isinstance(purpose, str) else "follow-up", decided, follow_up)
 

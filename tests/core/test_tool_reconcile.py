@@ -4,26 +4,17 @@ real worker processes killed by SIGKILL, then the CLI as an operator runs it."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
-from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools import count_publications, verify_case_receipts
+from tests.core.test_replay import _killed_run
 from tests.support import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _killed_run(case: Path, key: Path, kill_at: str) -> None:
-    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
-        args = ["run", str(case), prov.base_url, str(key), "--stream", "--kill-at", kill_at]
-        proc = subprocess.run([sys.executable, "-m", "codeai_tui.tools.worker", *args],
-                              capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
 def _kinds(case: Path) -> list[str]:
