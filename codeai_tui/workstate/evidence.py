@@ -15,10 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codeai_tui.ledger.artifacts import is_sha256_hex
+from codeai_tui.ledger.schema import TOOL_KINDS
 from codeai_tui.workstate.tool_ops import (
-    TOOL_ADMITTED,
-    TOOL_COMPLETED,
-    TOOL_RECONCILED,
     ToolEvidence,
     fold_tool_event,
     fold_tool_plan,
@@ -363,7 +361,7 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
     call.event_count += 1
     if kind.startswith("attempt."):
         _fold_attempt(call, kind, seq, attempt_id, p, report)
-    elif kind in (TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED):
+    elif kind in TOOL_KINDS:
         fold_tool_event(call, kind, seq, attempt_id, p, report)
     elif kind == "call.requested":
         if call.requested_seq is not None:

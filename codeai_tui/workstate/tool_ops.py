@@ -23,15 +23,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED
 from codeai_tui.workstate.vocab import NextOperation
 
 if TYPE_CHECKING:
     from codeai_tui.workstate.evidence import CallEvidence
     from codeai_tui.workstate.tool_receipts import ToolReceipts
 
-TOOL_ADMITTED = "tool.admitted"
-TOOL_COMPLETED = "tool.completed"
-TOOL_RECONCILED = "tool.reconciled"
 EXECUTED, NOT_EXECUTED = "executed", "not_executed"
 TOOL_FINDINGS = (EXECUTED, NOT_EXECUTED)
 
