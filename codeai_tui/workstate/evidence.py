@@ -422,7 +422,8 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
     att = next((a for a in call.attempts if a.attempt_id == aid), None)
     if att is None:
         att = AttemptEvidence(aid, seq)
-        call.attempts.append(att)
+        # a new list of the exact size, not append's spare capacity (3 MB at 10^5 calls)
+        call.attempts = [*call.attempts, att]
         if kind != "attempt.started":
             report(f"{kind} for attempt {aid} that never started")
     if kind == "attempt.started":

@@ -61,12 +61,10 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
     """The WORK_STATE_V1 ladder for one call. `call` must not be mutated afterwards."""
     effect = ProviderEffect.NONE
     risk = False
-    superseded_by: str | None = None
     last = call.last_attempt()  # the last *started* attempt
     if call.resumed_seq is not None:
         stage, op = CallStage.SUPERSEDED, NextOperation.NONE
         effect = _effect_as_completed(call)
-        superseded_by = call.resumed_as
     elif call.completed_seq is not None:
         stage, op = CallStage.COMPLETED, NextOperation.NONE
         effect = _effect_as_completed(call)
@@ -96,20 +94,10 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
         else:
             stage, op = CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE
     return CallState(
-        call_id=call.call_id,
-        task_id=call.task_id,
-        idempotency_key=call.key,
         stage=stage,
         next_operation=op,
         provider_effect=effect,
         duplicate_effect_risk=risk,
-        attempts=sum(1 for a in call.attempts if a.started_seq is not None),
-        superseded_by=superseded_by,
-        resumed_from=call.resumed_from,
-        status=call.status,
-        first_seq=call.first_seq,
-        last_seq=call.last_seq,
-        has_manifest=call.manifest_seq is not None,
         anomalous=anomalous,
         evidence=call,
     )

@@ -30,24 +30,81 @@ from codeai_tui.workstate.vocab import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CallState:
-    call_id: str
-    task_id: str
-    idempotency_key: str | None
+    """One call's verdict. Only what the ladder decided is stored; the facts it was
+    decided from (ids, seqs, counts) are read from the evidence it holds, which is never
+    mutated once classified: ten slots fewer per call (11 MB at 10^5 calls)."""
+
     stage: CallStage
     next_operation: NextOperation
     provider_effect: ProviderEffect
     duplicate_effect_risk: bool
-    attempts: int
-    superseded_by: str | None
-    resumed_from: str | None
-    status: str | None
-    first_seq: int
-    last_seq: int
-    has_manifest: bool
     anomalous: bool
-    evidence: CallEvidence = field(compare=False, repr=False)
+    evidence: CallEvidence = field(repr=False)
+
+    @property
+    def call_id(self) -> str:
+        return self.evidence.call_id
+
+    @property
+    def task_id(self) -> str:
+        return self.evidence.task_id
+
+    @property
+    def idempotency_key(self) -> str | None:
+        return self.evidence.key
+
+    @property
+    def attempts(self) -> int:
+        """How many attempts started (evidence of an attempt that never started is not one)."""
+        return sum(1 for a in self.evidence.attempts if a.started_seq is not None)
+
+    @property
+    def superseded_by(self) -> str | None:
+        ev = self.evidence
+        return ev.resumed_as if ev.resumed_seq is not None else None
+
+    @property
+    def resumed_from(self) -> str | None:
+        return self.evidence.resumed_from
+
+    @property
+    def status(self) -> str | None:
+        return self.evidence.status
+
+    @property
+    def first_seq(self) -> int:
+        return self.evidence.first_seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.evidence.last_seq
+
+    @property
+    def has_manifest(self) -> bool:
+        return self.evidence.manifest_seq is not None
+
+    def _compared(self) -> tuple[object, ...]:
+        """What two verdicts must share to be equal: the verdict and the facts it names
+        (not the evidence object: the fast path and the oracle fold separate ones)."""
+        return (self.call_id, self.task_id, self.idempotency_key, self.stage,
+                self.next_operation, self.provider_effect, self.duplicate_effect_risk,
+                self.attempts, self.superseded_by, self.resumed_from, self.status,
+                self.first_seq, self.last_seq, self.has_manifest, self.anomalous)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CallState):
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        return (f"CallState(call_id={self.call_id!r}, stage={self.stage.value}, "
+                f"next_operation={self.next_operation.value}, "
+                f"provider_effect={self.provider_effect.value}, anomalous={self.anomalous})")
 
     @property
     def reason(self) -> str:
