@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from codeai_tui.ledger.artifacts import is_sha256_hex
 from codeai_tui.ledger.schema import TOOL_KINDS
@@ -24,6 +24,8 @@ from codeai_tui.workstate.tool_ops import (
 )
 
 _HEX64 = re.compile(r"[0-9a-f]{64}").fullmatch
+
+T = TypeVar("T")
 
 Report = Callable[[str], None]  # records an anomaly for the event being folded
 
@@ -50,6 +52,51 @@ class Anomaly:
         return {"seq": self.seq, "problem": self.problem}
 
 
+class Rare(Generic[T]):
+    """A field most records leave at its default (a retry decision, a finding, a resume,
+    a failed preparation): kept in the record's `rare` dict, made on the first write of
+    another value, so a common record pays one slot for all of them (~40 bytes per call
+    and per attempt: 11 MB at 10^5 calls). Writing the default back removes it, so equal
+    evidence is always equal records, whichever projector folded it."""
+
+    __slots__ = ("default", "name")
+
+    def __init__(self, default: T) -> None:
+        self.default = default
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Rare[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> T | Rare[T]:
+        if obj is None:
+            return self
+        rare: dict[str, Any] | None = obj.rare  # type: ignore[attr-defined]
+        return self.default if rare is None else rare.get(self.name, self.default)
+
+    def __set__(self, obj: object, value: T) -> None:
+        rare: dict[str, Any] | None = obj.rare  # type: ignore[attr-defined]
+        if value == self.default and type(value) is type(self.default):
+            if rare is not None:
+                rare.pop(self.name, None)
+                if not rare:
+                    obj.rare = None  # type: ignore[attr-defined]
+            return
+        if rare is None:
+            rare = obj.rare = {}  # type: ignore[attr-defined]
+        rare[self.name] = value
+
+
+def _copy_rare(rare: dict[str, Any] | None) -> dict[str, Any] | None:
+    return dict(rare) if rare is not None else None
+
+
 @dataclass(slots=True)
 class AttemptEvidence:
     attempt_id: str
@@ -59,21 +106,23 @@ class AttemptEvidence:
     request_sha256: str | None = None
     observed_seq: int | None = None
     interpreted_seq: int | None = None
-    retry_decided_seq: int | None = None
     completed_seq: int | None = None
     transport_status: Any = None
     outcome: str | None = None
-    decision: str | None = None
     status: str | None = None
-    # ledger/RECONCILE.md: attempt.reconciled (finding, receipt ids) and whether the
-    # retry decision explicitly accepted a duplicate of a received effect
     # the observation says no byte left the machine (transport.sent false: the connection
     # was never made), so the provider cannot have served it (RECONCILE.md section 4)
     not_sent: bool = False
-    reconciled_seq: int | None = None
-    finding: str | None = None
-    reconciled_receipts: tuple[str, ...] = ()
-    accept_duplicate: bool = False
+    rare: dict[str, Any] | None = None  # the Rare fields below that were set
+
+    retry_decided_seq = Rare[int | None](None)
+    decision = Rare[str | None](None)
+    # ledger/RECONCILE.md: attempt.reconciled (finding, receipt ids) and whether the
+    # retry decision explicitly accepted a duplicate of a received effect
+    reconciled_seq = Rare[int | None](None)
+    finding = Rare[str | None](None)
+    reconciled_receipts = Rare[tuple[str, ...]](())
+    accept_duplicate = Rare[bool](False)
 
     @property
     def order_seq(self) -> int:
@@ -102,27 +151,29 @@ class CallEvidence:
     idempotency_key: str | None = None
     purpose: str | None = None
     model: str | None = None
-    resumed_from: str | None = None
     manifest_seq: int | None = None
     manifest_key: str | None = None
     manifest_model: str | None = None
     request_sha256: str | None = None
     context_package_id: str | None = None
     rendered_context_sha256: str | None = None
-    preparation_failed_seq: int | None = None
-    preparation_error: str | None = None
     completed_seq: int | None = None
     status: str | None = None
     adopted_attempt_id: str | None = None
-    resumed_seq: int | None = None
-    resumed_as: str | None = None
-    resumed_by: str | None = None
     # a list, not a dict: calls have one to three attempts, and at 10^5 calls a dict each
     # costs 120 bytes more per call than a short list scanned by id. Attempts without
     # attempt.started (orphans, an anomaly) are kept here too but never decide.
     attempts: list[AttemptEvidence] = field(default_factory=list)
     # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
+    rare: dict[str, Any] | None = None  # the Rare fields below that were set
+
+    resumed_from = Rare[str | None](None)
+    preparation_failed_seq = Rare[int | None](None)
+    preparation_error = Rare[str | None](None)
+    resumed_seq = Rare[int | None](None)
+    resumed_as = Rare[str | None](None)
+    resumed_by = Rare[str | None](None)
 
     @property
     def key(self) -> str | None:
@@ -148,8 +199,9 @@ class CallEvidence:
 
     def clone(self) -> CallEvidence:
         """A copy that later folds may change while verdicts keep the original."""
-        return replace(self, attempts=[replace(a) for a in self.attempts],
-                       tools=self.tools.clone() if self.tools is not None else None)
+        return replace(self, attempts=[replace(a, rare=_copy_rare(a.rare)) for a in self.attempts],
+                       tools=self.tools.clone() if self.tools is not None else None,
+                       rare=_copy_rare(self.rare))
 
 
 def _started_order(attempt: AttemptEvidence) -> int:
