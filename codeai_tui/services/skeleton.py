@@ -177,10 +177,12 @@ def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
         call.manifest_seq = 2
     if started and flags & ATTEMPT_OBSERVED and (last is None or not last & _OBS):
         # an earlier started attempt carries the call's observation
-        call.attempts.append(AttemptEvidence("earlier", first_seq=3, started_seq=3,
-                                             observed_seq=4))
+        earlier = AttemptEvidence("earlier", first_seq=3)
+        earlier.started_seq, earlier.observed_seq = 3, 4
+        call.attempts.append(earlier)
     if last is not None:
-        attempt = AttemptEvidence("last", first_seq=10, started_seq=10)
+        attempt = AttemptEvidence("last", first_seq=10)
+        attempt.started_seq = 10
         attempt.observed_seq = 11 if last & _OBS else None
         attempt.interpreted_seq = 12 if last & _INT else None
         attempt.retry_decided_seq = 13 if last & _RD else None

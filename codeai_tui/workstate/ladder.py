@@ -24,7 +24,7 @@ def _effect_as_completed(call: CallEvidence) -> ProviderEffect:
     reconciled as received), else unknown if one started that nothing settled, else none
     (orphan attempt evidence never counts). Without attempt.reconciled and `sent: false`
     observations this is v1's rule."""
-    effects = {attempt_effect(a) for a in call.attempts if a.started_seq is not None}
+    effects = {attempt_effect(a) for a in call.attempts if a.started_off is not None}
     if "happened" in effects:
         return ProviderEffect.HAPPENED
     if "unknown" in effects:
@@ -39,12 +39,12 @@ def _reconciled_rung(last: AttemptEvidence
     Received: the effect happened and its response is lost; nothing retries it unless
     a retry decision recorded `accept_duplicate: true`."""
     if last.finding == "not_received":
-        if last.completed_seq is not None:
+        if last.completed_off is not None:
             return (CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE,
                     ProviderEffect.NONE, False)
         return (CallStage.RECONCILED_NOT_RECEIVED, NextOperation.START_NEXT_ATTEMPT,
                 ProviderEffect.NONE, False)
-    if last.completed_seq is not None:
+    if last.completed_off is not None:
         return (CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE,
                 ProviderEffect.HAPPENED, False)
     if last.decision == "stop":
@@ -65,16 +65,16 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
     if call.resumed_seq is not None:
         stage, op = CallStage.SUPERSEDED, NextOperation.NONE
         effect = _effect_as_completed(call)
-    elif call.completed_seq is not None:
+    elif call.completed_off is not None:
         stage, op = CallStage.COMPLETED, NextOperation.NONE
         effect = _effect_as_completed(call)
     elif call.preparation_failed_seq is not None:
         stage, op = CallStage.PREPARATION_FAILED, NextOperation.FIX_INPUTS
-    elif call.manifest_seq is None and last is None:
+    elif call.manifest_off is None and last is None:
         stage, op = CallStage.REQUESTED, NextOperation.START_CALL
     elif last is None:
         stage, op = CallStage.MANIFEST_RECORDED, NextOperation.START_CALL
-    elif last.finding is not None and last.observed_seq is None:
+    elif last.finding is not None and last.observed_off is None:
         stage, op, effect, risk = _reconciled_rung(last)
     elif not last.has_later_evidence:
         stage, op = CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
@@ -83,11 +83,11 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
         # v1: happened. An observation that says nothing was sent (RECONCILE.md section
         # 4) makes this attempt's effect none; earlier attempts still count.
         effect = _effect_as_completed(call) if last.not_sent else ProviderEffect.HAPPENED
-        if last.interpreted_seq is None:
+        if last.interpreted_off is None:
             stage, op = CallStage.OBSERVED, NextOperation.REINTERPRET
-        elif last.retry_decided_seq is None and last.completed_seq is None:
+        elif last.retry_decided_seq is None and last.completed_off is None:
             stage, op = CallStage.INTERPRETED, NextOperation.REDECIDE
-        elif last.completed_seq is None:
+        elif last.completed_off is None:
             stage = CallStage.RETRY_DECIDED
             retry = last.decision == "retry"
             op = NextOperation.START_NEXT_ATTEMPT if retry else NextOperation.FINALIZE
