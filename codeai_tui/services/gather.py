@@ -343,22 +343,18 @@ class Gathered:
             an.add(at, _FOLD, problem, cid, True)
 
         is_new = True
-        if events[0][0] == first:  # one int object for the seq both name (4 MB at 10^5 calls)
-            events[0] = (first, *events[0][1:])
         for at, kind, attempt_id in events:
             fold_call_event(call, is_new, kind, at, attempt_id, payloads.get(at, empty), report)
             is_new = False
-        if share is not None:  # before the verdict copies the key
-            share_receipt_strings(call, share.receipts)
         state = classify_call(call, anomalous=cid in an.calls)
         if state.stage in _NEEDS_SKIPPED:
             # the reason words the skipped payload (outcome, status): re-read this call
             full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
             if full is not None:
                 call = full
-                if share is not None:
-                    share_receipt_strings(call, share.receipts)
                 state = classify_call(full, anomalous=cid in an.calls)
+        if share is not None:  # the verdict reads its key from the evidence: shared too
+            share_receipt_strings(call, share.receipts)
         return state
 
     def _emit(self, state: CallState) -> CallState:

@@ -166,9 +166,11 @@ class AttemptEvidence:
 
     @property
     def has_later_evidence(self) -> bool:
+        # here, in the fold and in the ladder, `_off` fields are read where only presence
+        # matters: no Seq call on the hot path
         return (
-            self.observed_off is not None  # (the fold and the ladder read `_off` fields
-            or self.interpreted_off is not None  # where only presence matters: no Seq call)
+            self.observed_off is not None
+            or self.interpreted_off is not None
             or self.completed_off is not None
             or self.retry_decided_seq is not None
         )
@@ -225,8 +227,11 @@ class CallEvidence:
         last_seq = 0
         for a in self.attempts:
             off = a.started_off
-            if off is not None and (last is None or a.first_seq + off > last_seq):
-                last, last_seq = a, a.first_seq + off
+            if off is None:
+                continue
+            started = a.first_seq + off
+            if last is None or started > last_seq:
+                last, last_seq = a, started
         return last
 
     def started_attempts(self) -> list[AttemptEvidence]:
@@ -516,8 +521,7 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
     att = next((a for a in call.attempts if a.attempt_id == aid), None)
     if att is None:
         att = AttemptEvidence(aid, seq)
-        # a new list of the exact size, not append's spare capacity (3 MB at 10^5 calls)
-        call.attempts = [*call.attempts, att]
+        call.attempts.append(att)
         if kind != "attempt.started":
             report(f"{kind} for attempt {aid} that never started")
     if kind == "attempt.started":
