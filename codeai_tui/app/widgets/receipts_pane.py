@@ -3,7 +3,8 @@ receipts matching the selected call are marked ◆ (`linked`, set from above).""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 
 from textual.reactive import reactive
 
@@ -45,6 +46,22 @@ def receipt_row(r: Receipt, covered_by: str | None, duplicate: bool,
                                 short_hash(r.body_sha256, 7)), tone)
 
 
+def receipt_lookup(receipts: Sequence[Receipt]) -> Callable[[str], int | None]:
+    """A receipt row's position from its key, by bisecting on the line number (a log's
+    receipts are in line order): no key -> position dict of 140,000 strings (17 MB)."""
+
+    def lookup(key: str) -> int | None:
+        line, _, rid = key.partition(":")
+        if not line.isdigit():
+            return None
+        at = bisect_left(receipts, int(line), key=lambda r: r.line_no)
+        if at < len(receipts) and receipt_key(receipts[at]) == key:
+            return at
+        return None
+
+    return lookup
+
+
 def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
                     ) -> Callable[[Receipt], Row]:
     check = snapshot.state.receipts
@@ -79,7 +96,8 @@ class ReceiptsPane(Pane):
             build = receipt_builder(snap, self.linked[1])
             items = snap.receipts.receipts
             self.set_source(LazySource(items, build, receipt_key,
-                                       row_indices(items, build, self.needle)))
+                                       row_indices(items, build, self.needle),
+                                       receipt_lookup(items)))
         super().paint()
 
     def title_marks(self) -> list[TitlePart]:
