@@ -12,9 +12,6 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.safefile import read_regular
 from codeai_tui.workstate import WorkState
@@ -28,6 +25,10 @@ _RECEIPTS_LIMIT = 256 * 1024 * 1024
 
 
 def _raw_key(pem: bytes) -> bytes:
+    # imported here: ~10 MB of memory, and most cases have no tools/kernel.pub
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     key = serialization.load_pem_public_key(pem)
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError("not an Ed25519 public key")

@@ -16,9 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, Protocol
 
 from codeai_tui.ledger.jsontypes import JsonObject
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED, Event
@@ -42,6 +40,9 @@ from codeai_tui.tools.receipts import (
 )
 from codeai_tui.workstate import project_call
 from codeai_tui.workstate.tool_ops import readmittable
+
+if TYPE_CHECKING:  # imported where used: ~10 MB the console need not load
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 CommitHook = Callable[[Event], None]
 ReceiptHook = Callable[[str], None]

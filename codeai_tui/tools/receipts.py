@@ -21,10 +21,15 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+# cryptography is imported where a key is used: loading it costs ~10 MB of memory, which
+# the console and `inspect` need not pay for a case without tool receipts
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 from codeai_tui.ledger.jsontypes import JsonObject
 
@@ -79,11 +84,15 @@ def canonical_bytes(value: object) -> bytes:
 
 
 def key_id(public: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def public_pem(public: Ed25519PublicKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return public.public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -132,6 +141,8 @@ class ReceiptCheck:
 
 def check_receipt(text: str, public: Ed25519PublicKey) -> ReceiptCheck:
     """Verify one receipt line against the trusted key; never raises."""
+    from cryptography.exceptions import InvalidSignature
+
     try:
         envelope = json.loads(text)
     except (ValueError, RecursionError):
@@ -186,6 +197,9 @@ def _read_regular(path: Path, what: str, max_bytes: int | None = 64 * 1024) -> b
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     data = _read_regular(path, "public key")
     try:
         key = serialization.load_pem_public_key(data)
@@ -201,6 +215,9 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
     signed before and after a restart verify against one public key. Refused when group
     or others may read it. Keep it outside case directories: a case is evidence handed
     to others, and whoever holds this key can forge receipts."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     if not path.exists() and not path.is_symlink():
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(

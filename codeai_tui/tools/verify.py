@@ -16,9 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.reader import LedgerReader
@@ -36,6 +34,9 @@ from codeai_tui.tools.receipts import (
     read_receipt_lines,
 )
 from codeai_tui.workstate.tool_ops import EXECUTED, NOT_EXECUTED
+
+if TYPE_CHECKING:  # imported where used: ~10 MB the console need not load
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 class ReceiptsInputError(ValueError):

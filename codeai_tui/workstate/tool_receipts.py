@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 if TYPE_CHECKING:
     from codeai_tui.workstate.tool_ops import ToolOpState
 
@@ -94,6 +91,11 @@ def _signature_problem(text: str, public_key: bytes) -> tuple[str | None, dict[s
             return "not in canonical form (a changed byte?)", body
     except (TypeError, ValueError):
         return "not in canonical form", body
+    # imported here: the library costs ~10 MB of memory, and most cases hold no tool
+    # receipt (the console and `inspect` need not load it for them)
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     sig = doc["sig"]
     try:
         raw = base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
