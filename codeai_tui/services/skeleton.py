@@ -179,7 +179,7 @@ def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
         # an earlier started attempt carries the call's observation
         earlier = AttemptEvidence("earlier", first_seq=3)
         earlier.started_seq, earlier.observed_seq = 3, 4
-        call.attempts.append(earlier)
+        call.add_attempt(earlier)
     if last is not None:
         attempt = AttemptEvidence("last", first_seq=10)
         attempt.started_seq = 10
@@ -187,7 +187,7 @@ def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
         attempt.interpreted_seq = 12 if last & _INT else None
         attempt.retry_decided_seq = 13 if last & _RD else None
         attempt.completed_seq = 14 if last & _COMP else None
-        call.attempts.append(attempt)
+        call.add_attempt(attempt)
     return call
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
@@ -387,7 +386,7 @@ class Projector:
                 calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
                     if before is not None else None  # type: ignore[call-overload]
             elif st.anomalous != flags.get(st.call_id, False):
-                calls[i] = replace(st, anomalous=flags.get(st.call_id, False))
+                calls[i] = st.with_anomalous(flags.get(st.call_id, False))
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
             if comp.first_seq > n:

@@ -30,18 +30,69 @@ from codeai_tui.workstate.vocab import (
 )
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class CallState:
-    """One call's verdict. Only what the ladder decided is stored; the facts it was
-    decided from (ids, seqs, counts) are read from the evidence it holds, which is never
-    mutated once classified: ten slots fewer per call (11 MB at 10^5 calls)."""
+@dataclass(frozen=True, slots=True)
+class CallVerdict:
+    """What the ladder decided for a call. Few combinations exist, so each is one shared
+    object (`CallState` holds it): 32 bytes fewer per call than five fields each."""
 
     stage: CallStage
     next_operation: NextOperation
     provider_effect: ProviderEffect
     duplicate_effect_risk: bool
     anomalous: bool
-    evidence: CallEvidence = field(repr=False)
+
+
+_VERDICTS: dict[tuple[CallStage, NextOperation, ProviderEffect, bool, bool], CallVerdict] = {}
+
+
+class CallState:
+    """One call's verdict. Only what the ladder decided is stored (one shared
+    `CallVerdict`); the facts it was decided from (ids, seqs, counts) are read from the
+    evidence it holds, which is never mutated once classified: 14 slots fewer per call
+    (15 MB at 10^5 calls). Immutable."""
+
+    __slots__ = ("evidence", "verdict")
+    verdict: CallVerdict
+    evidence: CallEvidence
+
+    def __init__(self, stage: CallStage, next_operation: NextOperation,
+                 provider_effect: ProviderEffect, duplicate_effect_risk: bool,
+                 anomalous: bool, evidence: CallEvidence) -> None:
+        key = (stage, next_operation, provider_effect, duplicate_effect_risk, anomalous)
+        verdict = _VERDICTS.get(key)
+        if verdict is None:
+            verdict = _VERDICTS[key] = CallVerdict(*key)
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "evidence", evidence)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CallState is immutable (cannot set {name})")
+
+    def with_anomalous(self, anomalous: bool) -> CallState:
+        """The same verdict, flagged (or not) as anomalous."""
+        v = self.verdict
+        return CallState(v.stage, v.next_operation, v.provider_effect,
+                         v.duplicate_effect_risk, anomalous, self.evidence)
+
+    @property
+    def stage(self) -> CallStage:
+        return self.verdict.stage
+
+    @property
+    def next_operation(self) -> NextOperation:
+        return self.verdict.next_operation
+
+    @property
+    def provider_effect(self) -> ProviderEffect:
+        return self.verdict.provider_effect
+
+    @property
+    def duplicate_effect_risk(self) -> bool:
+        return self.verdict.duplicate_effect_risk
+
+    @property
+    def anomalous(self) -> bool:
+        return self.verdict.anomalous
 
     @property
     def call_id(self) -> str:

@@ -1,0 +1,77 @@
+"""The slimmed records keep their meaning: a call's attempts read the same whether it
+holds one or several, a copy folded later leaves the original alone, verdicts stay
+immutable, and the console's read path never loads the signature library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from codeai_tui.workstate.evidence import CallEvidence, fold_call_event
+from codeai_tui.workstate.ladder import classify_call
+from codeai_tui.workstate.vocab import CallStage
+
+SHA = "ab" * 32
+
+
+def _call(*attempts: str) -> CallEvidence:
+    call = CallEvidence("c1", "t1", 1, 0)
+    problems: list[str] = []
+    fold_call_event(call, True, "call.requested", 1, None, {"idempotency_key": "k1"},
+                    problems.append)
+    fold_call_event(call, False, "call.manifest", 2, None,
+                    {"idempotency_key": "k1", "request_sha256": SHA}, problems.append)
+    for i, aid in enumerate(attempts):
+        fold_call_event(call, False, "attempt.started", 3 + 2 * i, aid,
+                        {"request_sha256": SHA, "attempt_no": i + 1}, problems.append)
+    assert problems == []
+    return call
+
+
+def test_attempts_read_alike_for_none_one_and_several() -> None:
+    assert list(_call().attempts) == []
+    one = _call("a1")
+    assert [a.attempt_id for a in one.attempts] == ["a1"]
+    assert one.last_attempt() is one.attempts[0]
+    three = _call("a1", "a2", "a3")
+    assert [a.attempt_id for a in three.attempts] == ["a1", "a2", "a3"]
+    assert three.last_attempt() is three.attempts[2]
+    assert [a.attempt_id for a in three.started_attempts()] == ["a1", "a2", "a3"]
+
+
+def test_a_clone_folded_later_leaves_the_original_alone() -> None:
+    original = _call("a1")
+    before = classify_call(original, anomalous=False)
+    copy = original.clone()
+    assert copy == original
+    fold_call_event(copy, False, "attempt.observed", 9, "a1", {"transport": {"status": 200}},
+                    print)
+    fold_call_event(copy, False, "attempt.started", 10, "a2", {"request_sha256": SHA}, print)
+    assert [a.attempt_id for a in copy.attempts] == ["a1", "a2"]
+    assert [a.attempt_id for a in original.attempts] == ["a1"]
+    assert original.attempts[0].observed_seq is None
+    assert classify_call(original, anomalous=False) == before
+    assert before.stage is CallStage.EFFECT_UNKNOWN
+
+
+def test_a_verdict_is_immutable_and_flags_anomalies_by_copy() -> None:
+    state = classify_call(_call("a1"), anomalous=False)
+    with pytest.raises(AttributeError):
+        state.anomalous = True  # type: ignore[misc]
+    flagged = state.with_anomalous(True)
+    assert (flagged.anomalous, state.anomalous) == (True, False)
+    assert (flagged.stage, flagged.next_operation, flagged.provider_effect) == (
+        state.stage, state.next_operation, state.provider_effect)
+    assert flagged != state and flagged.with_anomalous(False) == state
+
+
+@pytest.mark.parametrize("module", ["codeai_tui.console.model", "codeai_tui.app.app",
+                                    "codeai_tui.inspection"])
+def test_reading_a_case_does_not_load_the_signature_library(module: str) -> None:
+    # cryptography costs ~10 MB of memory; it loads where a key is used, not before
+    code = f"import sys, {module}; print('cryptography' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "False"
