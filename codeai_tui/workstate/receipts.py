@@ -7,11 +7,13 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from codeai_tui.ledger.receipts import Receipt, ReceiptLog
+from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import ReceiptCheck
 
@@ -34,33 +36,66 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
     limit = parse_time(next_recorded_at)
     if limit is None:
         return log
-    kept = tuple(r for r, when in zip(log.receipts, _times(log), strict=True)
-                 if when is None or when < limit)
-    if len(kept) == len(log.receipts):
+    rs = columns(log.receipts)
+
+    def odd_before(text: str) -> bool:
+        when = parse_time(text)
+        return when is None or when < limit  # type: ignore[operator]
+
+    kept = rs.positions_before(micros_of(limit), odd_before)
+    if len(kept) == len(rs):
         return log
-    return replace(log, receipts=kept)
+    return replace(log, receipts=rs.take(kept))
+
+
+def columns(receipts: Sequence[Receipt]) -> Receipts:
+    """`receipts` as columns (a log read from disk has them already)."""
+    return receipts if isinstance(receipts, Receipts) else Receipts(receipts)
 
 
 Pair = tuple[str, str]  # (idempotency key, request hash)
 
-# receipts by idempotency key: the receipt itself, or a list once a key repeats. Keyed
-# by the receipt's own key string and holding the receipts themselves, it costs one
-# dict slot per receipt (a dict of (key, hash) tuples to tuples of (id, time) tuples
-# cost ~170 bytes more per receipt: 24 MB at 143,000 receipts)
-ByKey = dict[str, "Receipt | list[Receipt]"]
+
+class ByKey:
+    """A log's receipts by idempotency key: their positions sorted by key (log order
+    within a key), searched by bisection. A dict from key to receipts cost a slot and an
+    int object per receipt more (7 MB at 143,000 receipts, for as long as a console is
+    open); a lookup costs ~1 microsecond."""
+
+    __slots__ = ("_order", "receipts")
+
+    def __init__(self, receipts: Sequence[Receipt]) -> None:
+        self.receipts = rs = columns(receipts)
+        self._order = array("l", sorted(range(len(rs)), key=rs.keys.__getitem__))
+
+    def positions(self, key: str) -> list[int]:
+        """The positions of the receipts with this key, in log order."""
+        order, keys = self._order, self.receipts.keys
+        at = bisect_left(order, key, key=keys.__getitem__)
+        found = []
+        while at < len(order) and keys[order[at]] == key:
+            found.append(order[at])
+            at += 1
+        return found
+
+    def matching(self, key: str, sha: str) -> list[int]:
+        """The positions of the receipts with this key and body hash, in log order."""
+        shas = self.receipts.shas
+        return [i for i in self.positions(key) if shas[i] == sha]
+
+    def shared_keys(self) -> Iterator[list[int]]:
+        """The positions of each key that two or more receipts carry (log order within)."""
+        order, keys = self._order, self.receipts.keys
+        start = 0
+        for at in range(1, len(order) + 1):
+            if at == len(order) or keys[order[at]] != keys[order[start]]:
+                if at - start > 1:
+                    yield list(order[start:at])
+                start = at
 
 
-def receipts_by_key(receipts: Iterable[Receipt]) -> ByKey:
-    by_key: ByKey = {}
-    for r in receipts:
-        have = by_key.get(r.idempotency_key)
-        if have is None:
-            by_key[r.idempotency_key] = r
-        elif type(have) is list:
-            have.append(r)
-        else:
-            by_key[r.idempotency_key] = [have, r]  # type: ignore[list-item]
-    return by_key
+def receipts_by_key(receipts: Sequence[Receipt]) -> ByKey:
+    return ByKey(receipts)
 
 
 _BY_KEY: list[tuple[ReceiptLog, ByKey]] = []
@@ -71,7 +106,7 @@ def by_key_of(log: ReceiptLog) -> ByKey:
     (`share_receipt_strings`) and the live check reads it, one table."""
     if _BY_KEY and _BY_KEY[0][0] is log:
         return _BY_KEY[0][1]
-    table = receipts_by_key(log.receipts)
+    table = ByKey(log.receipts)
     _BY_KEY[:] = [(log, table)]
     return table
 
@@ -81,16 +116,16 @@ def share_receipt_strings(call: CallEvidence, by_key: ByKey) -> None:
     equal (one copy of each instead of a second parsed from the ledger: ~25 MB at 10^5
     calls). Only equal text is ever swapped, so no verdict or document changes."""
     key = call.key
-    have = by_key.get(key) if key is not None else None
-    if have is None:
+    group = by_key.positions(key) if key is not None else None
+    if not group:
         return
-    group = have if type(have) is list else (have,)
-    shared = group[0].idempotency_key  # type: ignore[union-attr]
+    rs = by_key.receipts
+    shared = rs.keys[group[0]]
     if call.idempotency_key == shared:
         call.idempotency_key = shared
     if call.manifest_key == shared:
         call.manifest_key = shared
-    hashes = {r.body_sha256: r.body_sha256 for r in group}  # type: ignore[union-attr]
+    hashes = {rs.shas[i]: rs.shas[i] for i in group}
     if call.request_sha256 is not None:
         call.request_sha256 = hashes.get(call.request_sha256, call.request_sha256)
     for att in call.attempts:
@@ -100,12 +135,7 @@ def share_receipt_strings(call: CallEvidence, by_key: ByKey) -> None:
 
 def receipts_matching(by_key: ByKey, key: str, sha: str) -> list[Receipt]:
     """The receipts with this key and body hash, in log order."""
-    have = by_key.get(key)
-    if have is None:
-        return []
-    if type(have) is list:
-        return [r for r in have if r.body_sha256 == sha]
-    return [have] if have.body_sha256 == sha else []  # type: ignore[union-attr]
+    return [by_key.receipts[i] for i in by_key.matching(key, sha)]
 
 
 class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
@@ -118,8 +148,9 @@ class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
         self._by_key = by_key
 
     def get(self, pair: Pair, default: object = None) -> object:  # type: ignore[override]
-        found = receipts_matching(self._by_key, *pair)
-        return tuple((r.receipt_id, r.received_at) for r in found) if found else default
+        rs = self._by_key.receipts
+        found = self._by_key.matching(*pair)
+        return tuple((rs.ids[i], rs.received_at(i)) for i in found) if found else default
 
     def __getitem__(self, pair: Pair) -> tuple[tuple[str, str], ...]:
         found = self.get(pair)
@@ -128,9 +159,9 @@ class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
         return found  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[Pair]:
-        for key, have in self._by_key.items():
-            group = have if type(have) is list else (have,)
-            yield from dict.fromkeys((key, r.body_sha256) for r in group)  # type: ignore[union-attr]
+        rs = self._by_key.receipts
+        for key in dict.fromkeys(rs.keys):
+            yield from dict.fromkeys((key, rs.shas[i]) for i in self._by_key.positions(key))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -150,13 +181,17 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
         status = "present"
 
     def build() -> tuple[Mapping[Pair, tuple[tuple[str, str], ...]], str | None]:
-        latest: tuple[datetime, str] | None = None
-        for r in receipts:
-            when = parse_time(r.received_at)
-            if when is not None and (latest is None or when > latest[0]):
-                latest = (when, r.received_at)
-        table = by_key if by_key is not None else receipts_by_key(receipts)
-        return ReceiptsByPair(table), latest[1] if latest else None
+        table = by_key if by_key is not None else ByKey(receipts)
+        rs = table.receipts
+        latest: tuple[int, int] | None = None  # (micros, position)
+        for i in range(len(rs)):
+            micros = rs.received_micros(i)
+            if micros is None:
+                when = parse_time(rs.received_at(i))
+                micros = micros_of(when) if when is not None else None
+            if micros is not None and (latest is None or micros > latest[0]):
+                latest = (micros, i)
+        return ReceiptsByPair(table), rs.received_at(latest[1]) if latest else None
 
     return ReceiptIndex(status, build)
 
@@ -180,19 +215,6 @@ def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
     if type(have) is list:
         return next((a for a in have if a.request_sha256 == sha), None)
     return have if have.request_sha256 == sha else None  # type: ignore[union-attr]
-
-_TIMES: list[tuple[ReceiptLog, list[datetime | None]]] = []
-
-
-def _times(log: ReceiptLog) -> list[datetime | None]:
-    """The receipts' parsed times, for the last log asked about (time travel steps
-    through one log many times; parsing 140k times costs 0.1-0.3 s)."""
-    if _TIMES and _TIMES[0][0] is log:
-        return _TIMES[0][1]
-    times = [parse_time(r.received_at) for r in log.receipts]
-    _TIMES[:] = [(log, times)]
-    return times
-
 
 def coverage_pairs(calls: Iterable[CallEvidence]) -> Coverage:
     """Every started attempt's (key, request hash) -> the earliest such attempt (by its
@@ -270,45 +292,38 @@ def check_coverage(
     receipts' index and ByKey table when the caller built them already (else built
     here; duplicates are found from the table, not from a dict of every pair)."""
     if by_key is None:
-        by_key = receipts_by_key(receipts)
+        by_key = ByKey(receipts)
+    rs = by_key.receipts
     covered_by: dict[str, str | None] = {}
-    for r in receipts:
-        have = covering(started, r.idempotency_key, r.body_sha256)
-        covered_by[r.receipt_id] = (
+    for rid, key, sha in zip(rs.ids, rs.keys, rs.shas, strict=True):
+        have = covering(started, key, sha)
+        covered_by[rid] = (
             have.attempt_id if have is not None
             and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
     return ReceiptCheck(
-        count=len(receipts),
+        count=len(rs),
         uncovered=tuple(rid for rid, att in covered_by.items() if att is None),
-        duplicates=_duplicates(receipts, by_key),
+        duplicates=_duplicates(by_key),
         covered_by=covered_by,
         problems=tuple(problems),
         log_present=log_present,
-        index=index if index is not None else index_receipts(receipts, problems, log_present,
+        index=index if index is not None else index_receipts(rs, problems, log_present,
                                                              by_key),
     )
 
 
-def _duplicates(receipts: Sequence[Receipt], by_key: ByKey) -> tuple[tuple[str, ...], ...]:
+def _duplicates(by_key: ByKey) -> tuple[tuple[str, ...], ...]:
     """The receipt ids of every (key, body hash) held by two or more receipts, in log
     order, the groups ordered by their first receipt's place in the log."""
-    groups: list[list[Receipt]] = []
-    for have in by_key.values():
-        if type(have) is not list:
-            continue
-        by_sha: dict[str, list[Receipt]] = {}
-        for r in have:
-            by_sha.setdefault(r.body_sha256, []).append(r)  # type: ignore[union-attr]
+    rs = by_key.receipts
+    groups: list[list[int]] = []
+    for positions in by_key.shared_keys():
+        by_sha: dict[str, list[int]] = {}
+        for i in positions:
+            by_sha.setdefault(rs.shas[i], []).append(i)
         groups += [g for g in by_sha.values() if len(g) > 1]
-    if not groups:
-        return ()
-    firsts = {id(g[0]) for g in groups}
-    place: dict[int, int] = {}
-    for i, r in enumerate(receipts):
-        if id(r) in firsts:
-            place.setdefault(id(r), i)
-    groups.sort(key=lambda g: place[id(g[0])])
-    return tuple(tuple(r.receipt_id for r in g) for g in groups)
+    groups.sort(key=lambda g: g[0])
+    return tuple(tuple(rs.ids[i] for i in g) for g in groups)
 
 
 def check_receipts(
@@ -344,7 +359,7 @@ class LiveReceiptCheck:
         receipts = log.receipts if log else ()
         problems = log.problems if log else ()
         present = bool(log and log.exists)
-        self._by_key = by_key_of(log) if log else {}
+        self._by_key = by_key_of(log) if log else ByKey(())
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
                               by_key=self._by_key)
@@ -360,12 +375,13 @@ class LiveReceiptCheck:
     def update(self, started: Coverage, pairs: Iterable[Pair]) -> None:
         for pair in pairs:
             have = covering(started, *pair)
-            for r in receipts_matching(self._by_key, *pair):
+            ids = self._by_key.receipts.ids
+            for i in self._by_key.matching(*pair):
                 if self._shared:
                     self._covered_by = dict(self._covered_by)
                     self._shared = False
-                self._covered_by[r.receipt_id] = have.attempt_id if have else None
-                self._uncovered.pop(r.receipt_id, None)
+                self._covered_by[ids[i]] = have.attempt_id if have else None
+                self._uncovered.pop(ids[i], None)
                 self._check = None
 
     def check(self) -> ReceiptCheck:

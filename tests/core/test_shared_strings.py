@@ -48,7 +48,7 @@ def test_a_call_with_another_key_keeps_its_own_strings() -> None:
 
 def test_call_ids_are_shared_only_where_equal() -> None:
     ids = ["".join(["c", "1"]), "c2"]
-    share = Sharing({}, ids)
+    share = Sharing(receipts_by_key([]), ids)
     assert share.call_id(0, "c1") is ids[0]
     assert share.call_id(1, "c9") == "c9"
     assert share.call_id(5, "c3") == "c3"

@@ -1,0 +1,104 @@
+"""The receipt log kept in columns gives back exactly what each line said: every
+received_at text (packed or kept as text), sizes beyond 64 bits, equality with plain
+receipts, and the same cut-off as comparing parsed times one by one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeai_tui.ledger.receipts import (
+    Receipt,
+    ReceiptLog,
+    Receipts,
+    micros_of,
+    parse_receipt_lines,
+)
+from codeai_tui.workstate.receipts import ByKey, parse_time, receipts_before
+
+SHA = "ab" * 32
+
+_utc_texts = st.builds(
+    lambda dt, digits, z: f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:"
+    f"{dt.minute:02d}:{dt.second:02d}"
+    + (f".{dt.microsecond:06d}"[:digits + 1] if digits else "") + z,
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+    st.integers(0, 6), st.sampled_from(["Z", "+00:00"]))
+_times = st.one_of(
+    _utc_texts,
+    st.text(max_size=40),  # anything a hostile log may hold
+    st.sampled_from(["2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "0000-01-01T00:00:00Z",
+                     "2026-01-01T24:00:00Z", "2026-01-01T00:00:60Z", "2026-13-01T00:00:00Z",
+                     "2026-01-01T00:00:00.1234567Z", "2026-01-01T00:00:00+01:00",
+                     "2026-01-01T00:00:00", "2026-01-01 00:00:00Z", "\u0662026-01-01T00:00:00Z",
+                     "2026-01-01T00:00:00z", ""]))
+
+
+def _receipt(i: int, when: str, size: int = 1) -> Receipt:
+    return Receipt(f"r-{i}", when, f"k{i % 3}", SHA, size, i + 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_times, max_size=12))
+def test_every_received_at_comes_back_as_written(times: list[str]) -> None:
+    plain = [_receipt(i, t) for i, t in enumerate(times)]
+    cols = Receipts(plain)
+    assert list(cols) == plain
+    assert [cols.received_at(i) for i in range(len(cols))] == times
+    for i, text in enumerate(times):
+        micros = cols.received_micros(i)
+        parsed = parse_time(text)
+        if micros is not None:  # packed: the same instant the text parses to
+            assert parsed is not None and micros == micros_of(parsed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_times, max_size=12), _utc_texts,
+       st.sampled_from([UTC, timezone(timedelta(hours=5)),
+                        timezone(timedelta(hours=-3, minutes=-30))]))
+def test_the_cut_off_equals_comparing_parsed_times(times: list[str], cut: str,
+                                                   tz: timezone) -> None:
+    limit = parse_time(cut)
+    assert limit is not None
+    next_recorded_at = limit.astimezone(tz).isoformat() if 1 < limit.year < 9999 else cut
+    log = ReceiptLog(True, Receipts(_receipt(i, t) for i, t in enumerate(times)))
+    bound = parse_time(next_recorded_at)
+    expected = [r for r in log.receipts
+                if (when := parse_time(r.received_at)) is None or when < bound]  # type: ignore[operator]
+    assert list(receipts_before(log, next_recorded_at).receipts) == expected
+
+
+def test_sizes_beyond_64_bits_and_slices_survive() -> None:
+    plain = [_receipt(0, "2026-01-01T00:00:00Z", 2**70), _receipt(1, "odd", 5),
+             _receipt(2, "2026-01-01T00:00:01.5Z", -1)]
+    cols = Receipts(plain)
+    assert cols == plain and plain == list(cols) and cols == tuple(plain)
+    assert cols[0].bytes == 2**70 and cols[-1] == plain[-1]
+    assert list(cols[1:]) == plain[1:] and list(cols.take([2, 0])) == [plain[2], plain[0]]
+    assert cols != plain[:2] and cols != "abc"
+
+
+def test_a_log_parses_into_the_same_receipts() -> None:
+    lines = [b'{"receipt_id": "r-1", "received_at": "2026-11-29T00:00:00.166Z", '
+             b'"idempotency_key": "k", "body_sha256": "%s", "bytes": 100}' % SHA.encode(),
+             b'{"receipt_id": 7, "received_at": "yesterday", "idempotency_key": "k", '
+             b'"body_sha256": "%s", "bytes": 18446744073709551617}' % SHA.encode()]
+    log = parse_receipt_lines(b"\n".join(lines) + b"\n")
+    assert list(log.receipts) == [
+        Receipt("r-1", "2026-11-29T00:00:00.166Z", "k", SHA, 100, 1),
+        Receipt("(line 2)", "yesterday", "k", SHA, 18446744073709551617, 2)]
+    assert log.problems == ((2, "receipt lacks or mistypes receipt_id"),)
+
+
+def test_by_key_finds_each_key_in_log_order() -> None:
+    plain = [Receipt(f"r-{i}", "2026-01-01T00:00:00Z", k, s, 1, i + 1)
+             for i, (k, s) in enumerate([("b", "x"), ("a", "x"), ("b", "y"), ("b", "x"),
+                                         ("c", "z")])]
+    table = ByKey(plain)
+    assert table.positions("b") == [0, 2, 3]
+    assert table.positions("a") == [1] and table.positions("zz") == []
+    assert table.matching("b", "x") == [0, 3] and table.matching("c", "x") == []
+    assert list(table.shared_keys()) == [[0, 2, 3]]
+    assert datetime(2026, 1, 1, tzinfo=UTC) == parse_time("2026-01-01T00:00:00Z")
