@@ -179,23 +179,43 @@ class Receipts(Sequence[Receipt]):
                          ) -> list[int]:
         """The positions of the receipts received before `limit_micros`; a receipt whose
         time is kept as text is asked about through `odd_before`."""
-        odd = self._odd
-        return [i for i, code in enumerate(self._times)
-                if (odd_before(odd[i]) if code == _ODD_TIME else code >> 4 < limit_micros)]
+        bound = limit_micros << 4  # code >> 4 < limit exactly when code < limit << 4
+        kept = [i for i, code in enumerate(self._times) if code < bound]
+        odd = self._odd  # their code (-1) passed the bound: ask about each
+        return [i for i in kept if i not in odd or odd_before(odd[i])] if odd else kept
 
     def take(self, positions: Iterable[int]) -> Receipts:
-        """These receipts (by position, in the order given), sharing their strings."""
+        """These receipts (by position, in the order given), sharing their strings. A
+        cut-off mostly keeps a prefix of the log: that is sliced, not copied one by one."""
+        picked = list(positions)
+        k = len(picked)
+        if k and not (picked[0] == 0 and picked[-1] == k - 1 and picked == list(range(k))):
+            return self._gather(picked)
         out = Receipts()
-        for i in positions:
-            if i in self._odd:
-                out._odd[len(out.ids)] = self._odd[i]
-            out.ids.append(self.ids[i])
-            out.keys.append(self.keys[i])
-            out.shas.append(self.shas[i])
-            out._times.append(self._times[i])
-            out._sizes = _append(out._sizes, self._sizes[i])
-            out._lines = _append(out._lines, self._lines[i])
+        out.ids, out.keys, out.shas = self.ids[:k], self.keys[:k], self.shas[:k]
+        out._times, out._sizes, out._lines = self._times[:k], self._sizes[:k], self._lines[:k]
+        out._odd = {i: text for i, text in self._odd.items() if i < k}
         return out
+
+    def _gather(self, picked: list[int]) -> Receipts:
+        out = Receipts()
+        out.ids = [self.ids[i] for i in picked]
+        out.keys = [self.keys[i] for i in picked]
+        out.shas = [self.shas[i] for i in picked]
+        out._times = array("q", [self._times[i] for i in picked])
+        sizes, lines = [self._sizes[i] for i in picked], [self._lines[i] for i in picked]
+        out._sizes = _column(sizes)
+        out._lines = _column(lines)
+        out._odd = {n: self._odd[i] for n, i in enumerate(picked) if i in self._odd}
+        return out
+
+
+def _column(values: list[int]) -> array[int] | list[int]:
+    """`values` in an array where each fits 64 bits, else as they are."""
+    try:
+        return array("q", values)
+    except OverflowError:
+        return values
 
 
 def micros_of(when: datetime) -> int:

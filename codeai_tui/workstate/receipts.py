@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,6 +34,8 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
     cannot be read is kept (hiding it could hide an uncovered effect)."""
     if next_recorded_at is None:
         return log
+    if _CUT and _CUT[0][0] is log and _CUT[0][1] == next_recorded_at:
+        return _CUT[0][2]  # a time-travel step cuts for its pane and its check alike
     limit = parse_time(next_recorded_at)
     if limit is None:
         return log
@@ -43,9 +46,12 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
         return when is None or when < limit  # type: ignore[operator]
 
     kept = rs.positions_before(micros_of(limit), odd_before)
-    if len(kept) == len(rs):
-        return log
-    return replace(log, receipts=rs.take(kept))
+    cut = log if len(kept) == len(rs) else replace(log, receipts=rs.take(kept))
+    _CUT[:] = [(log, next_recorded_at, cut)]
+    return cut
+
+
+_CUT: list[tuple[ReceiptLog, str, ReceiptLog]] = []  # the last cut made
 
 
 def columns(receipts: Sequence[Receipt]) -> Receipts:
@@ -82,17 +88,6 @@ class ByKey:
         """The positions of the receipts with this key and body hash, in log order."""
         shas = self.receipts.shas
         return [i for i in self.positions(key) if shas[i] == sha]
-
-    def shared_keys(self) -> Iterator[list[int]]:
-        """The positions of each key that two or more receipts carry (log order within)."""
-        order, keys = self._order, self.receipts.keys
-        start = 0
-        for at in range(1, len(order) + 1):
-            if at == len(order) or keys[order[at]] != keys[order[start]]:
-                if at - start > 1:
-                    yield list(order[start:at])
-                start = at
-
 
 def receipts_by_key(receipts: Sequence[Receipt]) -> ByKey:
     return ByKey(receipts)
@@ -289,11 +284,10 @@ def check_coverage(
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
     attempts started at or before that seq cover (time travel). `index`, `by_key`: the
-    receipts' index and ByKey table when the caller built them already (else built
-    here; duplicates are found from the table, not from a dict of every pair)."""
-    if by_key is None:
-        by_key = ByKey(receipts)
-    rs = by_key.receipts
+    receipts' index and ByKey table when the caller built them already (else the index
+    builds its table when first read: time travel checks at every step, and reads no
+    index)."""
+    rs = by_key.receipts if by_key is not None else columns(receipts)
     covered_by: dict[str, str | None] = {}
     for rid, key, sha in zip(rs.ids, rs.keys, rs.shas, strict=True):
         have = covering(started, key, sha)
@@ -303,7 +297,7 @@ def check_coverage(
     return ReceiptCheck(
         count=len(rs),
         uncovered=tuple(rid for rid, att in covered_by.items() if att is None),
-        duplicates=_duplicates(by_key),
+        duplicates=_duplicates(rs),
         covered_by=covered_by,
         problems=tuple(problems),
         log_present=log_present,
@@ -312,18 +306,19 @@ def check_coverage(
     )
 
 
-def _duplicates(by_key: ByKey) -> tuple[tuple[str, ...], ...]:
+def _duplicates(rs: Receipts) -> tuple[tuple[str, ...], ...]:
     """The receipt ids of every (key, body hash) held by two or more receipts, in log
-    order, the groups ordered by their first receipt's place in the log."""
-    rs = by_key.receipts
-    groups: list[list[int]] = []
-    for positions in by_key.shared_keys():
-        by_sha: dict[str, list[int]] = {}
-        for i in positions:
-            by_sha.setdefault(rs.shas[i], []).append(i)
-        groups += [g for g in by_sha.values() if len(g) > 1]
-    groups.sort(key=lambda g: g[0])
-    return tuple(tuple(rs.ids[i] for i in g) for g in groups)
+    order, the groups ordered by their first receipt's place in the log. Counted in C
+    (`Counter`); only the repeated pairs' positions are gathered."""
+    counts = Counter(zip(rs.keys, rs.shas, strict=True))
+    repeated = {pair for pair, n in counts.items() if n > 1}
+    if not repeated:
+        return ()
+    groups: dict[Pair, list[str]] = {}  # first occurrence order: the groups' log order
+    for rid, pair in zip(rs.ids, zip(rs.keys, rs.shas, strict=True), strict=True):
+        if pair in repeated:
+            groups.setdefault(pair, []).append(rid)
+    return tuple(tuple(g) for g in groups.values())
 
 
 def check_receipts(

@@ -16,7 +16,7 @@ from codeai_tui.ledger.receipts import (
     micros_of,
     parse_receipt_lines,
 )
-from codeai_tui.workstate.receipts import ByKey, parse_time, receipts_before
+from codeai_tui.workstate.receipts import ByKey, check_receipts, parse_time, receipts_before
 
 SHA = "ab" * 32
 
@@ -76,6 +76,7 @@ def test_sizes_beyond_64_bits_and_slices_survive() -> None:
     cols = Receipts(plain)
     assert cols == plain and plain == list(cols) and cols == tuple(plain)
     assert cols[0].bytes == 2**70 and cols[-1] == plain[-1]
+    assert list(cols[:2]) == plain[:2] and list(cols[:0]) == []
     assert list(cols[1:]) == plain[1:] and list(cols.take([2, 0])) == [plain[2], plain[0]]
     assert cols != plain[:2] and cols != "abc"
 
@@ -100,5 +101,7 @@ def test_by_key_finds_each_key_in_log_order() -> None:
     assert table.positions("b") == [0, 2, 3]
     assert table.positions("a") == [1] and table.positions("zz") == []
     assert table.matching("b", "x") == [0, 3] and table.matching("c", "x") == []
-    assert list(table.shared_keys()) == [[0, 2, 3]]
+    dup = plain + [Receipt("r-9", "2026-01-01T00:00:00Z", "a", "x", 1, 9),
+                   Receipt("r-10", "2026-01-01T00:00:00Z", "b", "x", 1, 10)]
+    assert check_receipts(dup, []).duplicates == (("r-0", "r-3", "r-10"), ("r-1", "r-9"))
     assert datetime(2026, 1, 1, tzinfo=UTC) == parse_time("2026-01-01T00:00:00Z")
