@@ -72,6 +72,11 @@ class Action:
     claim_kind: str = "call.resumed"
     # exits of a run that found nothing left to do (it must also have committed nothing)
     noop_codes: frozenset[int] = frozenset()
+    # event kinds a run that lost the claim may still commit, once per case (the audit
+    # counts them): replay's follow-up call, which a replay finding every operation done
+    # must record (the run that did them may have died first), so whichever run gets
+    # there first records it
+    loser_may_record: frozenset[str] = frozenset()
     control: bool = False  # a deliberately broken twin: the harness must catch it
     # invariants of the action's own evidence beyond the ledger's (e.g. tool effects
     # never above admissions); a list of problems, empty when they hold
@@ -264,6 +269,7 @@ REPLAY = Action(
     sends=False,  # a replay never asks the provider again; its effect is the tool's
     claim_kind="tool.admitted",
     noop_codes=frozenset({0}),  # "nothing to run: every planned operation is completed"
+    loser_may_record=frozenset({"call.requested", "call.manifest"}),  # the follow-up
     warm=("codeai_tui.cli", "codeai_tui.tools.replay"),
     invariants=_replay_invariants,
     landed=_replay_landed,

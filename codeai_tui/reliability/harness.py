@@ -161,6 +161,15 @@ class ActorProc:
                 count += 1
         return count
 
+    def committed_outside(self, allowed: frozenset[str]) -> int:
+        """Write transactions this actor committed that appended a kind not in `allowed`."""
+        count = 0
+        for m in self.marks:
+            name, _, kinds = m.partition(" ")
+            if name == "txn.after_commit" and kinds and not set(kinds.split(",")) <= allowed:
+                count += 1
+        return count
+
     @property
     def connects(self) -> int:
         return sum(1 for m in self.marks if m.startswith("net.connect"))

@@ -107,7 +107,8 @@ def race_round(action: Action, workdir: Path, provider_url: str, round_no: int,
         winners=sum(1 for c in winners if c in action.won_codes),
         refused=sum(1 for _a, c in losers if c == action.refused_code),
         noops=sum(1 for _a, c in losers if c in action.noop_codes),
-        losers_committed=sum(1 for a, _c in losers if a.committed()),
+        losers_committed=sum(1 for a, _c in losers
+                             if a.committed_outside(action.loser_may_record)),
         other_exits=[c for c in winners if c not in action.won_codes] + [
             c for _a, c in losers if c != action.refused_code and c not in action.noop_codes],
         claims=audit.claims, foreign=audit.foreign, receipts=sent,

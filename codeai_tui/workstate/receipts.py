@@ -89,9 +89,6 @@ class ByKey:
         shas = self.receipts.shas
         return [i for i in self.positions(key) if shas[i] == sha]
 
-def receipts_by_key(receipts: Sequence[Receipt]) -> ByKey:
-    return ByKey(receipts)
-
 
 _BY_KEY: list[tuple[ReceiptLog, ByKey]] = []
 
@@ -126,11 +123,6 @@ def share_receipt_strings(call: CallEvidence, by_key: ByKey) -> None:
     for att in call.attempts:
         if att.request_sha256 is not None:
             att.request_sha256 = hashes.get(att.request_sha256, att.request_sha256)
-
-
-def receipts_matching(by_key: ByKey, key: str, sha: str) -> list[Receipt]:
-    """The receipts with this key and body hash, in log order."""
-    return [by_key.receipts[i] for i in by_key.matching(key, sha)]
 
 
 class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):

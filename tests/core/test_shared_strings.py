@@ -6,7 +6,7 @@ from __future__ import annotations
 from codeai_tui.ledger.receipts import Receipt
 from codeai_tui.services.gather import Sharing
 from codeai_tui.workstate.evidence import CallEvidence, fold_call_event
-from codeai_tui.workstate.receipts import receipts_by_key, share_receipt_strings
+from codeai_tui.workstate.receipts import ByKey, share_receipt_strings
 
 SHA = "ab" * 32
 
@@ -21,7 +21,7 @@ def _fold(manifest: dict[str, object], started: dict[str, object]) -> CallEviden
 
 def test_receipt_strings_are_shared_only_where_equal() -> None:
     r = Receipt("r1", "2026-01-01T00:00:00Z", "".join(["k", "1"]), "".join(["ab"] * 32), 1, 1)
-    table = receipts_by_key([r])
+    table = ByKey([r])
     other = "cd" * 32
     shared = _fold({"idempotency_key": "k1", "request_sha256": "ab" * 32},
                    {"request_sha256": other})
@@ -42,13 +42,13 @@ def test_a_call_with_another_key_keeps_its_own_strings() -> None:
     r = Receipt("r1", "2026-01-01T00:00:00Z", "k2", SHA, 1, 1)
     call = _fold({"idempotency_key": "k1", "request_sha256": "".join(["ab"] * 32)}, {})
     mine = call.request_sha256
-    share_receipt_strings(call, receipts_by_key([r]))
+    share_receipt_strings(call, ByKey([r]))
     assert call.request_sha256 is mine
 
 
 def test_call_ids_are_shared_only_where_equal() -> None:
     ids = ["".join(["c", "1"]), "c2"]
-    share = Sharing(receipts_by_key([]), ids)
+    share = Sharing(ByKey([]), ids)
     assert share.call_id(0, "c1") is ids[0]
     assert share.call_id(1, "c9") == "c9"
     assert share.call_id(5, "c3") == "c3"
