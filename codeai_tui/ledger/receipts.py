@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import overload
 
@@ -44,29 +45,41 @@ class Receipt:
 # fraction's digit count (0-6) plus 7 for "+00:00" instead of "Z", so the text comes
 # back exactly. Anything else is kept as text.
 _UTC_TIME = re.compile(
-    rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(Z|\+00:00)").fullmatch
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
+    r"(Z|\+00:00)").fullmatch
 _ODD_TIME = -1
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _US_PER_DAY = 86_400_000_000
 _DAY_ONE = date(1, 1, 1).toordinal()
 
 
+@lru_cache(maxsize=256)
+def _day_number(text: str) -> int:
+    """Days from 0001-01-01 to the date `text` (YYYY-MM-DD), or -1 if it names none."""
+    try:
+        return date.fromisoformat(text).toordinal() - _DAY_ONE
+    except ValueError:
+        return -1
+
+
+@lru_cache(maxsize=256)
+def _day_text(days: int) -> str:
+    day = date.fromordinal(days + _DAY_ONE)
+    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T"
+
+
 def _time_code(text: str) -> int:
     """`text` as a received_at code, or _ODD_TIME where only the text can say it."""
-    m = _UTC_TIME(text.encode("ascii", "replace"))
+    m = _UTC_TIME(text)
     if m is None:
         return _ODD_TIME
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    if not (year >= 1 and 1 <= month <= 12 and hour < 24 and minute < 60 and second < 60):
+    days = _day_number(m[1])
+    hour, minute, second = int(m[2]), int(m[3]), int(m[4])
+    if days < 0 or hour > 23 or minute > 59 or second > 59:
         return _ODD_TIME
-    leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if not 1 <= day <= _MONTH_DAYS[month - 1] + leap:
-        return _ODD_TIME
-    frac = m.group(7) or b""
-    days = date(year, month, day).toordinal() - _DAY_ONE
+    frac = m[5] or ""
     micros = (days * _US_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000
-              + (int(frac.ljust(6, b"0")) if frac else 0))
-    return (micros << 4) | (len(frac) + (7 if m.group(8) == b"+00:00" else 0))
+              + (int(frac.ljust(6, "0")) if frac else 0))
+    return (micros << 4) | (len(frac) + (7 if m[6] == "+00:00" else 0))
 
 
 def _time_text(code: int) -> str:
@@ -76,23 +89,8 @@ def _time_text(code: int) -> str:
     seconds, fraction = divmod(rest, 1_000_000)
     minutes, second = divmod(seconds, 60)
     hour, minute = divmod(minutes, 60)
-    day = date.fromordinal(days + _DAY_ONE)
     frac = f".{fraction:06d}"[:digits + 1] if digits else ""
-    return (f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{hour:02d}:{minute:02d}:"
-            f"{second:02d}{frac}{suffix}")
-
-
-def _append(column: array[int] | list[int], value: int) -> array[int] | list[int]:
-    """`column` with `value` appended: an array while every value fits 64 bits (a
-    receipt's `bytes` need not), a list from then on."""
-    if type(column) is array:
-        try:
-            column.append(value)
-            return column
-        except OverflowError:
-            column = column.tolist()
-    column.append(value)
-    return column
+    return f"{_day_text(days)}{hour:02d}:{minute:02d}:{second:02d}{frac}{suffix}"
 
 
 class Receipts(Sequence[Receipt]):
@@ -125,8 +123,14 @@ class Receipts(Sequence[Receipt]):
         self.keys.append(idempotency_key)
         self.shas.append(body_sha256)
         self._times.append(code)
-        self._sizes = _append(self._sizes, size)
-        self._lines = _append(self._lines, line_no)
+        try:
+            self._sizes.append(size)
+        except OverflowError:  # beyond 64 bits (a hostile `bytes`): a list from now on
+            self._sizes = [*self._sizes, size]
+        try:
+            self._lines.append(line_no)
+        except OverflowError:
+            self._lines = [*self._lines, line_no]
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -544,7 +544,11 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
     if not aid:
         report(f"{kind} without attempt_id")
         aid = f"(no attempt_id, seq {seq})"
-    att = next((a for a in call.attempts if a.attempt_id == aid), None)
+    held = call.held  # most calls hold one attempt: no scan
+    if type(held) is AttemptEvidence:
+        att = held if held.attempt_id == aid else None
+    else:
+        att = next((a for a in call.attempts if a.attempt_id == aid), None)
     if att is None:
         att = AttemptEvidence(aid, seq)
         call.add_attempt(att)
