@@ -85,6 +85,12 @@ class ByKey:
             end += 1
         return self._order[at:end].tolist()
 
+    def repeated_keys(self) -> list[str]:
+        """The keys two or more receipts carry (adjacent in the sorted column)."""
+        ordered = self._sorted
+        return [ordered[i] for i in range(1, len(ordered))
+                if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
+
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
         shas = self.receipts.shas
@@ -297,7 +303,7 @@ def check_coverage(
     return ReceiptCheck(
         count=len(rs),
         uncovered=tuple(rid for rid, att in covered_by.items() if att is None),
-        duplicates=_duplicates(rs),
+        duplicates=_duplicates(rs, by_key),
         covered_by=covered_by,
         problems=tuple(problems),
         log_present=log_present,
@@ -306,19 +312,26 @@ def check_coverage(
     )
 
 
-def _duplicates(rs: Receipts) -> tuple[tuple[str, ...], ...]:
+def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ...]:
     """The receipt ids of every (key, body hash) held by two or more receipts, in log
-    order, the groups ordered by their first receipt's place in the log. Counted in C
-    (`Counter`); only the repeated pairs' positions are gathered."""
-    counts = Counter(zip(rs.keys, rs.shas, strict=True))
-    repeated = {pair for pair, n in counts.items() if n > 1}
-    if not repeated:
-        return ()
-    groups: dict[Pair, list[str]] = {}  # first occurrence order: the groups' log order
-    for rid, pair in zip(rs.ids, zip(rs.keys, rs.shas, strict=True), strict=True):
-        if pair in repeated:
-            groups.setdefault(pair, []).append(rid)
-    return tuple(tuple(g) for g in groups.values())
+    order, the groups ordered by their first receipt's place in the log. Only keys that
+    repeat are looked at: from the key table when there is one (no transient per
+    receipt at the projection's peak), else from a count of the keys (time travel)."""
+    keys, shas = rs.keys, rs.shas
+    if by_key is not None:
+        shared: Iterable[list[int]] = [by_key.positions(k) for k in by_key.repeated_keys()]
+    else:
+        repeated = {k for k, n in Counter(keys).items() if n > 1}
+        found: dict[str, list[int]] = {}
+        for i in [i for i, k in enumerate(keys) if k in repeated]:
+            found.setdefault(keys[i], []).append(i)
+        shared = found.values()
+    pairs: dict[Pair, list[int]] = {}
+    for positions in shared:
+        for i in positions:
+            pairs.setdefault((keys[i], shas[i]), []).append(i)
+    groups = sorted((g for g in pairs.values() if len(g) > 1), key=lambda g: g[0])
+    return tuple(tuple(rs.ids[i] for i in g) for g in groups)
 
 
 def check_receipts(

@@ -16,7 +16,13 @@ from codeai_tui.ledger.receipts import (
     micros_of,
     parse_receipt_lines,
 )
-from codeai_tui.workstate.receipts import ByKey, check_receipts, parse_time, receipts_before
+from codeai_tui.workstate.receipts import (
+    ByKey,
+    check_coverage,
+    check_receipts,
+    parse_time,
+    receipts_before,
+)
 
 SHA = "ab" * 32
 
@@ -103,5 +109,8 @@ def test_by_key_finds_each_key_in_log_order() -> None:
     assert table.matching("b", "x") == [0, 3] and table.matching("c", "x") == []
     dup = plain + [Receipt("r-9", "2026-01-01T00:00:00Z", "a", "x", 1, 9),
                    Receipt("r-10", "2026-01-01T00:00:00Z", "b", "x", 1, 10)]
-    assert check_receipts(dup, []).duplicates == (("r-0", "r-3", "r-10"), ("r-1", "r-9"))
+    expected = (("r-0", "r-3", "r-10"), ("r-1", "r-9"))
+    assert check_receipts(dup, []).duplicates == expected  # counted (time travel)
+    assert check_coverage(dup, {}, by_key=ByKey(dup)).duplicates == expected  # from the table
+    assert ByKey(dup).repeated_keys() == ["a", "b"]
     assert datetime(2026, 1, 1, tzinfo=UTC) == parse_time("2026-01-01T00:00:00Z")
