@@ -170,9 +170,6 @@ class Receipts(Sequence[Receipt]):
         code = self._times[i]
         return self._odd[i] if code == _ODD_TIME else _time_text(code)
 
-    def line_no(self, i: int) -> int:
-        return self._lines[i]
-
     def received_micros(self, i: int) -> int | None:
         """Receipt i's time as microseconds since 0001-01-01 UTC, or None where its text
         is not a plain UTC time (the caller reads `received_at(i)` then)."""
@@ -184,9 +181,11 @@ class Receipts(Sequence[Receipt]):
         """The positions of the receipts received before `limit_micros`; a receipt whose
         time is kept as text is asked about through `odd_before`."""
         bound = limit_micros << 4  # code >> 4 < limit exactly when code < limit << 4
-        kept = [i for i, code in enumerate(self._times) if code < bound]
-        odd = self._odd  # their code (-1) passed the bound: ask about each
-        return [i for i in kept if i not in odd or odd_before(odd[i])] if odd else kept
+        odd = self._odd
+        if not odd:
+            return [i for i, code in enumerate(self._times) if code < bound]
+        return [i for i, code in enumerate(self._times)
+                if (odd_before(odd[i]) if code == _ODD_TIME else code < bound)]
 
     def take(self, positions: Iterable[int]) -> Receipts:
         """These receipts (by position, in the order given), sharing their strings. A

@@ -76,6 +76,15 @@ def test_the_cut_off_equals_comparing_parsed_times(times: list[str], cut: str,
     assert list(receipts_before(log, next_recorded_at).receipts) == expected
 
 
+def test_a_cut_before_year_one_keeps_only_unreadable_times() -> None:
+    # the limit lies before 0001-01-01 UTC (a hostile recorded_at): a receipt whose time
+    # cannot be read is still kept, never hidden
+    plain = [_receipt(0, "0001-01-01T00:00:00Z"), _receipt(1, "yesterday"),
+             _receipt(2, "2026-01-01T00:00:00+02:00")]
+    log = ReceiptLog(True, Receipts(plain))
+    assert list(receipts_before(log, "0001-01-01T01:00:00+05:00").receipts) == [plain[1]]
+
+
 def test_sizes_beyond_64_bits_and_slices_survive() -> None:
     plain = [_receipt(0, "2026-01-01T00:00:00Z", 2**70), _receipt(1, "odd", 5),
              _receipt(2, "2026-01-01T00:00:01.5Z", -1)]
