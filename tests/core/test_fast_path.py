@@ -125,7 +125,7 @@ def _oracle(case: Path, as_of: int | None) -> dict[str, Any]:
     return project(events, read_receipts(case), as_of).as_json(str(case))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_fast_path_equals_oracle_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
     events, receipts = ledger

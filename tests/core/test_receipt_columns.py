@@ -46,7 +46,7 @@ def _receipt(i: int, when: str, size: int = 1) -> Receipt:
     return Receipt(f"r-{i}", when, f"k{i % 3}", SHA, size, i + 1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_times, max_size=12))
 def test_every_received_at_comes_back_as_written(times: list[str]) -> None:
     plain = [_receipt(i, t) for i, t in enumerate(times)]
@@ -60,7 +60,7 @@ def test_every_received_at_comes_back_as_written(times: list[str]) -> None:
             assert parsed is not None and micros == micros_of(parsed)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_times, max_size=12), _utc_texts,
        st.sampled_from([UTC, timezone(timedelta(hours=5)),
                         timezone(timedelta(hours=-3, minutes=-30))]))

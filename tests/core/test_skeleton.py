@@ -41,7 +41,7 @@ def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
     return sk.pending_count
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.sampled_from([0, 2000]))
 def test_final_skeleton_verdicts_equal_the_oracle_at_every_as_of(ledger: Any,
                                                                   resolve_max: int) -> None:
