@@ -36,7 +36,6 @@ from codeai_tui.workstate import (
     Projector,
     WorkState,
     parse_time,
-    receipts_before,
 )
 from codeai_tui.workstate.receipts import by_key_of
 
@@ -331,8 +330,7 @@ class CaseFollower:
         the entities in flight at `seq` (see services.time_travel)."""
         with self.lock, building():
             # the receipts pane shows the log as of `seq` too (the projection's cut-off)
-            receipts = receipts_before(self.receipts, self.sql.next_recorded_at(seq))
-            state = state_as_of(self.projector, self.sql, seq, self.receipts)
+            state, receipts = state_as_of(self.projector, self.sql, seq, self.receipts)
             index = CallPositions(self.projector.calls, len(state.calls))
             count, max_seq = self.projector.event_count, self.projector.last_seq
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)

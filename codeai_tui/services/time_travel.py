@@ -20,6 +20,7 @@ from codeai_tui.workstate import (
     WorkState,
     fold_compilation_event,
     fold_task_event,
+    receipts_before,
 )
 
 
@@ -56,15 +57,18 @@ class EntityHistory:
 
 
 def state_as_of(projector: Projector, sql: EvidenceSQL, n: int,
-                receipts: ReceiptLog | None) -> WorkState:
-    """The projection as of seq `n` from a live projector that has seen at least `n`."""
+                receipts: ReceiptLog) -> tuple[WorkState, ReceiptLog]:
+    """The projection as of seq `n` from a live projector that has seen at least `n`,
+    and the receipt log as of `n` it was checked against (cut once: the console shows
+    that same log)."""
     history = EntityHistory(sql)
     if projector.seq_dense:  # 1, 2, 3 ...: the count as of n is the last seq by n
         as_of_seq = min(n, projector.last_seq)
         count = as_of_seq
     else:
         count, as_of_seq = sql.count_upto(n)
-    return projector.snapshot_as_of(
+    cut = receipts_before(receipts, sql.next_recorded_at(n))
+    state = projector.snapshot_as_of(
         n, event_count=count, as_of_seq=as_of_seq, call_before=history.call,
-        compilation_before=history.compilation, task_before=history.task,
-        receipt_log=receipts, next_recorded_at=sql.next_recorded_at(n))
+        compilation_before=history.compilation, task_before=history.task, receipt_log=cut)
+    return state, cut

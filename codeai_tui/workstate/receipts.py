@@ -34,8 +34,6 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
     cannot be read is kept (hiding it could hide an uncovered effect)."""
     if next_recorded_at is None:
         return log
-    if _CUT and _CUT[0][0] is log and _CUT[0][1] == next_recorded_at:
-        return _CUT[0][2]  # a time-travel step cuts for its pane and its check alike
     limit = parse_time(next_recorded_at)
     if limit is None:
         return log
@@ -46,12 +44,7 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
         return when is None or when < limit  # type: ignore[operator]
 
     kept = rs.positions_before(micros_of(limit), odd_before)
-    cut = log if len(kept) == len(rs) else replace(log, receipts=rs.take(kept))
-    _CUT[:] = [(log, next_recorded_at, cut)]
-    return cut
-
-
-_CUT: list[tuple[ReceiptLog, str, ReceiptLog]] = []  # the last cut made
+    return log if len(kept) == len(rs) else replace(log, receipts=rs.take(kept))
 
 
 def columns(receipts: Sequence[Receipt]) -> Receipts:
