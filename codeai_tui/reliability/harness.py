@@ -150,25 +150,25 @@ class ActorProc:
     def violations(self) -> list[str]:
         return [m for m in self.marks if m.startswith("violation")]
 
-    def committed(self, kind: str | None = None) -> int:
-        """Write transactions this actor committed that appended something (`kind`, if
-        given). A transaction that re-checked, found nothing to do and appended nothing
-        commits empty: that is not an append."""
-        count = 0
+    def _commits(self) -> list[set[str]]:
+        """The kinds each write transaction this actor committed appended. A transaction
+        that re-checked, found nothing to do and appended nothing commits empty: that is
+        not an append, and is left out."""
+        commits = []
         for m in self.marks:
             name, _, kinds = m.partition(" ")
-            if name == "txn.after_commit" and kinds and (kind is None or kind in kinds.split(",")):
-                count += 1
-        return count
+            if name == "txn.after_commit" and kinds:
+                commits.append(set(kinds.split(",")))
+        return commits
+
+    def committed(self, kind: str | None = None) -> int:
+        """Write transactions this actor committed that appended something (`kind`, if
+        given)."""
+        return sum(1 for kinds in self._commits() if kind is None or kind in kinds)
 
     def committed_outside(self, allowed: frozenset[str]) -> int:
         """Write transactions this actor committed that appended a kind not in `allowed`."""
-        count = 0
-        for m in self.marks:
-            name, _, kinds = m.partition(" ")
-            if name == "txn.after_commit" and kinds and not set(kinds.split(",")) <= allowed:
-                count += 1
-        return count
+        return sum(1 for kinds in self._commits() if not kinds <= allowed)
 
     @property
     def connects(self) -> int:
