@@ -784,6 +784,30 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ actions
 
+    # ---- footer: one redraw per refresh, and only when what it shows changed
+
+    _footer_check_pending = False
+    _footer_shown: tuple[object, ...] | None = None
+
+    def refresh_bindings(self) -> None:
+        """Redraw the footer if what it shows changed, once after this refresh. Textual's
+        Footer rebuilds every key widget on each request (~5 ms at 160 columns), and
+        cursor moves, focus changes and live snapshots ask many times a second: most
+        requests change nothing it shows."""
+        if self._footer_check_pending:
+            return
+        self._footer_check_pending = self.call_after_refresh(self._publish_bindings)
+
+    def _publish_bindings(self) -> None:
+        self._footer_check_pending = False
+        shown = (self.app.app_focus, *(
+            (key, b.binding.action, b.binding.description, b.binding.key_display,
+             b.binding.show, b.enabled, b.tooltip)
+            for key, b in self.active_bindings.items()))
+        if shown != self._footer_shown:
+            self._footer_shown = shown
+            super().refresh_bindings()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "advance":
             return self.advance_flow.check_advance()

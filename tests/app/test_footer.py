@@ -1,0 +1,68 @@
+"""The footer follows what the operator may do, and is rebuilt only when that changes.
+
+Textual's Footer rebuilds every key widget each time bindings are refreshed; the console
+asks on every cursor move and live snapshot, so the screen only passes a refresh on when
+what the footer shows (keys, labels, enabled or not) is different."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, status_text, wait_for
+from ledgerfactory import append_rows, write_ledger
+
+from codeai_tui.app import create_app
+
+
+def two_calls(case: Path) -> Path:
+    """killed_in_flight's call-16 (effect unknown: resume refused) and a call-3 that was
+    only requested (rung 5: resume permitted), in one task."""
+    data = json.loads((CONFORMANCE / "killed_in_flight.json").read_text(encoding="utf-8"))
+    late = json.loads((CONFORMANCE / "killed_after_requested.json").read_text(encoding="utf-8"))
+    requested = next(e for e in late["events"] if e["kind"] == "call.requested")
+    events = [*data["events"], {**requested, "seq": len(data["events"]) + 1,
+                                "task_id": data["events"][0]["task_id"]}]
+    write_ledger(case, events, receipts=data.get("receipts"))
+    return case
+
+
+def greyed(app: Any) -> bool:
+    """The footer draws `r` (resume) greyed: the footer key's -disabled class."""
+    keys = [k for k in app.main.query("FooterKey") if k.action == "resume"]
+    assert len(keys) == 1, [k.action for k in app.main.query("FooterKey")]
+    return keys[0].has_class("-disabled")
+
+
+async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_it_alone(
+        tmp_path: Path) -> None:
+    case = two_calls(tmp_path / "case")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        calls = main.pane("calls")
+        await pilot.press("3", "home")
+        await wait_for(pilot, lambda: main.selected_call_id == "call-16", what="call-16")
+        await wait_for(pilot, lambda: greyed(app), what="r greyed on call-16")
+        await pilot.press("down")
+        await wait_for(pilot, lambda: main.selected_call_id == "call-3", what="call-3")
+        await wait_for(pilot, lambda: not greyed(app), what="r enabled on call-3")
+        await pilot.press("up")
+        await wait_for(pilot, lambda: greyed(app), what="r greyed again")
+        assert calls.cursor == 0
+
+        shown = list(main.query("FooterKey"))
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:  # a live event that changes nothing the footer shows
+            append_rows(writer, [{"seq": 10, "kind": "context.compilation_requested",
+                                  "task_id": "task-1", "compilation_id": "comp-2",
+                                  "payload": {"offered": [], "required_ids": []}}])
+        finally:
+            writer.close()
+        await wait_for(pilot, lambda: "10 events" in status_text(app), what="the new event")
+        await pilot.pause()
+        await pilot.pause()
+        assert list(main.query("FooterKey")) == shown  # the same widgets: not rebuilt
