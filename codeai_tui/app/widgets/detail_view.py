@@ -56,6 +56,7 @@ class DetailView(VerticalScroll):
         self.read_only = read_only
         self.case_verdicts: dict[Path, CaseVerdict] = {}
         self.tool_details: ToolDetails | None = None  # of the call shown (read off-thread)
+        self._shown: Text | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Select a row to see its evidence."), id="detail")
@@ -96,12 +97,18 @@ class DetailView(VerticalScroll):
         if subject is None or not self.is_mounted:
             return
         if subject.kind == "loading":
-            self.query_one("#detail", Static).update(Text(f"seq {subject.item}: loading\u2026"))
+            self._show(Text(f"seq {subject.item}: loading\u2026"))
             return
         title, lines, body = self._describe(subject)
-        self.query_one("#detail", Static).update(
-            detail_text(title, lines, body, palette=self._palette(), now=self.clock(),
-                        full_hashes=self.full_hashes))
+        self._show(detail_text(title, lines, body, palette=self._palette(), now=self.clock(),
+                               full_hashes=self.full_hashes))
+
+    def _show(self, text: Text) -> None:
+        """Update only when the text or its styles differ from what is on screen: every
+        live snapshot repaints, and an update lays the screen out anew."""
+        if text != self._shown:
+            self._shown = text
+            self.query_one("#detail", Static).update(text)
 
     def _describe(self, subject: Subject) -> tuple[str, list[tuple[str, str]], Any]:
         snap = self.snapshot

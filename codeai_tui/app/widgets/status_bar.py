@@ -134,4 +134,11 @@ class StatusBar(Static):
             parts += ["\n", (label, "bold"), (mark + line, style)]
         if f.provider:
             parts += ["\n", (cell(f.provider, 160), "$text-muted")]
-        self.update(Content.assemble(*parts))
+        self.show(Content.assemble(*parts))
+
+    def show(self, content: Content) -> None:
+        """Lay the screen out again only when the bar's height changes: it repaints on
+        every live snapshot and every second, and a layout pass redraws every widget."""
+        width, height = self.content_size
+        same = width > 0 and content.get_height(self.styles, width) == height
+        self.update(content, layout=not same)

@@ -27,6 +27,8 @@ class VerdictLine(Static):
     # (the reason's words, a short form for a narrow line)
     log_phrase: reactive[tuple[str, str] | None] = reactive(None, init=False)
 
+    _shown: tuple[object, ...] | None = None  # the parts on screen (see `show`)
+
     def on_mount(self) -> None:
         self.paint()
 
@@ -51,8 +53,7 @@ class VerdictLine(Static):
         self.set_class(bool(call and call.effect_unknown) or bool(tools and tools[1] == "error"),
                        "-danger")
         if call is None:
-            self.update(Content.assemble(("selected call: ", "bold"),
-                                         ("none (3 focuses Calls)", "$text-muted")))
+            self.show(("selected call: ", "bold"), ("none (3 focuses Calls)", "$text-muted"))
             return
         parts: list[str | tuple[str, str]] = []
         if self.as_of is not None:  # the past: nothing here can be acted on
@@ -90,4 +91,11 @@ class VerdictLine(Static):
                     parts.append(" \u00b7 x: reconcile")
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
-        self.update(Content.assemble(*parts))
+        self.show(*parts)
+
+    def show(self, *parts: str | tuple[str, str]) -> None:
+        """Update only when the parts differ from those on screen: every live snapshot
+        sets the call again, and an update lays the screen out anew."""
+        if parts != self._shown:
+            self._shown = parts
+            self.update(Content.assemble(*parts))

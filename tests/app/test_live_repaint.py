@@ -1,8 +1,10 @@
-"""The footer follows what the operator may do, and is rebuilt only when that changes.
+"""A live snapshot redraws only what changed: the footer, the detail and the verdict line
+keep their widgets and content when the new events change nothing they show.
 
-Textual's Footer rebuilds every key widget each time bindings are refreshed; the console
-asks on every cursor move and live snapshot, so the screen only passes a refresh on when
-what the footer shows (keys, labels, enabled or not) is different."""
+Textual's Footer rebuilds every key widget each time bindings are refreshed, and a
+Static's update lays the whole screen out again; the console is asked for both on every
+cursor move and snapshot (10 a second while a writer appends), so it passes a request on
+only when what is shown differs. The footer still follows the cursor."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, status_text, wait_for
 from ledgerfactory import append_rows, write_ledger
+from textual.widgets import Static
 
 from codeai_tui.app import create_app
 
@@ -36,7 +39,7 @@ def greyed(app: Any) -> bool:
     return keys[0].has_class("-disabled")
 
 
-async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_it_alone(
+async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_what_it_did_not_change(
         tmp_path: Path) -> None:
     case = two_calls(tmp_path / "case")
     app = create_app(case, clock=frozen_clock)
@@ -55,6 +58,9 @@ async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_it_alone(
         assert calls.cursor == 0
 
         shown = list(main.query("FooterKey"))
+        detail, verdict = main.query_one("#detail", Static), main.query_one("#verdict", Static)
+        detail_visual, verdict_visual = detail.visual, verdict.visual
+        assert "call-16" in str(verdict.render())
         writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
         try:  # a live event that changes nothing the footer shows
             append_rows(writer, [{"seq": 10, "kind": "context.compilation_requested",
@@ -66,3 +72,4 @@ async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_it_alone(
         await pilot.pause()
         await pilot.pause()
         assert list(main.query("FooterKey")) == shown  # the same widgets: not rebuilt
+        assert detail.visual is detail_visual and verdict.visual is verdict_visual
