@@ -366,12 +366,12 @@ class Projector:
         compilation_before: CompilationBefore,
         task_before: TaskBefore,
         receipt_log: ReceiptLog | None = None,
-        next_recorded_at: str | None = None,
     ) -> WorkState:
         """The projection as of seq `n`, from this (later) one, in proportion to what was
         in flight: an entity whose events all lie at or before `n` has its live verdict;
         one whose first event is after `n` does not exist yet; only entities straddling
-        `n` are re-derived from their own events (`*_before`). Equals projecting the
+        `n` are re-derived from their own events (`*_before`). `receipt_log`: the log as
+        of `n`, cut by the caller (who shows that same cut). Equals projecting the
         prefix (tests/core/test_time_travel.py). Anomalies and unknown kinds are kept
         with their seqs, so their prefix is a filter."""
         self._refresh_states()
@@ -417,19 +417,20 @@ class Projector:
                 continue
             evidence = task if task.last_seq <= n else task_before(task_id, n)
             tasks.append(classify_task(evidence, rollups[task_id]))
-        log = receipts_before(receipt_log, next_recorded_at) if receipt_log else None
         if self._pairs_stale:
             self._pairs = coverage_pairs(self.calls.values())
             self._pairs_stale = False
             self._live_check = None
         if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
             check = check_receipts(
-                log.receipts if log else (), (c.evidence for c in calls),
-                problems=log.problems if log else (), log_present=bool(log and log.exists))
+                receipt_log.receipts if receipt_log else (), (c.evidence for c in calls),
+                problems=receipt_log.problems if receipt_log else (),
+                log_present=bool(receipt_log and receipt_log.exists))
         else:  # a pair covers as of n iff its earliest attempt started by n
             check = check_coverage(
-                log.receipts if log else (), self._pairs, upto=n,
-                problems=log.problems if log else (), log_present=bool(log and log.exists))
+                receipt_log.receipts if receipt_log else (), self._pairs, upto=n,
+                problems=receipt_log.problems if receipt_log else (),
+                log_present=bool(receipt_log and receipt_log.exists))
         unknown: dict[str, int] = {}
         for seq, kind in self._unknown_seqs:
             if seq <= n:
