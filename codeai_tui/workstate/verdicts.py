@@ -297,6 +297,12 @@ class WorkState:
     gathered: str = field(default="events", compare=False)
     # the effect-unknown calls' ids when the projector keeps them (else counted on demand)
     effect_unknown_ids: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    # kept by the incremental projector (else found by a pass over the calls): the
+    # positions in `calls` of the resumable calls, and the count of tool operations
+    # whose effect is unknown
+    resumable_positions: tuple[int, ...] | None = field(default=None, compare=False,
+                                                        repr=False)
+    tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
     # the case's tool receipts and trusted key, read by the services (TOOLS.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
@@ -315,9 +321,17 @@ class WorkState:
             return len(self.effect_unknown_ids)
         return sum(1 for c in self.calls if c.effect_unknown)
 
+    def resumable_calls(self) -> Iterator[CallState]:
+        """The calls the projection lets resume (`CallState.resumable`), in order."""
+        if self.resumable_positions is not None:
+            return (self.calls[p] for p in self.resumable_positions)
+        return (c for c in self.calls if c.resumable)
+
     @property
     def tool_effect_unknown_count(self) -> int:
         """Tool operations admitted without an outcome (ledger/TOOLS.md)."""
+        if self.tool_effect_unknown_tally is not None:
+            return self.tool_effect_unknown_tally
         return sum(t.effect_unknown_count for c in self.calls
                    if c.evidence.tools is not None and (t := c.tools) is not None)
 

@@ -87,3 +87,47 @@ def test_the_snapshot_as_of_shows_the_receipt_log_as_of_that_seq(tmp_path: Path)
         assert [r.receipt_id for r in last.receipts.receipts] == ["r-late"]
     finally:
         follower.close()
+
+
+def _scanned(state: Any) -> tuple[list[str], int]:
+    """The resumable calls and the tool operations of unknown effect, by a pass over
+    every call (what the projector keeps as verdicts change)."""
+    tools = sum(t.effect_unknown_count for c in state.calls if (t := c.tools) is not None)
+    return [c.call_id for c in state.calls if c.resumable], tools
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.integers(0, 30), st.booleans())
+def test_the_kept_resumable_calls_and_tool_count_equal_a_pass_over_the_calls(
+        ledger: Any, split: int, unique_ids: bool) -> None:
+    """Started from the fast path (or event by event) on a prefix, then following
+    appends one commit at a time: after each, the snapshot's resumable calls and tool
+    count (kept by the projector, read by the console on every snapshot) equal what a
+    pass over every call finds."""
+    events, receipts = ledger
+    head, tail = events[:split], events[split:]
+    with tempfile.TemporaryDirectory() as tmp:
+        case = _write(Path(tmp), head, receipts, unique_ids)
+        follower = CaseFollower(case)
+        try:
+            with patch.object(model, "FAST_START_MIN", 0):
+                follower.catch_up()
+            conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+            try:
+                for ev in [None, *tail]:
+                    if ev is not None:
+                        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", (
+                            ev["seq"], ev["event_id"] if not unique_ids else f"u{ev['seq']}",
+                            ev["recorded_at"], ev["kind"], ev["task_id"], ev["call_id"],
+                            ev["attempt_id"], ev["compilation_id"], ev["payload"]))
+                        follower.poll()
+                    state = follower.snapshot().state
+                    assert state.resumable_positions is not None
+                    assert state.tool_effect_unknown_tally is not None
+                    kept = ([c.call_id for c in state.resumable_calls()],
+                            state.tool_effect_unknown_count)
+                    assert kept == _scanned(state), ev
+            finally:
+                conn.close()
+        finally:
+            follower.close()

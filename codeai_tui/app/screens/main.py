@@ -666,7 +666,7 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ drift (A2)
 
     def _check_drift(self, snap: CaseSnapshot) -> None:
-        todo = [c.call_id for c in snap.state.calls if c.resumable and (
+        todo = [c.call_id for c in snap.state.resumable_calls() if (
             c.call_id not in self.drift or self.drift[c.call_id].last_seq != c.last_seq)]
         if todo and self.case is not None:
             self._run_drift_checks(self.case, todo[:DRIFT_CHECKS_PER_SNAPSHOT])
