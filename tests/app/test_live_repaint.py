@@ -15,6 +15,7 @@ from typing import Any
 
 from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, status_text, wait_for
 from ledgerfactory import append_rows, write_ledger
+from textual.geometry import Region
 from textual.widgets import Static
 
 from codeai_tui.app import create_app
@@ -73,3 +74,62 @@ async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_what_it_did_n
         await pilot.pause()
         assert list(main.query("FooterKey")) == shown  # the same widgets: not rebuilt
         assert detail.visual is detail_visual and verdict.visual is verdict_visual
+
+
+def shown_lines(widget: Any) -> list[str]:
+    """The widget's lines as the screen has them: Textual's line cache, re-rendered only
+    where the widget asked for a redraw."""
+    region = Region(0, 0, widget.outer_size.width, widget.outer_size.height)
+    return ["".join(seg.text for seg in strip) for strip in widget.render_lines(region)]
+
+
+def row_line(lines: list[str], call_id: str) -> str:
+    found = [line for line in lines if call_id in line]
+    assert len(found) == 1, lines
+    return found[0]
+
+
+async def test_a_snapshot_redraws_the_rows_that_changed_and_only_those(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    case = two_calls(tmp_path / "case")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        calls = main.pane("calls")
+        await pilot.press("3", "home")
+        await wait_for(pilot, lambda: main.selected_call_id == "call-16", what="call-16")
+        await pilot.pause()
+        before = shown_lines(calls)
+        assert "effect unknown" in row_line(before, "call-16")
+        assert "effect unknown" not in row_line(before, "call-3")
+        drawn: list[int] = []
+        render_line = calls.render_line
+        monkeypatch.setattr(calls, "render_line", lambda y: (drawn.append(y), render_line(y))[1])
+        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            # an event no call row shows (a compilation): the Calls pane draws nothing
+            append_rows(writer, [{"seq": 10, "kind": "context.compilation_requested",
+                                  "task_id": "task-1", "compilation_id": "comp-2",
+                                  "payload": {"offered": [], "required_ids": []}}])
+            await wait_for(pilot, lambda: "10 events" in status_text(app), what="seq 10")
+            await pilot.pause()
+            await pilot.pause()
+            assert drawn == []
+            assert shown_lines(calls) == before
+            # call-3's manifest: its row, and no other, is drawn again, with the news
+            append_rows(writer, [{"seq": 11, "kind": "call.manifest", "task_id": "task-1",
+                                  "call_id": "call-3",
+                                  "payload": {"idempotency_key": "key-3",
+                                              "intent": {"instruction": "review"}}}])
+        finally:
+            writer.close()
+        await wait_for(pilot, lambda: "manifest_recorded" in row_line(shown_lines(calls), "call-3"),
+                       what="call-3's row redrawn at its new stage")
+        await pilot.pause()
+        after = shown_lines(calls)
+        assert row_line(after, "call-16") == row_line(before, "call-16")
+        assert [a for a, b in zip(after, before, strict=True) if a != b] == [
+            row_line(after, "call-3")]
+        call3_y = after.index(row_line(after, "call-3"))
+        assert set(drawn) == {call3_y - 1}, drawn  # render_line counts from the header

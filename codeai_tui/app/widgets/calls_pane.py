@@ -121,9 +121,11 @@ class CallsPane(Pane):
     TITLE = "Calls"
     KEY = "3"
 
-    drift: reactive[dict[str, DriftCheck]] = reactive(dict, always_update=True, init=False)
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, always_update=True, init=False,
+                                                       repaint=False)
     # painted while `snapshot` is None: every call's stage before the projection
-    skeleton: reactive[Skeleton | None] = reactive(None, always_update=True, init=False)
+    skeleton: reactive[Skeleton | None] = reactive(None, always_update=True, init=False,
+                                                   repaint=False)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(CALL_COLUMNS, empty_text="no calls", **kwargs)  # type: ignore[arg-type]

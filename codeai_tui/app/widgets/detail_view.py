@@ -45,10 +45,13 @@ class DetailView(VerticalScroll):
     DetailView:focus-within { border: round $primary; }
     """
 
-    subject: reactive[Subject | None] = reactive(None, init=False, always_update=True)
-    snapshot: reactive[CaseSnapshot | None] = reactive(None, init=False, always_update=True)
+    subject: reactive[Subject | None] = reactive(None, init=False, always_update=True,
+                                                 repaint=False)
+    snapshot: reactive[CaseSnapshot | None] = reactive(None, init=False, always_update=True,
+                                                        repaint=False)
     full_hashes: reactive[bool] = reactive(False, init=False)
-    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True,
+                                                       repaint=False)
 
     def __init__(self, clock: Callable[[], datetime], read_only: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)

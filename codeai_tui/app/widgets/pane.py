@@ -21,8 +21,12 @@ class Pane(TableView):
     TITLE: ClassVar[str] = ""
     KEY: ClassVar[str] = ""
 
-    snapshot: reactive[CaseSnapshot | None] = reactive(None, always_update=True, init=False)
-    needle: reactive[Needle | None] = reactive(None, init=False)
+    snapshot: reactive[CaseSnapshot | None] = reactive(None, always_update=True, init=False,
+                                                        repaint=False)
+    needle: reactive[Needle | None] = reactive(None, init=False, repaint=False)
+
+    _title_parts: list[TitlePart] | None = None
+    _subtitle: Content | None = None
 
     def on_mount(self) -> None:
         self.paint()
@@ -42,15 +46,32 @@ class Pane(TableView):
         return []
 
     def paint_title(self) -> None:
+        """Set the border's title and subtitle where they changed: Textual redraws the
+        whole pane on every set, which a live snapshot would otherwise cause in every
+        pane."""
         parts: list[TitlePart] = [f"{self.KEY} {self.TITLE}", f" ({self.row_count:,})"]
         parts += self.title_marks()
-        self.border_title = Content.assemble(*parts)
+        if parts != self._title_parts:
+            self._title_parts = parts
+            self.border_title = Content.assemble(*parts)
+        subtitle = self.subtitle()
+        if not _same_content(subtitle, self._subtitle):
+            self._subtitle = subtitle
+            self.border_subtitle = subtitle
+
+    def subtitle(self) -> Content | None:
+        """The border's subtitle: the filter when one is set, else `idle_subtitle`."""
         if self.needle is not None:
-            self.border_subtitle = Content.assemble(
-                ("filter: ", "bold $warning"), cell(self.needle.text, 30),
-                " \u00b7 esc clears")
-        else:
-            self.border_subtitle = self.idle_subtitle()
+            return Content.assemble(("filter: ", "bold $warning"), cell(self.needle.text, 30),
+                                    " \u00b7 esc clears")
+        return self.idle_subtitle()
 
     def idle_subtitle(self) -> Content | None:
         return None
+
+
+def _same_content(a: Content | None, b: Content | None) -> bool:
+    """Same text and same spans (Content's own equality compares the text alone)."""
+    if a is None or b is None:
+        return a is b
+    return a.plain == b.plain and list(a.spans) == list(b.spans)

@@ -134,6 +134,9 @@ class TableView(ScrollView, can_focus=True):
         self._last_key: str | None = None
         self._known_count = 0
         self.new_below = 0  # rows appended below while the operator looks elsewhere
+        # row index -> what its line shows (the row, whether it is the cursor's), as last
+        # drawn: a new source redraws only the visible lines whose entry differs
+        self._drawn: dict[int, tuple[Row | None, bool] | None] = {}
 
     # ---- data
 
@@ -165,11 +168,12 @@ class TableView(ScrollView, can_focus=True):
         if index is None:
             index = min(self.cursor, max(0, count - 1))
         self.virtual_size = Size(self.total_width, count + 1)
+        if (old_count == 0) != (count == 0):
+            self.refresh()  # the empty text comes or goes
         self._move(index, force_message=True, scroll=at_tail)
         if at_tail:
             # the new virtual size reaches the scrollbars on the next refresh
             self.call_after_refresh(self._scroll_to_cursor)
-        self.refresh()
 
     def refresh_rows(self) -> None:
         """Rows arrived for a loading source: redraw, re-announce the cursor row."""
@@ -195,7 +199,25 @@ class TableView(ScrollView, can_focus=True):
         if changed or force_message or key != self._last_key:
             self._last_key = key if key is not None else self._last_key
             self.post_message(self.CursorMoved(self, index, row))
-        self.refresh()
+        self.redraw_changed()
+
+    def redraw_changed(self) -> None:
+        """Redraw the visible lines whose row or cursor mark changed since drawn, only
+        those: a live snapshot changes few, and redrawing every line of every pane on
+        each one took most of the console's CPU on a big ledger. (A scroll redraws the
+        whole pane by itself: Textual's ScrollView does.)"""
+        count = self.row_count
+        if not count:
+            return  # `set_source` redraws when the empty text comes or goes
+        top = int(self.scroll_offset.y)
+        height = self._page_height()
+        drawn = self._drawn
+        for index in range(top, top + height):
+            shown = (self.source.row(index), index == self.cursor) if index < count else None
+            if index not in drawn or drawn[index] != shown:
+                self.refresh_lines(index + 1)
+        if len(drawn) > 4 * height + 16:  # lines scrolled away long ago
+            self._drawn = {i: v for i, v in drawn.items() if top <= i < top + height}
 
     def move_to(self, index: int) -> None:
         self._move(index)
@@ -276,8 +298,11 @@ class TableView(ScrollView, can_focus=True):
                 return self._finish([Segment(" " + self.empty_text, style)], 0, width, style)
             return Strip.blank(width, base)
         if index >= count:
+            self._drawn[index] = None
             return Strip.blank(width, base)
         row = self.source.row(index)
+        at_cursor = index == self.cursor
+        self._drawn[index] = (row, at_cursor)
         style = base
         if row is None:
             style = base + self._style("table--dim")
@@ -286,7 +311,7 @@ class TableView(ScrollView, can_focus=True):
             if row.tone:
                 style = base + self._style(f"table--{row.tone}")
             segments = self._line(row.cells, style)
-        if index == self.cursor:
+        if at_cursor:
             style = style + self._style("table--cursor")
             segments = [Segment(s.text, s.style + self._style("table--cursor") if s.style else style)
                         for s in segments]

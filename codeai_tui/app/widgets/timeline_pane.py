@@ -193,9 +193,9 @@ class TimelinePane(Pane):
         text: str
 
     case: reactive[Path | None] = reactive(None, init=False)
-    total: reactive[int] = reactive(0, init=False)
+    total: reactive[int] = reactive(0, init=False, repaint=False)
     decoration: reactive[tuple[CaseSnapshot | None, int | None]] = reactive(
-        (None, None), init=False, always_update=True)
+        (None, None), init=False, always_update=True, repaint=False)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(TIMELINE_COLUMNS, empty_text="no events", follow_tail=True, **kwargs)  # type: ignore[arg-type]
@@ -259,7 +259,7 @@ class TimelinePane(Pane):
         self.pages.decorator = decorator
         if self._matches is not None:
             self._matches.decorator = decorator
-        self.refresh()
+        self.redraw_changed()
 
     def watch_needle(self) -> None:
         self.workers.cancel_group(self, "scan")
@@ -389,12 +389,12 @@ class TimelinePane(Pane):
                                     " \u00b7 G follows")
         return None
 
-    def paint_title(self) -> None:
-        super().paint_title()
+    def subtitle(self) -> Content | None:
         if self.scanning is not None:
             done, total = self.scanning
-            self.border_subtitle = Content.assemble(
-                ("\u231b filtering ", "bold $warning"), f"{done:,}/{total:,} events")
+            return Content.assemble(("\u231b filtering ", "bold $warning"),
+                                    f"{done:,}/{total:,} events")
+        return super().subtitle()
 
     def on_table_view_cursor_moved(self) -> None:
         self.paint_title()  # "+N new below" goes when the cursor reaches the end

@@ -19,8 +19,10 @@ class VerdictLine(Static):
     VerdictLine.-danger { background: $error 30%; }
     """
 
-    call: reactive[CallState | None] = reactive(None, init=False, always_update=True)
-    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True)
+    call: reactive[CallState | None] = reactive(None, init=False, always_update=True,
+                                              repaint=False)
+    drift: reactive[dict[str, DriftCheck]] = reactive(dict, init=False, always_update=True,
+                                                       repaint=False)
     read_only: reactive[bool] = reactive(False, init=False)
     as_of: reactive[int | None] = reactive(None, init=False)
     # what the provider's log says about the verdict's attempt (console/evidence.py)
