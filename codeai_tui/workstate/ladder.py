@@ -145,11 +145,43 @@ def classify_compilation(comp: CompilationEvidence) -> CompilationState:
 Unresolved = CallState | CompilationState | ToolOpState
 
 
+# What one call or compilation gives its task's verdict (`contribution`): unresolved
+# (itself or its worst tool operation), or (done seq, call id) as a call that succeeded,
+# or as a planning call whose tool operations are all done; at most one is set.
+Contribution = tuple[Unresolved | None, tuple[int, str] | None, tuple[int, str] | None]
+NO_CONTRIBUTION: Contribution = (None, None, None)
+
+
+def contribution(st: CallState | CompilationState) -> Contribution:
+    """What `st` gives its task's rollup (see TaskRollup)."""
+    pending: Unresolved | None = None
+    if st.next_operation is not NextOperation.NONE:
+        pending = st
+    elif isinstance(st, CallState) and st.evidence.tools is not None:
+        tools = st.tools
+        pending = tools.unresolved() if tools is not None else None
+        if pending is None and tools is not None and tools.adopted and tools.plan:
+            if tools.all_done:
+                return (None, None, (st.evidence.completed_seq or st.last_seq, st.call_id))
+            return NO_CONTRIBUTION
+    if pending is not None:
+        return (pending, None, None)
+    if isinstance(st, CallState) and st.stage is CallStage.COMPLETED and st.status == "succeeded":
+        return (None, (st.evidence.completed_seq or st.last_seq, st.call_id), None)
+    return NO_CONTRIBUTION
+
+
+def pending_order(pending: Unresolved) -> tuple[int, str]:
+    """Which unresolved entity a task names first: the earliest by first seq."""
+    return (pending.first_seq, _subject(pending))
+
+
 @dataclass(slots=True)
 class TaskRollup:
     """What a task's verdict needs from its calls and compilations: the first unresolved
     one (by first seq) and the last call that completed with status succeeded. Fed in
-    first-seq order, one verdict at a time, so a streaming projector keeps no list.
+    first-seq order, one verdict at a time, so a streaming projector keeps no list; on
+    ties the first fed wins.
 
     ledger/TOOLS.md: a finished call whose tool operations are not all done is
     unresolved through its worst operation (effect unknown before start_tool), and a
@@ -161,27 +193,19 @@ class TaskRollup:
     tools_done: tuple[int, str] | None = None  # a planning call whose operations are all done
 
     def add(self, st: CallState | CompilationState) -> None:
-        pending: Unresolved | None = None
-        if st.next_operation is not NextOperation.NONE:
-            pending = st
-        elif isinstance(st, CallState) and st.evidence.tools is not None:
-            tools = st.tools
-            pending = tools.unresolved() if tools is not None else None
-            if pending is None and tools is not None and tools.adopted and tools.plan:
-                done_seq = st.evidence.completed_seq or st.last_seq
-                if tools.all_done and (self.tools_done is None
-                                            or done_seq > self.tools_done[0]):
-                    self.tools_done = (done_seq, st.call_id)
-                return
+        self.take(contribution(st))
+
+    def take(self, given: Contribution) -> None:
+        pending, succeeded, tools_done = given
         if pending is not None:
             first = self.first_unresolved
-            if first is None or (pending.first_seq, _subject(pending)) < (
-                    first.first_seq, _subject(first)):
+            if first is None or pending_order(pending) < pending_order(first):
                 self.first_unresolved = pending
-        elif isinstance(st, CallState) and st.stage is CallStage.COMPLETED and st.status == "succeeded":
-            done_seq = st.evidence.completed_seq or st.last_seq
-            if self.succeeded is None or done_seq > self.succeeded[0]:
-                self.succeeded = (done_seq, st.call_id)
+        if succeeded is not None and (self.succeeded is None or succeeded[0] > self.succeeded[0]):
+            self.succeeded = succeeded
+        if tools_done is not None and (self.tools_done is None
+                                       or tools_done[0] > self.tools_done[0]):
+            self.tools_done = tools_done
 
 
 def _subject(st: Unresolved) -> str:

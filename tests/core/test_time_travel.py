@@ -98,12 +98,13 @@ def _scanned(state: Any) -> tuple[list[str], int]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.integers(0, 30), st.booleans())
-def test_the_kept_resumable_calls_and_tool_count_equal_a_pass_over_the_calls(
+def test_what_the_projector_keeps_while_following_equals_projecting_anew(
         ledger: Any, split: int, unique_ids: bool) -> None:
     """Started from the fast path (or event by event) on a prefix, then following
     appends one commit at a time: after each, the snapshot's resumable calls and tool
     count (kept by the projector, read by the console on every snapshot) equal what a
-    pass over every call finds."""
+    pass over every call finds, and its document (tasks judged from their kept tallies)
+    equals the oracle's."""
     events, receipts = ledger
     head, tail = events[:split], events[split:]
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,6 +128,8 @@ def test_the_kept_resumable_calls_and_tool_count_equal_a_pass_over_the_calls(
                     kept = ([c.call_id for c in state.resumable_calls()],
                             state.tool_effect_unknown_count)
                     assert kept == _scanned(state), ev
+                    # and the document, the tasks' verdicts (kept per task) included
+                    assert state.as_json(str(case)) == _oracle(case, None), ev
             finally:
                 conn.close()
         finally:
