@@ -60,6 +60,7 @@ class DetailView(VerticalScroll):
         self.case_verdicts: dict[Path, CaseVerdict] = {}
         self.tool_details: ToolDetails | None = None  # of the call shown (read off-thread)
         self._shown: Text | None = None
+        self._repaint_pending = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Select a row to see its evidence."), id="detail")
@@ -96,6 +97,15 @@ class DetailView(VerticalScroll):
         }
 
     def repaint(self) -> None:
+        """Describe the subject again, once for every change made in one go: a live
+        snapshot sets the subject, the snapshot and the drift one after another, and
+        each description (highlighted JSON) costs milliseconds on a big call."""
+        if not self._repaint_pending:
+            self._repaint_pending = True
+            self.call_later(self._repaint_now)
+
+    def _repaint_now(self) -> None:
+        self._repaint_pending = False
         subject = self.subject
         if subject is None or not self.is_mounted:
             return
