@@ -68,7 +68,12 @@ class CaseSnapshot:
     call_index: CallPositions | dict[str, int] = field(default_factory=dict)
     as_of: int | None = None
     unknown_ids: frozenset[str] = frozenset()
-    worst: Worst = Worst("no calls", 0)
+
+    @property
+    def worst(self) -> Worst:
+        """The worst call stage (a pass over the calls: asked once per bundle case, never
+        on a live snapshot)."""
+        return worst_state(self.state)
 
     def call(self, call_id: str | None) -> CallState | None:
         if call_id is None:
@@ -96,7 +101,7 @@ def _snapshot(
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
-        unknown, worst_state(state),
+        unknown,
     )
 
 
@@ -336,7 +341,7 @@ class CaseFollower:
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
         return CaseSnapshot(
             self.case_dir, state, count, max_seq, self.sql.recorded_at_upto(seq),
-            receipts, index, seq, unknown, worst_state(state),
+            receipts, index, seq, unknown,
         )
 
 

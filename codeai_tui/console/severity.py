@@ -164,7 +164,10 @@ def case_verdict(state: WorkState, event_count: int,
 
 
 def _operations(state: WorkState) -> Iterable[tuple[str, str, NextOperation]]:
-    for call in state.calls:
+    """Every next operation in order (calls with their tool operations, compilations,
+    tasks). A call with nothing to do would rank 0, which never wins: only the pending
+    ones are read, so a case of 10^5 finished calls costs no pass over them."""
+    for call in state.pending_calls():
         yield "call", call.call_id, call.next_operation
         tools = call.tools if call.evidence.tools is not None else None
         for op in tools.operations if tools is not None else ():

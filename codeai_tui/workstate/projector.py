@@ -53,6 +53,7 @@ from codeai_tui.workstate.verdicts import (
     TaskState,
     WorkState,
 )
+from codeai_tui.workstate.vocab import NextOperation
 
 # Re-derive one entity's evidence from its own events with seq <= n (time travel); the
 # services layer reads them through an index. Arguments: id, n, position (calls only).
@@ -165,6 +166,8 @@ class Projector:
         # kept as verdicts change, so a snapshot never passes over every call for them
         # (the console asks on every live snapshot: 30-90 ms each at 10^5 calls)
         self._resumable: set[int] = set()  # positions of calls the projection lets resume
+        # positions of calls with something to do: a next operation, or tool operations
+        self._pending: set[int] = set()
         self._tool_unknown: dict[int, int] = {}  # position -> tool operations effect unknown
         self._keys_moved = False  # a call's key changed under started attempts (hostile)
         self.seq_dense = True  # seqs so far were 1, 2, 3 ... (then count as of n is n)
@@ -356,12 +359,17 @@ class Projector:
         return st
 
     def _track(self, pos: int, st: CallState) -> None:
-        """Keep the resumable calls and the tool operations whose effect is unknown as
-        the call at `pos` gets verdict `st` (tools are judged for tool calls only)."""
+        """Keep the resumable calls, the calls with something to do and the tool
+        operations whose effect is unknown as the call at `pos` gets verdict `st` (tools
+        are judged for tool calls only)."""
         if st.resumable:
             self._resumable.add(pos)
         else:
             self._resumable.discard(pos)
+        if st.next_operation is not NextOperation.NONE or st.evidence.tools is not None:
+            self._pending.add(pos)
+        else:
+            self._pending.discard(pos)
         tools = st.tools
         if tools is not None and tools.effect_unknown_count:
             self._tool_unknown[pos] = tools.effect_unknown_count
@@ -437,6 +445,7 @@ class Projector:
             receipts=self.receipt_check(receipt_log),
             effect_unknown_ids=frozenset(self._unknown_ids),
             resumable_positions=tuple(sorted(self._resumable)),
+            pending_positions=tuple(sorted(self._pending)),
             tool_effect_unknown_tally=sum(self._tool_unknown.values()),
         )
 

@@ -303,6 +303,8 @@ class WorkState:
     resumable_positions: tuple[int, ...] | None = field(default=None, compare=False,
                                                         repr=False)
     tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
+    # the positions of the calls with something to do (see `pending_calls`), when kept
+    pending_positions: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
     # the case's tool receipts and trusted key, read by the services (TOOLS.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
@@ -326,6 +328,14 @@ class WorkState:
         if self.resumable_positions is not None:
             return (self.calls[p] for p in self.resumable_positions)
         return (c for c in self.calls if c.resumable)
+
+    def pending_calls(self) -> Iterator[CallState]:
+        """In order, every call whose next operation is not none or that holds tool
+        operations (theirs may be pending); the others have nothing left to do."""
+        if self.pending_positions is not None:
+            return (self.calls[p] for p in self.pending_positions)
+        return (c for c in self.calls
+                if c.next_operation is not NextOperation.NONE or c.evidence.tools is not None)
 
     @property
     def tool_effect_unknown_count(self) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event, parse_payload
 from codeai_tui.workstate import CallStage, NextOperation, Projector, project
 
@@ -259,4 +261,7 @@ def test_following_event_by_event_equals_projecting_each_prefix(events: list[Eve
     projector = Projector()
     for i, ev in enumerate(events):
         projector.add(ev)
-        assert projector.snapshot().as_json("x") == project(events[:i + 1]).as_json("x"), i
+        state = projector.snapshot()
+        assert state.as_json("x") == project(events[:i + 1]).as_json("x"), i
+        # the case's worst next operation from the kept pending calls equals a full pass
+        assert case_verdict(state, 0) == case_verdict(replace(state, pending_positions=None), 0)

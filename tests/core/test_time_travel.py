@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -16,6 +17,7 @@ from ledgerfactory import append_rows
 
 from codeai_tui.console import model
 from codeai_tui.console.model import CaseFollower, TimeMachine
+from codeai_tui.console.severity import case_verdict
 from tests.core.test_fast_path import SHA, _ev, _oracle, _write, ledgers
 
 
@@ -128,6 +130,12 @@ def test_what_the_projector_keeps_while_following_equals_projecting_anew(
                     kept = ([c.call_id for c in state.resumable_calls()],
                             state.tool_effect_unknown_count)
                     assert kept == _scanned(state), ev
+                    # the case's worst next operation, read from the calls with something
+                    # to do, equals the verdict from a pass over every call
+                    unkept = replace(state, pending_positions=None)
+                    assert [c.call_id for c in state.pending_calls()] == [
+                        c.call_id for c in unkept.pending_calls()]
+                    assert case_verdict(state, 0) == case_verdict(unkept, 0), ev
                     # and the document, the tasks' verdicts (kept per task) included
                     assert state.as_json(str(case)) == _oracle(case, None), ev
             finally:
