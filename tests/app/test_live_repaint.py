@@ -40,16 +40,34 @@ def greyed(app: Any) -> bool:
     return keys[0].has_class("-disabled")
 
 
+async def select_call_16(pilot: Any) -> None:
+    """The console ready, the Calls pane focused on its first row (call-16)."""
+    await ready(pilot)
+    await pilot.press("3", "home")
+    await wait_for(pilot, lambda: pilot.app.main.selected_call_id == "call-16", what="call-16")
+
+
+def append(case: Path, rows: list[dict[str, Any]]) -> None:
+    writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(writer, rows)
+    finally:
+        writer.close()
+
+
+# an event no call row and no footer key shows: a second compilation of the task
+UNRELATED = {"seq": 10, "kind": "context.compilation_requested", "task_id": "task-1",
+             "compilation_id": "comp-2", "payload": {"offered": [], "required_ids": []}}
+
+
 async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_what_it_did_not_change(
         tmp_path: Path) -> None:
     case = two_calls(tmp_path / "case")
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await select_call_16(pilot)
         main = app.main
         calls = main.pane("calls")
-        await pilot.press("3", "home")
-        await wait_for(pilot, lambda: main.selected_call_id == "call-16", what="call-16")
         await wait_for(pilot, lambda: greyed(app), what="r greyed on call-16")
         await pilot.press("down")
         await wait_for(pilot, lambda: main.selected_call_id == "call-3", what="call-3")
@@ -62,13 +80,7 @@ async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_what_it_did_n
         detail, verdict = main.query_one("#detail", Static), main.query_one("#verdict", Static)
         detail_visual, verdict_visual = detail.visual, verdict.visual
         assert "call-16" in str(verdict.render())
-        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-        try:  # a live event that changes nothing the footer shows
-            append_rows(writer, [{"seq": 10, "kind": "context.compilation_requested",
-                                  "task_id": "task-1", "compilation_id": "comp-2",
-                                  "payload": {"offered": [], "required_ids": []}}])
-        finally:
-            writer.close()
+        append(case, [UNRELATED])
         await wait_for(pilot, lambda: "10 events" in status_text(app), what="the new event")
         await pilot.pause()
         await pilot.pause()
@@ -94,11 +106,8 @@ async def test_a_snapshot_redraws_the_rows_that_changed_and_only_those(
     case = two_calls(tmp_path / "case")
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        main = app.main
-        calls = main.pane("calls")
-        await pilot.press("3", "home")
-        await wait_for(pilot, lambda: main.selected_call_id == "call-16", what="call-16")
+        await select_call_16(pilot)
+        calls = app.main.pane("calls")
         await pilot.pause()
         before = shown_lines(calls)
         assert "effect unknown" in row_line(before, "call-16")
@@ -106,24 +115,16 @@ async def test_a_snapshot_redraws_the_rows_that_changed_and_only_those(
         drawn: list[int] = []
         render_line = calls.render_line
         monkeypatch.setattr(calls, "render_line", lambda y: (drawn.append(y), render_line(y))[1])
-        writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-        try:
-            # an event no call row shows (a compilation): the Calls pane draws nothing
-            append_rows(writer, [{"seq": 10, "kind": "context.compilation_requested",
-                                  "task_id": "task-1", "compilation_id": "comp-2",
-                                  "payload": {"offered": [], "required_ids": []}}])
-            await wait_for(pilot, lambda: "10 events" in status_text(app), what="seq 10")
-            await pilot.pause()
-            await pilot.pause()
-            assert drawn == []
-            assert shown_lines(calls) == before
-            # call-3's manifest: its row, and no other, is drawn again, with the news
-            append_rows(writer, [{"seq": 11, "kind": "call.manifest", "task_id": "task-1",
-                                  "call_id": "call-3",
-                                  "payload": {"idempotency_key": "key-3",
-                                              "intent": {"instruction": "review"}}}])
-        finally:
-            writer.close()
+        append(case, [UNRELATED])  # the Calls pane draws nothing
+        await wait_for(pilot, lambda: "10 events" in status_text(app), what="seq 10")
+        await pilot.pause()
+        await pilot.pause()
+        assert drawn == []
+        assert shown_lines(calls) == before
+        # call-3's manifest: its row, and no other, is drawn again, with the news
+        append(case, [{"seq": 11, "kind": "call.manifest", "task_id": "task-1",
+                       "call_id": "call-3", "payload": {"idempotency_key": "key-3",
+                                                        "intent": {"instruction": "review"}}}])
         await wait_for(pilot, lambda: "manifest_recorded" in row_line(shown_lines(calls), "call-3"),
                        what="call-3's row redrawn at its new stage")
         await pilot.pause()
