@@ -53,7 +53,6 @@ from codeai_tui.workstate.verdicts import (
     TaskState,
     WorkState,
 )
-from codeai_tui.workstate.vocab import NextOperation
 
 # Re-derive one entity's evidence from its own events with seq <= n (time travel); the
 # services layer reads them through an index. Arguments: id, n, position (calls only).
@@ -211,8 +210,6 @@ class Projector:
             p._ids.append(st.call_id)
             p._states.append(st)
             p._firsts.append(st.first_seq)
-            if st.effect_unknown:
-                p._unknown_ids.add(st.call_id)
             p._track(len(p._states) - 1, st)
         for comp in compilations:
             p.compilations[comp.compilation_id] = comp
@@ -345,36 +342,36 @@ class Projector:
         st = self._states[pos]
         if st is None or pos in self._stale:
             st = classify_call(evidence, anomalous=call_id in self.call_anomalies)
-            old = self._states[pos]
-            if old is not None and old.effect_unknown:
-                self._unknown_ids.discard(call_id)
-            if st.effect_unknown:
-                self._unknown_ids.add(call_id)
             self._track(pos, st)
-            tally = self._tallies.get(evidence.task_id)
-            if tally is not None and not tally.stale:
-                tally.update(pos, contribution(st))
             self._states[pos] = st
             self._stale.discard(pos)
         return st
 
     def _track(self, pos: int, st: CallState) -> None:
-        """Keep the resumable calls, the calls with something to do and the tool
-        operations whose effect is unknown as the call at `pos` gets verdict `st` (tools
-        are judged for tool calls only)."""
+        """Keep what snapshots read without a pass over the calls as the call at `pos`
+        gets verdict `st`: the effect-unknown, resumable and unsettled calls, the tool
+        operations whose effect is unknown (tools are judged for tool calls only), and
+        its task's tally where one is kept."""
+        if st.effect_unknown:
+            self._unknown_ids.add(st.call_id)
+        else:
+            self._unknown_ids.discard(st.call_id)
         if st.resumable:
             self._resumable.add(pos)
         else:
             self._resumable.discard(pos)
-        if st.next_operation is not NextOperation.NONE or st.evidence.tools is not None:
-            self._pending.add(pos)
-        else:
+        if st.settled:
             self._pending.discard(pos)
+        else:
+            self._pending.add(pos)
         tools = st.tools
         if tools is not None and tools.effect_unknown_count:
             self._tool_unknown[pos] = tools.effect_unknown_count
         else:
             self._tool_unknown.pop(pos, None)
+        tally = self._tallies.get(st.task_id)
+        if tally is not None and not tally.stale:
+            tally.update(pos, contribution(st))
 
     def compilation_state(self, compilation_id: str) -> CompilationState:
         cached = self._comp_cache.get(compilation_id)

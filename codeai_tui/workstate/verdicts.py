@@ -182,6 +182,12 @@ class CallState:
             and not self.anomalous
         )
 
+    @property
+    def settled(self) -> bool:
+        """Nothing is left to do: next operation none and no tool operations (a call
+        holding some may still have one pending)."""
+        return self.next_operation is NextOperation.NONE and self.evidence.tools is None
+
     def reason_with(self, receipts: ReceiptIndex | None) -> str:
         """The reason with what the provider's log says about the verdict's attempt."""
         base = self.reason
@@ -334,8 +340,7 @@ class WorkState:
         operations (theirs may be pending); the others have nothing left to do."""
         if self.pending_positions is not None:
             return (self.calls[p] for p in self.pending_positions)
-        return (c for c in self.calls
-                if c.next_operation is not NextOperation.NONE or c.evidence.tools is not None)
+        return (c for c in self.calls if not c.settled)
 
     @property
     def tool_effect_unknown_count(self) -> int:
