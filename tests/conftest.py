@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,24 @@ sys.path.insert(0, str(TESTS))  # `ledgerfactory` for every test package
 # Deterministic runs: no animations, no user config from $HOME, no real API key.
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 os.environ.pop("CODEAI_API_KEY", None)
+
+# Tests run in two processes (pytest-xdist, README). Its workers set LINES=24 and
+# COLUMNS=80, which Textual obeys over the terminal's own size: a console started in a
+# 160x48 tmux or pty by a test drew itself at 80x24. Terminal sizes come from the
+# terminals the tests make, not from the environment.
+os.environ.pop("LINES", None)
+os.environ.pop("COLUMNS", None)
+# Each test process drives its own tmux server (its socket lives under TMUX_TMPDIR, which
+# every `tmux` the tests run inherits): one process's sessions never meet the other's.
+_TMUX_DIR = tempfile.mkdtemp(prefix="codeai-tmux-")
+os.environ["TMUX_TMPDIR"] = _TMUX_DIR
+os.environ.pop("TMUX", None)  # not the server of a terminal the tests were started from
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if shutil.which("tmux"):
+        subprocess.run(["tmux", "kill-server"], capture_output=True, check=False)
+    shutil.rmtree(_TMUX_DIR, ignore_errors=True)
 
 
 @pytest.fixture
