@@ -335,7 +335,7 @@ class MainScreen(Screen[None]):
         self.skeleton = None
         self.selected_call_id = None
         self._time_machine = None
-        self.as_of = None
+        self._set_as_of(None)
         self.trouble = None
         self.state = "opening"
         self.note = None
@@ -524,7 +524,7 @@ class MainScreen(Screen[None]):
         self.live_verdict = self.shown_verdict = self._live_base = None
         self.skeleton = None
         self.calls.skeleton = None
-        self.as_of = None
+        self._set_as_of(None)
         self._time_machine = None
         self.selected_call_id = None
         self.drift = {}
@@ -939,7 +939,7 @@ class MainScreen(Screen[None]):
     def _travel_to(self, seq: int) -> None:
         if self.case is None:
             return
-        self.as_of = seq
+        self._set_as_of(seq)
         self.progress = ("re-projecting", 0, seq)
         self.paint_status()
         self.refresh_bindings()
@@ -980,10 +980,18 @@ class MainScreen(Screen[None]):
         self._paint_panes()
         self.refresh_bindings()
 
+    def _set_as_of(self, seq: int | None) -> None:
+        """Travel to `seq`, or back to live (None). The timeline grows either way; in
+        time travel its cursor stays on the as-of event instead of following new events
+        (`[` and `]` step from there); back live it follows new events again once its
+        cursor is on the newest (G)."""
+        self.as_of = seq
+        self.timeline.follow_tail = seq is None
+
     def action_back_to_live(self) -> None:
         if self.as_of is None:
             return
-        self.as_of = None
+        self._set_as_of(None)
         self.progress = None
         self.shown, self.shown_verdict = self.live, self.live_verdict
         self._time_machine = None

@@ -1,0 +1,64 @@
+"""Time travel while the ledger grows: the timeline keeps growing, its cursor stays on the
+as-of event.
+
+Found in tmux on the 1M-event bench ledger with a writer running: `t` on the newest event
+(where the timeline follows new ones) showed "as of seq 1,041,850", then `[` showed "as of
+seq 1,044,854": the cursor had followed the events that arrived meanwhile, and the step
+went back from the newest one instead of from the as-of event."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from apphelpers import SIZE, frozen_clock, make_case, ready, wait_for
+from ledgerfactory import append_rows
+
+from codeai_tui.app import create_app
+
+
+def append_task_events(case: Path, first_seq: int, n: int) -> None:
+    """`n` new tasks, as another process writes them."""
+    writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(writer, [{"seq": first_seq + i, "kind": "task.created",
+                              "task_id": f"task-late-{first_seq + i}",
+                              "payload": {"title": "late"}} for i in range(n)])
+    finally:
+        writer.close()
+
+
+async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive(
+        tmp_path: Path) -> None:
+    case = make_case(tmp_path / "case", "completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        timeline = main.pane("timeline")
+        newest = timeline.row_count  # seqs are 1..n
+        assert timeline.seq_at_cursor() == newest  # the timeline follows new events
+        timeline.focus()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: main.shown is not None and main.shown.as_of == newest,
+                       what="the projection as of the newest event")
+
+        append_task_events(case, newest + 1, 3)
+        await wait_for(pilot, lambda: timeline.row_count == newest + 3,
+                       what="the timeline grown by the new events")
+        assert main.as_of == newest
+        assert timeline.seq_at_cursor() == newest  # still on the as-of event
+        assert main.shown.as_of == newest  # the panes hold still
+
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: main.shown.as_of == newest - 1,
+                       what="one event back from the as-of event")
+        assert timeline.seq_at_cursor() == newest - 1
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: main.as_of is None and main.shown is main.live,
+                       what="back to live")
+        await pilot.press("G")  # follow again: new events move the cursor
+        append_task_events(case, newest + 4, 2)
+        await wait_for(pilot, lambda: timeline.seq_at_cursor() == newest + 5,
+                       what="the cursor following the newest event again")
