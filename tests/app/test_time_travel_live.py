@@ -49,6 +49,7 @@ async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive
         assert main.as_of == newest
         assert timeline.seq_at_cursor() == newest  # still on the as-of event
         assert main.shown.as_of == newest  # the panes hold still
+        assert timeline.new_below == 3  # what arrived meanwhile is counted as new
 
         await pilot.press("left_square_bracket")
         await wait_for(pilot, lambda: main.shown.as_of == newest - 1,
@@ -58,6 +59,8 @@ async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive
         await pilot.press("escape")
         await wait_for(pilot, lambda: main.as_of is None and main.shown is main.live,
                        what="back to live")
+        assert timeline.new_below == 3  # "+3 new below · G follows"
+        assert "+3 new below" in str(timeline.border_subtitle)
         await pilot.press("G")  # follow again: new events move the cursor
         append_task_events(case, newest + 4, 2)
         await wait_for(pilot, lambda: timeline.seq_at_cursor() == newest + 5,

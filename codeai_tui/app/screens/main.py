@@ -986,7 +986,7 @@ class MainScreen(Screen[None]):
         (`[` and `]` step from there); back live it follows new events again once its
         cursor is on the newest (G)."""
         self.as_of = seq
-        self.timeline.follow_tail = seq is None
+        self.timeline.hold_cursor = seq is not None
 
     def action_back_to_live(self) -> None:
         if self.as_of is None:

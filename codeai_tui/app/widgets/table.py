@@ -130,6 +130,9 @@ class TableView(ScrollView, can_focus=True):
         self.cursor = 0
         self.empty_text = empty_text
         self.follow_tail = follow_tail
+        # set from above while the cursor must stay where it is (time travel): rows still
+        # arrive and count as new below, but the cursor does not follow them
+        self.hold_cursor = False
         self.total_width = sum(c.width for c in self.columns) + len(self.columns)
         self._last_key: str | None = None
         self._known_count = 0
@@ -150,7 +153,8 @@ class TableView(ScrollView, can_focus=True):
     def set_source(self, source: RowSource, *, keep: bool = True) -> None:
         """Swap the rows, keeping the selected key and the scroll position."""
         old_count = self._known_count  # the source may be the same object, grown
-        at_tail = self.follow_tail and (old_count == 0 or self.cursor >= old_count - 1)
+        at_tail = self.follow_tail and not self.hold_cursor and (
+            old_count == 0 or self.cursor >= old_count - 1)
         key = self._last_key
         same = source is self.source
         self.source = source
