@@ -20,10 +20,11 @@ sys.path.insert(0, str(TESTS))  # `ledgerfactory` for every test package
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 os.environ.pop("CODEAI_API_KEY", None)
 
-# Tests run in two processes (pytest-xdist, README). Its workers set LINES=24 and
-# COLUMNS=80, which Textual obeys over the terminal's own size: a console started in a
-# 160x48 tmux or pty by a test drew itself at 80x24. Terminal sizes come from the
-# terminals the tests make, not from the environment.
+# Tests run in two processes (pytest-xdist, README). Its worker processes were seen to
+# run with LINES=24 and COLUMNS=80 in their environment (xdist 3.8; nothing of ours sets
+# them), which Textual obeys over the terminal's own size: a console started in a 160x48
+# tmux or pty by a test drew itself at 80x24. Sizes come from the terminals the tests
+# make, not from the environment.
 os.environ.pop("LINES", None)
 os.environ.pop("COLUMNS", None)
 # Each test process drives its own tmux server (its socket lives under TMUX_TMPDIR, which
