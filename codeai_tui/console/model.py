@@ -337,10 +337,12 @@ class CaseFollower:
             # the receipts pane shows the log as of `seq` too (the projection's cut-off)
             state, receipts = state_as_of(self.projector, self.sql, seq, self.receipts)
             index = CallPositions(self.projector.calls, len(state.calls))
-            count, max_seq = self.projector.event_count, self.projector.last_seq
+            max_seq = self.projector.last_seq
         unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
+        # the events as of `seq` (the header counts those, as every pane shows the past);
+        # `max_seq` stays the live one: the timeline keeps every row
         return CaseSnapshot(
-            self.case_dir, state, count, max_seq, self.sql.recorded_at_upto(seq),
+            self.case_dir, state, state.event_count, max_seq, self.sql.recorded_at_upto(seq),
             receipts, index, seq, unknown,
         )
 

@@ -65,3 +65,29 @@ async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive
         append_task_events(case, newest + 4, 2)
         await wait_for(pilot, lambda: timeline.seq_at_cursor() == newest + 5,
                        what="the cursor following the newest event again")
+
+
+async def test_the_header_counts_the_events_as_of_the_point_in_time(tmp_path: Path) -> None:
+    """The banner says every pane and the header show the projection up to the as-of
+    event: the header's event count too, not the live count when `t` was pressed (it
+    read "1,036,203 events · as of seq 1,033,148" with a writer running)."""
+    from apphelpers import status_text
+
+    case = make_case(tmp_path / "case", "completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        timeline = main.pane("timeline")
+        newest = timeline.row_count
+        append_task_events(case, newest + 1, 4)
+        await wait_for(pilot, lambda: timeline.row_count == newest + 4, what="4 new events")
+        timeline.focus()
+        timeline.move_to(newest - 3)  # seq newest - 2, before the new events
+        await pilot.press("t")
+        await wait_for(pilot, lambda: main.shown is not None and main.shown.as_of == newest - 2,
+                       what="the projection as of an earlier event")
+        await pilot.pause()
+        status = status_text(app)
+        assert f"{newest - 2} events" in status, status
+        assert f"as of seq {newest - 2} of {newest + 4}" in status, status
