@@ -9,9 +9,12 @@ went back from the newest one instead of from the as-of event."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-from apphelpers import SIZE, frozen_clock, make_case, ready, wait_for
+from apphelpers import SIZE, frozen_clock, make_case, ready, status_text, wait_for
 from ledgerfactory import append_rows
 
 from codeai_tui.app import create_app
@@ -28,17 +31,24 @@ def append_task_events(case: Path, first_seq: int, n: int) -> None:
         writer.close()
 
 
-async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive(
-        tmp_path: Path) -> None:
-    case = make_case(tmp_path / "case", "completed_task")
+@asynccontextmanager
+async def console_on_timeline(case: Path) -> AsyncIterator[tuple[Any, Any, Any, int]]:
+    """(pilot, main screen, timeline, newest seq) of a console ready on `case`, its
+    timeline focused and following (on the newest event; seqs are 1..n)."""
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        main = app.main
-        timeline = main.pane("timeline")
-        newest = timeline.row_count  # seqs are 1..n
-        assert timeline.seq_at_cursor() == newest  # the timeline follows new events
+        timeline = app.main.pane("timeline")
+        newest = timeline.row_count
+        assert timeline.seq_at_cursor() == newest
         timeline.focus()
+        yield pilot, app.main, timeline, newest
+
+
+async def test_time_travel_from_the_newest_event_stays_there_while_events_arrive(
+        tmp_path: Path) -> None:
+    case = make_case(tmp_path / "case", "completed_task")
+    async with console_on_timeline(case) as (pilot, main, timeline, newest):
         await pilot.press("t")
         await wait_for(pilot, lambda: main.shown is not None and main.shown.as_of == newest,
                        what="the projection as of the newest event")
@@ -71,23 +81,15 @@ async def test_the_header_counts_the_events_as_of_the_point_in_time(tmp_path: Pa
     """The banner says every pane and the header show the projection up to the as-of
     event: the header's event count too, not the live count when `t` was pressed (it
     read "1,036,203 events · as of seq 1,033,148" with a writer running)."""
-    from apphelpers import status_text
-
     case = make_case(tmp_path / "case", "completed_task")
-    app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        main = app.main
-        timeline = main.pane("timeline")
-        newest = timeline.row_count
+    async with console_on_timeline(case) as (pilot, main, timeline, newest):
         append_task_events(case, newest + 1, 4)
         await wait_for(pilot, lambda: timeline.row_count == newest + 4, what="4 new events")
-        timeline.focus()
         timeline.move_to(newest - 3)  # seq newest - 2, before the new events
         await pilot.press("t")
         await wait_for(pilot, lambda: main.shown is not None and main.shown.as_of == newest - 2,
                        what="the projection as of an earlier event")
         await pilot.pause()
-        status = status_text(app)
+        status = status_text(pilot.app)
         assert f"{newest - 2} events" in status, status
         assert f"as of seq {newest - 2} of {newest + 4}" in status, status
