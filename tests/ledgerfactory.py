@@ -66,3 +66,12 @@ def append_rows(conn: sqlite3.Connection, events: list[dict[str, Any]]) -> None:
             ),
         )
         conn.execute("COMMIT")
+
+
+def append_to_case(case_dir: Path, events: list[dict[str, Any]]) -> None:
+    """Another process appends `events` to the case's ledger, one transaction each."""
+    conn = sqlite3.connect(Path(case_dir) / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(conn, events)
+    finally:
+        conn.close()

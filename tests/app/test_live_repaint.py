@@ -9,12 +9,11 @@ only when what is shown differs. The footer still follows the cursor."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, status_text, wait_for
-from ledgerfactory import append_rows, write_ledger
+from ledgerfactory import append_to_case, write_ledger
 from textual.geometry import Region
 from textual.widgets import Static
 
@@ -47,14 +46,6 @@ async def select_call_16(pilot: Any) -> None:
     await wait_for(pilot, lambda: pilot.app.main.selected_call_id == "call-16", what="call-16")
 
 
-def append(case: Path, rows: list[dict[str, Any]]) -> None:
-    writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-    try:
-        append_rows(writer, rows)
-    finally:
-        writer.close()
-
-
 # an event no call row and no footer key shows: a second compilation of the task
 UNRELATED = {"seq": 10, "kind": "context.compilation_requested", "task_id": "task-1",
              "compilation_id": "comp-2", "payload": {"offered": [], "required_ids": []}}
@@ -80,7 +71,7 @@ async def test_the_footer_follows_the_cursor_and_a_snapshot_leaves_what_it_did_n
         detail, verdict = main.query_one("#detail", Static), main.query_one("#verdict", Static)
         detail_visual, verdict_visual = detail.visual, verdict.visual
         assert "call-16" in str(verdict.render())
-        append(case, [UNRELATED])
+        append_to_case(case, [UNRELATED])
         await wait_for(pilot, lambda: "10 events" in status_text(app), what="the new event")
         await pilot.pause()
         await pilot.pause()
@@ -115,14 +106,14 @@ async def test_a_snapshot_redraws_the_rows_that_changed_and_only_those(
         drawn: list[int] = []
         render_line = calls.render_line
         monkeypatch.setattr(calls, "render_line", lambda y: (drawn.append(y), render_line(y))[1])
-        append(case, [UNRELATED])  # the Calls pane draws nothing
+        append_to_case(case, [UNRELATED])  # the Calls pane draws nothing
         await wait_for(pilot, lambda: "10 events" in status_text(app), what="seq 10")
         await pilot.pause()
         await pilot.pause()
         assert drawn == []
         assert shown_lines(calls) == before
         # call-3's manifest: its row, and no other, is drawn again, with the news
-        append(case, [{"seq": 11, "kind": "call.manifest", "task_id": "task-1",
+        append_to_case(case, [{"seq": 11, "kind": "call.manifest", "task_id": "task-1",
                        "call_id": "call-3", "payload": {"idempotency_key": "key-3",
                                                         "intent": {"instruction": "review"}}}])
         await wait_for(pilot, lambda: "manifest_recorded" in row_line(shown_lines(calls), "call-3"),

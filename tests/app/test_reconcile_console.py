@@ -272,15 +272,9 @@ async def test_an_uncovered_receipt_matches_no_attempt(tmp_path: Path) -> None:
 
 def append_elsewhere(case: Path, event: dict[str, Any]) -> None:
     """Another process appends one event to the ledger."""
-    import sqlite3
+    from ledgerfactory import append_to_case
 
-    from ledgerfactory import append_rows
-
-    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-    try:
-        append_rows(conn, [event])
-    finally:
-        conn.close()
+    append_to_case(case, [event])
 
 
 def observe_elsewhere(case: Path, seq: int) -> None:

@@ -8,27 +8,22 @@ went back from the newest one instead of from the as-of event."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from apphelpers import SIZE, frozen_clock, make_case, ready, status_text, wait_for
-from ledgerfactory import append_rows
+from ledgerfactory import append_to_case
 
 from codeai_tui.app import create_app
 
 
 def append_task_events(case: Path, first_seq: int, n: int) -> None:
     """`n` new tasks, as another process writes them."""
-    writer = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-    try:
-        append_rows(writer, [{"seq": first_seq + i, "kind": "task.created",
-                              "task_id": f"task-late-{first_seq + i}",
-                              "payload": {"title": "late"}} for i in range(n)])
-    finally:
-        writer.close()
+    append_to_case(case, [{"seq": first_seq + i, "kind": "task.created",
+                           "task_id": f"task-late-{first_seq + i}",
+                           "payload": {"title": "late"}} for i in range(n)])
 
 
 @asynccontextmanager
