@@ -169,7 +169,7 @@ def _operations(state: WorkState) -> Iterable[tuple[str, str, NextOperation]]:
     ones are read, so a case of 10^5 finished calls costs no pass over them."""
     for call in state.pending_calls():
         yield "call", call.call_id, call.next_operation
-        tools = call.tools if call.evidence.tools is not None else None
+        tools = call.tools  # None for a call without tool evidence
         for op in tools.operations if tools is not None else ():
             yield "tool", op.subject, op.next_operation
     for comp in state.compilations:
