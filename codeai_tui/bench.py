@@ -194,10 +194,10 @@ import asyncio, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 from codeai_tui.app import create_app
-from codeai_tui.app.widgets.status_bar import StatusBar
 
 async def main():
-    app = create_app(Path(sys.argv[1]))
+    app = create_app(Path(sys.argv[1]))  # first, as `codeai-tui CASE` does (its head start)
+    from codeai_tui.app.widgets.status_bar import StatusBar
     calls = int(sys.argv[2])
     answer = None
     async with app.run_test(size=(160, 48)) as pilot:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codeai_tui.app.clock import Clock
-from codeai_tui.console.resume_service import ResumeService
+from codeai_tui.console.head_start import HeadStart, single_case
+
+if TYPE_CHECKING:  # (importing these costs ~0.1 s the head start would wait for)
+    from codeai_tui.app.clock import Clock
+    from codeai_tui.console.resume_service import ResumeService
 
 
 def create_app(
@@ -22,14 +26,25 @@ def create_app(
     provider_note: str | None = None,
     kernel_key: str | os.PathLike[str] | None = None,
 ):  # noqa: ANN201 - CodeAIApp, imported lazily so `import codeai_tui.app` stays cheap
-    """The console for a case or a bundle. `clock` fixes "now" (tests, screenshots)."""
-    from codeai_tui.app.app import CodeAIApp
+    """The console for a case or a bundle. `clock` fixes "now" (tests, screenshots).
 
-    return CodeAIApp(Path(path), theme=theme, read_only=read_only, model=model,
-                     base_url=base_url, api_key_env=api_key_env, clock=clock,
-                     resume_service=resume_service,
-                     provider_note=provider_note,
-                     kernel_key=Path(kernel_key) if kernel_key is not None else None)
+    A single case's first reads begin here, in a thread, while Textual is imported and
+    the screen mounted (console/head_start.py)."""
+    case = single_case(path)
+    head_start = HeadStart(case) if case is not None else None
+    try:
+        from codeai_tui.app.app import CodeAIApp
+
+        return CodeAIApp(Path(path), theme=theme, read_only=read_only, model=model,
+                         base_url=base_url, api_key_env=api_key_env, clock=clock,
+                         resume_service=resume_service,
+                         provider_note=provider_note,
+                         kernel_key=Path(kernel_key) if kernel_key is not None else None,
+                         head_start=head_start)
+    except BaseException:
+        if head_start is not None:
+            head_start.close()
+        raise
 
 
 __all__ = ["create_app"]

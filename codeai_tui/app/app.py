@@ -26,6 +26,7 @@ from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.console.actions import ActionLog
+from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.replay_service import LedgerReplayService, ReplayService
 from codeai_tui.console.resume_service import LedgerResumeService, ResumeOptions, ResumeService
 from codeai_tui.textsafe import visible
@@ -54,6 +55,7 @@ class CodeAIApp(App[None]):
         provider_note: str | None = None,
         kernel_key: Path | None = None,
         replay_service: ReplayService | None = None,
+        head_start: HeadStart | None = None,
     ) -> None:
         super().__init__()
         self.path_given = str(path)
@@ -74,12 +76,14 @@ class CodeAIApp(App[None]):
         self.theme = self._wanted_theme if self._wanted_theme in self.available_themes \
             else DEFAULT_THEME
         self._main: MainScreen | None = None
+        self._head_start = head_start  # handed to the main screen, which takes it
 
     def get_default_screen(self) -> Screen[Any]:
         self._main = MainScreen(self.root, path_given=self.path_given,
                                 read_only=self.read_only, clock=self.clock,
                                 service=self.service, log=self.action_log,
-                                help_rows=self.help_rows, provider_note=self.provider_note)
+                                help_rows=self.help_rows, provider_note=self.provider_note,
+                                head_start=self._head_start)
         return self._main
 
     @property

@@ -66,6 +66,7 @@ from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
 from codeai_tui.console.evidence import warm
 from codeai_tui.console.filters import Needle
+from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.model import (
     CaseFollower,
     CaseSnapshot,
@@ -129,8 +130,11 @@ class MainScreen(Screen[None]):
     def __init__(self, root: Path, *, path_given: str, read_only: bool,
                  clock: Callable[[], datetime], service: ResumeService, log: ActionLog,
                  help_rows: Callable[[], list[tuple[str, str, str]]],
-                 provider_note: str | None = None) -> None:
+                 provider_note: str | None = None,
+                 head_start: HeadStart | None = None) -> None:
         super().__init__()
+        # the first case's open and skeleton, begun before Textual loaded (taken once)
+        self._head_start = head_start
         self.root = root
         self.path_given = path_given
         self.read_only = read_only
@@ -228,6 +232,8 @@ class MainScreen(Screen[None]):
         aiosqlite call leaves a connection that later answers into a closed loop."""
         self._closing = True
         self._wake.set()
+        if self._head_start is not None:
+            self._head_start.close()  # (nothing to release once the follower took it)
         await finish_own_workers(self, ("watch",))
         reader, self._watch_reader = self._watch_reader, None
         if reader is not None:
@@ -397,15 +403,20 @@ class MainScreen(Screen[None]):
         try:
             while not worker.is_cancelled:
                 if follower is None:
+                    head_start, self._head_start = self._head_start, None
+                    got = None
+                    if head_start is not None:
+                        got = head_start.take(case, stopped)
+                        head_start.close()  # releases what was not taken
                     try:
-                        follower = CaseFollower(case, stopped)
+                        follower = got[0] if got is not None else CaseFollower(case, stopped)
                         if identity is not None and follower.identity != identity:
                             self.post_message(m.LedgerReplaced(case))
                         identity = follower.identity
                         self.post_message(m.CaseOpened(case, follower.event_count,
                                                        follower.max_seq,
                                                        follower.last_recorded_at))
-                        skeleton = follower.skeleton()
+                        skeleton = got[1] if got is not None else follower.skeleton()
                         if skeleton is not None and not stopped():
                             self.post_message(m.SkeletonReady(case, skeleton))
                         follower.catch_up(progress, stopped)
