@@ -11,6 +11,7 @@ internal error (one line; CODEAI_TUI_DEBUG=1 shows the traceback).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import subprocess
 import sys
@@ -38,6 +39,11 @@ EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the lin
 COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret",
             "redecide", "finalize", "next-attempt", "provider", "demo", "verify", "bench",
             "export", "receipts", "replay", "reliability")
+
+
+# an OSError naming a path with one of these is a bad path, not a failing disk
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                          errno.EACCES, errno.EPERM, errno.ELOOP})
 
 
 class CliError(Exception):
@@ -225,6 +231,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the operator gave or a file we write
+            if os.environ.get("CODEAI_TUI_DEBUG"):
+                raise
+            _err(f"internal error: {type(exc).__name__}: {exc} "
+                 "(set CODEAI_TUI_DEBUG=1 for the traceback)")
+            return EXIT_INTERNAL
+        # a path that cannot be looked at (a name too long, a directory not searchable, a
+        # file that is not a directory): the path and why, as for a missing one
+        _err(f"{exc.filename}: {exc.strerror or exc}")
+        return EXIT_BAD_INPUT if exc.errno in _PATH_ERRNOS else EXIT_IO
     except Exception as exc:  # a bug, not a bad input: still one line for the operator
         if os.environ.get("CODEAI_TUI_DEBUG"):
             raise

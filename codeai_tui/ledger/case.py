@@ -21,12 +21,19 @@ CASE_JSON_LIMIT = 1024 * 1024
 def find_cases(path: str | os.PathLike[str]) -> list[Path]:
     """A case dir, a ledger file or a bundle -> the case directories, sorted.
 
-    Raises LedgerError(MISSING) when the path does not exist or holds no ledger.
+    Raises LedgerError(MISSING) when the path does not exist, cannot be looked at (a name
+    too long, a directory it may not search) or holds no ledger.
     """
     p = Path(path)
-    if not p.exists():
+    try:
+        exists, is_dir = p.exists(), p.is_dir()
+        # lexists: a dangling symlink is refused later
+        holds_ledger = is_dir and os.path.lexists(p / LEDGER_FILENAME)
+    except OSError as exc:
+        raise LedgerError(LedgerProblem.MISSING, f"{path}: {exc.strerror or exc}") from None
+    if not exists:
         raise LedgerError(LedgerProblem.MISSING, f"{path}: no such file or directory")
-    if not p.is_dir():
+    if not is_dir:
         # a special file or symlink named ledger.sqlite3 is the reader's to refuse, clearly
         if p.name == LEDGER_FILENAME:
             return [p.parent]
@@ -34,7 +41,7 @@ def find_cases(path: str | os.PathLike[str]) -> list[Path]:
             LedgerProblem.NOT_A_LEDGER,
             f"{path}: not a case directory (expected a directory holding {LEDGER_FILENAME})",
         )
-    if os.path.lexists(p / LEDGER_FILENAME):  # lexists: a dangling symlink is refused later
+    if holds_ledger:
         return [p]
     found: list[Path] = []
     base_depth = len(p.parts)

@@ -34,6 +34,22 @@ def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
     assert proc.stdout == ""
 
 
+LONG = "/tmp/" + "x" * 300  # a name the kernel refuses to look up (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize("args", [[LONG], ["inspect", LONG], ["verify", LONG],
+                                  ["resume", LONG, "call-1", "--yes"],
+                                  ["export", LONG, "/tmp/never-written.tar.gz"],
+                                  ["reconcile", LONG, "call-1", "--finding", "not_received"]])
+def test_a_path_that_cannot_be_looked_at_is_named_with_why(args: list[str]) -> None:
+    """Not "internal error": the operator's path and the system's reason, exit 2."""
+    proc = cli(*args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert LONG in proc.stderr and "File name too long" in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr
+
+
 def test_untrusted_ids_never_reach_the_terminal_raw(tmp_path: Path) -> None:
     v = next(x for x in load_vectors() if x["name"] == "killed_in_flight")
     events = [dict(e) for e in v["events"]]
