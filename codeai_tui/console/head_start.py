@@ -30,9 +30,12 @@ def single_case(path: str | os.PathLike[str]) -> Path | None:
     """The case directory `path` names when it names one case (a case directory or its
     ledger file), else None: a bundle opens its cases one at a time, later."""
     p = Path(path)
-    if p.name == LEDGER_FILENAME and p.is_file():
-        return p.parent
-    return p if (p / LEDGER_FILENAME).is_file() else None
+    try:
+        if p.name == LEDGER_FILENAME and p.is_file():
+            return p.parent
+        return p if (p / LEDGER_FILENAME).is_file() else None
+    except OSError:  # (a directory it may not search): the console's own open says so
+        return None
 
 
 class HeadStart:

@@ -138,3 +138,4 @@ def test_single_case_names_a_case_directory_or_its_ledger_never_a_bundle(
     assert single_case(case / "ledger.sqlite3") == case
     assert single_case(case.parent) is None  # a bundle of one: opened later, as a bundle
     assert single_case(tmp_path / "missing") is None
+    assert single_case(tmp_path / ("x" * 300)) is None  # a name too long to stat: no raise
