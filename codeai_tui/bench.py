@@ -165,8 +165,22 @@ def _run(argv: list[str], capture: bool = False) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, out.decode()
 
 
+# put before every child script: its CPU seconds and its current RSS in MB (Linux)
+_PRELUDE = """
+import resource
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+
 def _py(code: str) -> list[str]:
-    return [sys.executable, "-c", code]
+    return [sys.executable, "-c", _PRELUDE + code]
 
 
 _MODEL_OPEN = """
@@ -223,18 +237,12 @@ asyncio.run(main())
 # 0.1 s the age of the newest event the header counts (commit to screen, at most 0.1 s
 # late), the process's CPU share and its RSS growth. argv: case, writer, rate, seconds
 _APP_LIVE = """
-import asyncio, resource, sqlite3, subprocess, sys, time
+import asyncio, sqlite3, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 from codeai_tui.app import create_app
 from codeai_tui.app.widgets.status_bar import StatusBar
 case, writer, rate, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-def rss():
-    return next(int(l.split()[1]) / 1024 for l in open("/proc/self/status")
-                if l.startswith("VmRSS:"))
 async def main():
     app = create_app(case)
     db = sqlite3.connect(f"file:{case / 'ledger.sqlite3'}?mode=ro", uri=True)
@@ -326,16 +334,11 @@ print(n)
 """
 
 _FOLLOW = """
-import resource, statistics, subprocess, sys, time
+import statistics, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 from codeai_tui.console.model import CaseFollower
 case, writer_code, rate, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
-def rss():  # current resident set, MB (Linux)
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 f = CaseFollower(case); f.catch_up(); f.snapshot()
 rss0 = rss()
 w = subprocess.Popen([sys.executable, "-c", writer_code, str(case / "ledger.sqlite3"), rate,
@@ -356,7 +359,7 @@ print(f"{p95:.4f} {rss1 - rss0:.1f} {written} {f.projector.event_count}")
 """
 
 _FOLLOW_READS = """
-import asyncio, resource, statistics, subprocess, sys, time
+import asyncio, statistics, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 from codeai_tui.console.model import CaseFollower
@@ -366,9 +369,6 @@ case, writer_code, rate, seconds, mode = (Path(sys.argv[1]), sys.argv[2], sys.ar
 POLL_S = 0.1  # the console's follow poll (app/constants.py)
 f = CaseFollower(case); f.catch_up(); f.snapshot()
 lat = []
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 def note(snap):
     if snap is not None and snap.last_recorded_at:
         t = datetime.fromisoformat(snap.last_recorded_at.replace("Z", "+00:00"))
