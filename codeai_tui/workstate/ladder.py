@@ -14,7 +14,7 @@ from codeai_tui.workstate.evidence import (
     TaskEvidence,
     attempt_effect,
 )
-from codeai_tui.workstate.tool_ops import ToolOpState
+from codeai_tui.workstate.tool_ops import ToolOpState, ToolsState
 from codeai_tui.workstate.verdicts import CallState, CompilationState, TaskState
 from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation, ProviderEffect
 
@@ -152,13 +152,15 @@ Contribution = tuple[Unresolved | None, tuple[int, str] | None, tuple[int, str] 
 NO_CONTRIBUTION: Contribution = (None, None, None)
 
 
-def contribution(st: CallState | CompilationState) -> Contribution:
-    """What `st` gives its task's rollup (see TaskRollup)."""
+def contribution(st: CallState | CompilationState,
+                 tools_judged: ToolsState | None = None) -> Contribution:
+    """What `st` gives its task's rollup (see TaskRollup). `tools_judged`: a call's
+    `st.tools` where the caller judged them already (judging costs a pass over them)."""
     pending: Unresolved | None = None
     if st.next_operation is not NextOperation.NONE:
         pending = st
     elif isinstance(st, CallState) and st.evidence.tools is not None:
-        tools = st.tools
+        tools = tools_judged if tools_judged is not None else st.tools
         pending = tools.unresolved() if tools is not None else None
         if pending is None and tools is not None and tools.adopted and tools.plan:
             if tools.all_done:

@@ -351,7 +351,7 @@ class Projector:
         """Keep what snapshots read without a pass over the calls as the call at `pos`
         gets verdict `st`: the effect-unknown, resumable and unsettled calls, the tool
         operations whose effect is unknown (tools are judged for tool calls only), and
-        its task's tally where one is kept."""
+        its task's tally where one is kept (tools judged once for both)."""
         if st.effect_unknown:
             self._unknown_ids.add(st.call_id)
         else:
@@ -371,7 +371,7 @@ class Projector:
             self._tool_unknown.pop(pos, None)
         tally = self._tallies.get(st.task_id)
         if tally is not None and not tally.stale:
-            tally.update(pos, contribution(st))
+            tally.update(pos, contribution(st, tools))
 
     def compilation_state(self, compilation_id: str) -> CompilationState:
         cached = self._comp_cache.get(compilation_id)
