@@ -9,6 +9,7 @@ snapshot, i.e. in proportion to what arrived.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -160,6 +161,9 @@ class Projector:
         self._ids: list[str] = []
         self._states: list[CallState | None] = []
         self._firsts: list[int] = []
+        # each position's last seq, kept as events arrive: time travel finds the calls in
+        # flight at n without asking 137,000 verdicts (~70 ms at the middle of 1M events)
+        self._lasts = array("q")
         self._stale: set[int] = set()
         self._unknown_ids: set[str] = set()
         # kept as verdicts change, so a snapshot never passes over every call for them
@@ -210,6 +214,7 @@ class Projector:
             p._ids.append(st.call_id)
             p._states.append(st)
             p._firsts.append(st.first_seq)
+            p._lasts.append(st.last_seq)
             p._track(len(p._states) - 1, st)
         for comp in compilations:
             p.compilations[comp.compilation_id] = comp
@@ -315,6 +320,7 @@ class Projector:
             self._ids.append(cid)
             self._states.append(None)
             self._firsts.append(ev.seq)
+            self._lasts.append(ev.seq)
         else:
             handed = self._states[call.position]
             if handed is not None and handed.evidence is call:
@@ -328,6 +334,7 @@ class Projector:
         key_before = call.key
         fold_call_event(call, is_new, ev.kind, ev.seq, ev.attempt_id, p,
                         lambda problem: self._anomaly(ev, problem))
+        self._lasts[call.position] = call.last_seq
         if ev.kind in _COVERAGE_KINDS and not self._pairs_stale:
             if call.key != key_before and any(a.started_seq is not None for a in call.attempts):
                 self._pairs_stale = self._keys_moved = True  # rebuild (hostile ledger)
@@ -472,15 +479,22 @@ class Projector:
         k = bisect_right(self._firsts, n)  # calls begun by n: a prefix (first-seq order)
         calls: list[CallState] = self._states[:k]  # type: ignore[assignment]
         flags = {cid: any(s <= n for s in seqs) for cid, seqs in self.call_anomalies.items()}
-        for i in range(k):
+        lasts = self._lasts
+        in_flight = [i for i in range(k) if lasts[i] > n]
+        for i in in_flight:  # re-derived from their own events
             st = calls[i]
-            if st.last_seq > n:  # in flight at n: re-derive from its own events
-                before = call_before(st.call_id, n, i)
-                # (never None: its first call event is at or before n)
-                calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
-                    if before is not None else None  # type: ignore[call-overload]
-            elif st.anomalous != flags.get(st.call_id, False):
-                calls[i] = st.with_anomalous(flags.get(st.call_id, False))
+            before = call_before(st.call_id, n, i)
+            # (never None: its first call event is at or before n)
+            calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
+                if before is not None else None  # type: ignore[call-overload]
+        # the others keep their live verdict; only a call some anomaly names can have
+        # been flagged later than n
+        redone = set(in_flight)
+        for cid, flagged in flags.items():
+            known = self.calls.get(cid)
+            pos = known.position if known is not None else k
+            if pos < k and pos not in redone and calls[pos].anomalous != flagged:
+                calls[pos] = calls[pos].with_anomalous(flagged)
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
             if comp.first_seq > n:

@@ -74,6 +74,30 @@ def test_time_machine_uses_the_live_follower_and_sees_later_appends(tmp_path: Pa
         follower.close()
 
 
+def test_a_settled_call_named_by_a_later_anomaly_is_not_flagged_before_it(
+        tmp_path: Path) -> None:
+    """A call whose own events all lie at or before n keeps its live verdict, except the
+    anomaly flag: an event after n that names the call (here a task event reusing an
+    event id) flags it live, and must not flag it as of n (resume refuses flagged
+    calls)."""
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "task.created", call=None),
+              _ev(4, "task.created", call="c1", event_id="e1")]  # e1 again, naming c1
+    case = _write(tmp_path, events, [], unique_ids=False)
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        live = follower.snapshot().state.call("c1")
+        assert live is not None and live.anomalous and not live.resumable
+        for n, flagged in ((2, False), (3, False), (4, True)):
+            as_of = follower.as_of(n).state.call("c1")
+            assert as_of is not None and as_of.anomalous is flagged, n
+            assert as_of.resumable is not flagged, n
+    finally:
+        follower.close()
+
+
 def test_the_snapshot_as_of_shows_the_receipt_log_as_of_that_seq(tmp_path: Path) -> None:
     events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
               _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
