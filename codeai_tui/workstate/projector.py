@@ -12,6 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
@@ -495,6 +496,7 @@ class Projector:
             pos = known.position if known is not None else k
             if pos < k and pos not in redone and calls[pos].anomalous != flagged:
                 calls[pos] = calls[pos].with_anomalous(flagged)
+                redone.add(pos)
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
             if comp.first_seq > n:
@@ -543,7 +545,7 @@ class Projector:
         for seq, kind in self._unknown_seqs:
             if seq <= n:
                 unknown[kind] = unknown.get(kind, 0) + 1
-        return WorkState(
+        state = WorkState(
             as_of_seq=as_of_seq,
             event_count=event_count,
             anomalies=tuple(a for a in self.anomalies if a.seq <= n),
@@ -553,6 +555,36 @@ class Projector:
             compilations=tuple(comps),
             receipts=check,
         )
+        if len(state.calls) != k:  # (never: see above) positions moved, count on demand
+            return state
+        ids, resumable, pending, tools_unknown = self._kept_as_of(state.calls, redone)
+        return replace(state, effect_unknown_ids=ids, resumable_positions=resumable,
+                       pending_positions=pending, tool_effect_unknown_tally=tools_unknown)
+
+    def _kept_as_of(self, calls: tuple[CallState, ...], redone: set[int]
+                    ) -> tuple[frozenset[str], tuple[int, ...], tuple[int, ...], int]:
+        """What a live snapshot keeps (effect-unknown ids, resumable and pending positions,
+        the tool tally) as of the seq `calls` were judged at, from the live sets: a call
+        not `redone` has its live verdict. Without them each pane and count would pass
+        over every call of the as-of snapshot (~40 ms each at 70,000 calls)."""
+        k = len(calls)
+        mine = self.calls
+
+        def live(positions: Iterable[int]) -> list[int]:
+            return [p for p in positions if p < k and p not in redone]
+
+        unknown_ids = {cid for cid in self._unknown_ids
+                       if (p := mine[cid].position) < k and p not in redone}
+        unknown_ids.update(calls[p].call_id for p in redone if calls[p].effect_unknown)
+        tools_unknown = sum(v for p, v in self._tool_unknown.items()
+                            if p < k and p not in redone)
+        for p in redone:
+            tools = calls[p].tools
+            tools_unknown += tools.effect_unknown_count if tools is not None else 0
+        return (frozenset(unknown_ids),
+                tuple(sorted(live(self._resumable) + [p for p in redone if calls[p].resumable])),
+                tuple(sorted(live(self._pending) + [p for p in redone if not calls[p].settled])),
+                tools_unknown)
 
 
 def project(

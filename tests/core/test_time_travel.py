@@ -18,6 +18,7 @@ from ledgerfactory import append_rows
 from codeai_tui.console import model
 from codeai_tui.console.model import CaseFollower, TimeMachine
 from codeai_tui.console.severity import case_verdict
+from codeai_tui.workstate import WorkState
 from tests.core.test_fast_path import SHA, _ev, _oracle, _write, ledgers
 
 
@@ -38,10 +39,23 @@ def test_time_travel_equals_projecting_the_prefix(ledger: Any, unique_ids: bool)
                 snap = follower.as_of(n)
                 assert snap.as_of == n
                 assert snap.state.as_json(str(case)) == _oracle(case, n), n
+                assert_kept_sets_as_counted(snap.state)
                 for i, call in enumerate(snap.state.calls):  # the panes find rows by id
                     assert snap.call(call.call_id) is call and snap.call_index.get(call.call_id) == i
         finally:
             follower.close()
+
+
+def assert_kept_sets_as_counted(state: WorkState) -> None:
+    """What the projector keeps for a snapshot (from its live sets, as of a seq too)
+    equals what a pass over the snapshot's calls finds."""
+    counted = replace(state, effect_unknown_ids=None, resumable_positions=None,
+                      pending_positions=None, tool_effect_unknown_tally=None)
+    assert state.effect_unknown_ids == frozenset(
+        c.call_id for c in counted.calls if c.effect_unknown)
+    assert list(state.resumable_calls()) == list(counted.resumable_calls())
+    assert list(state.pending_calls()) == list(counted.pending_calls())
+    assert state.tool_effect_unknown_count == counted.tool_effect_unknown_count
 
 
 def test_time_machine_uses_the_live_follower_and_sees_later_appends(tmp_path: Path) -> None:
@@ -94,6 +108,40 @@ def test_a_settled_call_named_by_a_later_anomaly_is_not_flagged_before_it(
             as_of = follower.as_of(n).state.call("c1")
             assert as_of is not None and as_of.anomalous is flagged, n
             assert as_of.resumable is not flagged, n
+    finally:
+        follower.close()
+
+
+def test_a_tool_operation_in_flight_at_n_counts_as_of_n(tmp_path: Path) -> None:
+    """The tool tally as of a seq where an admitted operation has no outcome yet (the
+    call in flight) counts it; live, completed, it is gone."""
+    plan = [{"tool_call_id": "tc1", "name": "publish", "arguments_sha256": SHA}]
+    op = "ns/th/t/tc1"
+    events = [
+        _ev(1, "call.requested", payload={
+            "idempotency_key": "k", "turn": {"namespace": "ns", "thread": "th", "turn": "t"}}),
+        _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+        _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}),
+        _ev(4, "attempt.observed", attempt="a1",
+            payload={"transport": {"status": 200}, "tool_plan": plan}),
+        _ev(5, "call.completed", payload={"status": "succeeded", "adopted_attempt_id": "a1"}),
+        _ev(6, "tool.admitted", attempt="a1", payload={
+            "operation_key": op, "tool_call_id": "tc1", "tool": "publish",
+            "arguments_sha256": SHA}),
+        _ev(7, "tool.completed", attempt="a1",
+            payload={"operation_key": op, "outcome": "succeeded", "receipt": "{}"}),
+    ]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        assert follower.snapshot().state.tool_effect_unknown_count == 0
+        tallies = []
+        for n in range(1, 8):
+            state = follower.as_of(n).state
+            assert_kept_sets_as_counted(state)
+            tallies.append(state.tool_effect_unknown_count)
+        assert tallies == [0, 0, 0, 0, 0, 1, 0]
     finally:
         follower.close()
 
