@@ -98,9 +98,7 @@ def _snapshot(
     index = CallPositions(projector.calls, len(state.calls))
     unknown = state.effect_unknown_ids
     if unknown is None:
-        unknown = state.effect_unknown_ids
-        if unknown is None:
-            unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
+        unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
         unknown,
