@@ -4,6 +4,7 @@ effect-unknown count (final) and every call's row; what needs payloads reads
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
 from pathlib import Path
@@ -15,6 +16,7 @@ from ledgerfactory import SCHEMA
 from codeai_tui.app import create_app
 from codeai_tui.console import model as data
 from codeai_tui.services.projection import project_case
+from codeai_tui.services.skeleton import SkeletonCalls
 
 EVENTS = 6000  # above the console's FAST_START_MIN: the skeleton applies
 
@@ -75,3 +77,18 @@ async def test_the_skeleton_answers_before_the_projection(tmp_path: Path, monkey
         selected = calls.call_at_cursor()
         assert selected is None or selected.call_id == main.selected_call_id
     assert ledger_digest(case) == before
+
+
+async def test_no_skeleton_outlives_the_projection(tmp_path: Path) -> None:
+    """The screen drops the skeleton when the projection arrives; the follower thread,
+    which runs all session, must not hold it either (it did: ~5 MB at 137,000 calls)."""
+    case = _big_case(tmp_path)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.main.live is not None, timeout=30,
+                       what="the projection")
+        await pilot.pause()
+        gc.unfreeze()  # (the console freezes what it holds after its first projection)
+        gc.collect()
+        assert not [o for o in gc.get_objects() if isinstance(o, SkeletonCalls)]
+

@@ -419,6 +419,10 @@ class MainScreen(Screen[None]):
                         skeleton = got[1] if got is not None else follower.skeleton()
                         if skeleton is not None and not stopped():
                             self.post_message(m.SkeletonReady(case, skeleton))
+                        # the screen holds the skeleton until the projection replaces it;
+                        # this loop runs all session: it must not keep it (~5 MB at 137,000
+                        # calls)
+                        skeleton = got = None
                         follower.catch_up(progress, stopped)
                         if stopped():
                             return
