@@ -20,20 +20,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeai_tui.ledger.schema import LEDGER_FILENAME
+from codeai_tui.ledger.case import named_case
 
 if TYPE_CHECKING:
     from codeai_tui.console.model import CaseFollower, Skeleton
 
 
 def single_case(path: str | os.PathLike[str]) -> Path | None:
-    """The case directory `path` names when it names one case (a case directory or its
-    ledger file), else None: a bundle opens its cases one at a time, later."""
-    p = Path(path)
+    """The case directory `path` names when it names one case (find_cases' own rule),
+    else None: a bundle opens its cases one at a time, later."""
     try:
-        if p.name == LEDGER_FILENAME and p.is_file():
-            return p.parent
-        return p if (p / LEDGER_FILENAME).is_file() else None
+        return named_case(Path(path))
     except OSError:  # (a directory it may not search): the console's own open says so
         return None
 

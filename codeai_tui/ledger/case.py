@@ -18,6 +18,16 @@ CASE_JSON = Path("case.json")
 CASE_JSON_LIMIT = 1024 * 1024
 
 
+def named_case(p: Path) -> Path | None:
+    """The case directory `p` itself names, without walking a bundle: `p` when it holds a
+    ledger, its parent when it is one (not a directory), else None. lexists: a special
+    file, a symlink or a dangling one named ledger.sqlite3 is the reader's to refuse,
+    clearly. Raises OSError where `p` cannot be looked at."""
+    if p.is_dir():
+        return p if os.path.lexists(p / LEDGER_FILENAME) else None
+    return p.parent if p.name == LEDGER_FILENAME and os.path.lexists(p) else None
+
+
 def find_cases(path: str | os.PathLike[str]) -> list[Path]:
     """A case dir, a ledger file or a bundle -> the case directories, sorted.
 
@@ -26,23 +36,18 @@ def find_cases(path: str | os.PathLike[str]) -> list[Path]:
     """
     p = Path(path)
     try:
-        exists, is_dir = p.exists(), p.is_dir()
-        # lexists: a dangling symlink is refused later
-        holds_ledger = is_dir and os.path.lexists(p / LEDGER_FILENAME)
+        exists, is_dir, case = p.exists(), p.is_dir(), named_case(p)
     except OSError as exc:
         raise LedgerError(LedgerProblem.MISSING, f"{path}: {exc.strerror or exc}") from None
     if not exists:
         raise LedgerError(LedgerProblem.MISSING, f"{path}: no such file or directory")
+    if case is not None:
+        return [case]
     if not is_dir:
-        # a special file or symlink named ledger.sqlite3 is the reader's to refuse, clearly
-        if p.name == LEDGER_FILENAME:
-            return [p.parent]
         raise LedgerError(
             LedgerProblem.NOT_A_LEDGER,
             f"{path}: not a case directory (expected a directory holding {LEDGER_FILENAME})",
         )
-    if holds_ledger:
-        return [p]
     found: list[Path] = []
     base_depth = len(p.parts)
     for root, dirs, files in os.walk(p):
