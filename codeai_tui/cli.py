@@ -231,19 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except OSError as exc:
-        if exc.filename is None:  # not about a path the operator gave or a file we write
-            if os.environ.get("CODEAI_TUI_DEBUG"):
-                raise
-            _err(f"internal error: {type(exc).__name__}: {exc} "
-                 "(set CODEAI_TUI_DEBUG=1 for the traceback)")
-            return EXIT_INTERNAL
-        # a path that cannot be looked at (a name too long, a directory not searchable, a
-        # file that is not a directory): the path and why, as for a missing one
-        _err(f"{exc.filename}: {exc.strerror or exc}")
-        return EXIT_BAD_INPUT if exc.errno in _PATH_ERRNOS else EXIT_IO
-    except Exception as exc:  # a bug, not a bad input: still one line for the operator
-        if os.environ.get("CODEAI_TUI_DEBUG"):
+    except Exception as exc:  # one line for the operator, a path or a bug
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # a path that cannot be looked at (a name too long, a directory not
+            # searchable, a file that is not a directory): the path and why, as for a
+            # missing one
+            _err(f"{exc.filename}: {exc.strerror or exc}")
+            return EXIT_BAD_INPUT if exc.errno in _PATH_ERRNOS else EXIT_IO
+        if os.environ.get("CODEAI_TUI_DEBUG"):  # a bug, not a bad input
             raise
         _err(f"internal error: {type(exc).__name__}: {exc} (set CODEAI_TUI_DEBUG=1 for the traceback)")
         return EXIT_INTERNAL
