@@ -96,12 +96,9 @@ def _snapshot(
 ) -> CaseSnapshot:
     state = projector.snapshot(receipts)
     index = CallPositions(projector.calls, len(state.calls))
-    unknown = state.effect_unknown_ids
-    if unknown is None:
-        unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
-        unknown,
+        state.effect_unknown_set(),
     )
 
 
@@ -338,14 +335,11 @@ class CaseFollower:
             state, receipts = state_as_of(self.projector, self.sql, seq, self.receipts)
             index = CallPositions(self.projector.calls, len(state.calls))
             max_seq = self.projector.last_seq
-        unknown = state.effect_unknown_ids
-        if unknown is None:
-            unknown = frozenset(c.call_id for c in state.calls if c.effect_unknown)
         # the events as of `seq` (the header counts those, as every pane shows the past);
         # `max_seq` stays the live one: the timeline keeps every row
         return CaseSnapshot(
             self.case_dir, state, state.event_count, max_seq, self.sql.recorded_at_upto(seq),
-            receipts, index, seq, unknown,
+            receipts, index, seq, state.effect_unknown_set(),
         )
 
 

@@ -329,6 +329,12 @@ class WorkState:
             return len(self.effect_unknown_ids)
         return sum(1 for c in self.calls if c.effect_unknown)
 
+    def effect_unknown_set(self) -> frozenset[str]:
+        """The effect-unknown calls' ids: kept, or found by a pass over the calls."""
+        if self.effect_unknown_ids is not None:
+            return self.effect_unknown_ids
+        return frozenset(c.call_id for c in self.calls if c.effect_unknown)
+
     def resumable_calls(self) -> Iterator[CallState]:
         """The calls the projection lets resume (`CallState.resumable`), in order."""
         if self.resumable_positions is not None:
