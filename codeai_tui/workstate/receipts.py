@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
-from codeai_tui.workstate.verdicts import ReceiptCheck
+from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
 
 
 def parse_time(text: str) -> datetime | None:
@@ -287,22 +287,26 @@ def check_coverage(
     builds its table when first read: time travel checks at every step, and reads no
     index)."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
-    covered_by: dict[str, str | None] = {}
-    for rid, key, sha in zip(rs.ids, rs.keys, rs.shas, strict=True):
+    covers: list[str | None] = []
+    for key, sha in zip(rs.keys, rs.shas, strict=True):
         have = covering(started, key, sha)
-        covered_by[rid] = (
-            have.attempt_id if have is not None
-            and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
+        covers.append(have.attempt_id if have is not None
+                      and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
     return ReceiptCheck(
         count=len(rs),
-        uncovered=tuple(rid for rid, att in covered_by.items() if att is None),
+        uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
         duplicates=_duplicates(rs, by_key),
-        covered_by=covered_by,
+        covered_by=Covers(rs, covers),
         problems=tuple(problems),
         log_present=log_present,
         index=index if index is not None else index_receipts(rs, problems, log_present,
                                                              by_key),
     )
+
+
+def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
+    """The ids of the receipts at `positions`, in that order, each id once."""
+    return tuple(dict.fromkeys(rs.ids[i] for i in positions))
 
 
 def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ...]:
@@ -352,8 +356,8 @@ class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
     on the log alone. Gives the same ReceiptCheck as `check_coverage` (tests). One
-    receipt -> attempt dict is kept: the check handed out shares it until an update
-    (copy on write)."""
+    list of covers by receipt position is kept: the check handed out shares it until an
+    update (copy on write)."""
 
     def __init__(self, log: ReceiptLog | None, started: Coverage) -> None:
         self.log = log
@@ -364,9 +368,11 @@ class LiveReceiptCheck:
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
                               by_key=self._by_key)
-        self._covered_by = full.covered_by
-        self._shared = True  # `full` (handed out) holds _covered_by
-        self._uncovered = dict.fromkeys(full.uncovered)
+        self._receipts = full.covered_by.receipts
+        self._covers = full.covered_by.attempts
+        self._shared = True  # `full` (handed out) holds _covers
+        # positions of the receipts no attempt covers
+        self._uncovered = dict.fromkeys(i for i, att in enumerate(self._covers) if att is None)
         self._duplicates = full.duplicates
         self._problems = full.problems
         self._present = full.log_present
@@ -376,19 +382,22 @@ class LiveReceiptCheck:
     def update(self, started: Coverage, pairs: Iterable[Pair]) -> None:
         for pair in pairs:
             have = covering(started, *pair)
-            ids = self._by_key.receipts.ids
             for i in self._by_key.matching(*pair):
                 if self._shared:
-                    self._covered_by = dict(self._covered_by)
+                    self._covers = list(self._covers)
                     self._shared = False
-                self._covered_by[ids[i]] = have.attempt_id if have else None
-                self._uncovered.pop(ids[i], None)
+                self._covers[i] = have.attempt_id if have else None
+                if have is None:
+                    self._uncovered[i] = None
+                else:
+                    self._uncovered.pop(i, None)
                 self._check = None
 
     def check(self) -> ReceiptCheck:
         if self._check is None:
-            self._check = ReceiptCheck(len(self._covered_by), tuple(self._uncovered),
-                                       self._duplicates, self._covered_by, self._problems,
-                                       self._present, self._index)
+            rs = self._receipts
+            self._check = ReceiptCheck(len(rs), _ids_at(rs, sorted(self._uncovered)),
+                                       self._duplicates, Covers(rs, self._covers),
+                                       self._problems, self._present, self._index)
             self._shared = True
         return self._check

@@ -8,10 +8,11 @@ into a copy (copy on write), so a verdict already handed out never changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeai_tui.ledger.receipts import Receipt, Receipts
 from codeai_tui.workstate.evidence import (
     Anomaly,
     CallEvidence,
@@ -270,12 +271,50 @@ class TaskState:
         }
 
 
+class Covers(Mapping[str, "str | None"]):
+    """The attempt that covers each receipt of a log (its id, or None), by the receipt's
+    place in the log: a list beside the log's columns. A dict by receipt id cost ~36
+    bytes per receipt and kept each id as a str of its own (10 MB at 143,904 receipts,
+    for as long as a console is open). As a mapping: receipt id -> the cover of the last
+    receipt with that id, indexed when first read that way (the console reads by
+    receipt, `of`)."""
+
+    __slots__ = ("_by_id", "attempts", "receipts")
+
+    def __init__(self, receipts: Receipts, attempts: list[str | None]) -> None:
+        self.receipts = receipts
+        self.attempts = attempts  # by position in `receipts`
+        self._by_id: dict[str, int] | None = None
+
+    def of(self, receipt: Receipt) -> str | None:
+        """The attempt covering this receipt of the log (None: uncovered, or not in it)."""
+        at = self.receipts.position_of(receipt)
+        return None if at is None else self.attempts[at]
+
+    def _index(self) -> dict[str, int]:
+        if self._by_id is None:
+            self._by_id = {rid: i for i, rid in enumerate(self.receipts.ids)}
+        return self._by_id
+
+    def __getitem__(self, receipt_id: str) -> str | None:
+        return self.attempts[self._index()[receipt_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+    def __repr__(self) -> str:
+        return f"Covers({len(self.attempts)} receipts)"
+
+
 @dataclass(frozen=True, slots=True)
 class ReceiptCheck:
     count: int
     uncovered: tuple[str, ...]
     duplicates: tuple[tuple[str, ...], ...]
-    covered_by: dict[str, str | None]  # receipt_id -> attempt_id that covers it
+    covered_by: Covers  # which attempt covers each receipt
     problems: tuple[tuple[int, str], ...] = ()
     log_present: bool = False
     index: ReceiptIndex | None = field(default=None, compare=False, repr=False)

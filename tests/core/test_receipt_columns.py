@@ -123,3 +123,29 @@ def test_by_key_finds_each_key_in_log_order() -> None:
     assert check_coverage(dup, {}, by_key=ByKey(dup)).duplicates == expected  # from the table
     assert ByKey(dup).repeated_keys() == ["a", "b"]
     assert datetime(2026, 1, 1, tzinfo=UTC) == parse_time("2026-01-01T00:00:00Z")
+
+
+def test_each_receipt_has_its_own_cover_when_ids_repeat() -> None:
+    """Two lines with one receipt id (a hostile log), one covered and one not: each
+    line's row gets its own cover, the id is listed as uncovered, both lines count."""
+    from codeai_tui.ledger.schema import Event
+    from codeai_tui.workstate import Projector
+
+    log = parse_receipt_lines(
+        b'{"receipt_id": "r1", "idempotency_key": "k", "body_sha256": "h1", "bytes": 1}\n'
+        b'{"receipt_id": "r1", "idempotency_key": "k2", "body_sha256": "h2", "bytes": 1}\n'
+        b'{"receipt_id": "r2", "idempotency_key": "k", "body_sha256": "h1", "bytes": 1}\n')
+    projector = Projector()
+    projector.feed([
+        Event(1, "e1", "t", "call.requested", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(2, "e2", "t", "call.manifest", "t1", "c1", payload={"idempotency_key": "k"}),
+        Event(3, "e3", "t", "attempt.started", "t1", "c1", "a1", payload={"request_sha256": "h1"}),
+    ])
+    check = projector.snapshot(log).receipts
+    first, second, third = log.receipts
+    assert [check.covered_by.of(r) for r in (first, second, third)] == ["a1", None, "a1"]
+    assert check.covered_by.of(Receipt("r1", "", "k", "h1", 1, 9)) is None  # not in the log
+    assert check.uncovered == ("r1",) and check.count == 3
+    assert dict(check.covered_by) == {"r1": None, "r2": "a1"}  # by id: the last line's
+    assert check == check_receipts(log.receipts, projector.calls.values(), log_present=True,
+                                   problems=log.problems)

@@ -68,7 +68,7 @@ def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
     dup_ids = {rid for group in check.duplicates for rid in group}
 
     def build(r: Receipt) -> Row:
-        return receipt_row(r, check.covered_by.get(r.receipt_id), r.receipt_id in dup_ids,
+        return receipt_row(r, check.covered_by.of(r), r.receipt_id in dup_ids,
                            r.receipt_id in linked)
 
     return build

@@ -1,0 +1,57 @@
+"""A column of strings kept as joined texts gives back every string as appended: any
+text (empty, non-ASCII, beyond the BMP), across block boundaries, by index, slice and
+iteration, and a head that shares blocks keeps working as a column of its own."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeai_tui.ledger.text_column import BLOCK, TextColumn
+
+_texts = st.lists(st.text(max_size=6), max_size=40)
+
+
+def _column(items: list[str], pad: int) -> tuple[TextColumn, list[str]]:
+    """`items` after `pad` filler strings, so small lists cross block boundaries too."""
+    full = [f"f{i}" for i in range(pad)] + items
+    return TextColumn(full), full
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.sampled_from([0, BLOCK - 3, BLOCK, 2 * BLOCK + 5]))
+def test_every_string_comes_back(items: list[str], pad: int) -> None:
+    col, full = _column(items, pad)
+    assert len(col) == len(full)
+    assert list(col) == full
+    assert col == full
+    for i in range(max(0, len(full) - 45), len(full)):
+        assert col[i] == full[i]
+        assert col[i - len(full)] == full[i - len(full)]  # negative indexes
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.sampled_from([0, BLOCK - 3, BLOCK, 2 * BLOCK + 5]), st.data())
+def test_slices_and_heads(items: list[str], pad: int, data: st.DataObject) -> None:
+    col, full = _column(items, pad)
+    k = data.draw(st.integers(0, len(full) + 2))
+    head = col[:k]
+    assert list(head) == full[:k]
+    more = data.draw(_texts)
+    for s in more:  # appends after a head
+        head.append(s)
+    assert list(head) == full[:k] + more
+    assert list(col) == full  # the column the head shares blocks with is unchanged
+    start, step = data.draw(st.integers(-5, 5)), data.draw(st.sampled_from([1, 2, -1]))
+    assert list(col[start::step]) == full[start::step]
+
+
+def test_out_of_range() -> None:
+    col = TextColumn(["a", "b"])
+    with pytest.raises(IndexError):
+        col[2]
+    with pytest.raises(IndexError):
+        col[-3]
+    assert TextColumn() == []
+    assert TextColumn(["x"]) != ["y"]
