@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from codeai_tui.ledger import (
     LedgerReader,
     ReceiptLog,
     find_cases,
+    read_more_receipts,
     read_receipts,
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
@@ -51,6 +53,9 @@ __all__ = [  # the names the app imports from here (the console's model API)
 FAST_START_MIN = 5000
 PROJECT_PAGE = 2000  # events per projection page: ~2 MB in flight, ~1 ms per page read
 TIMELINE_PAGE = 256
+# a receipt log that grows is read on at most this often (seconds): each read copies the
+# receipts' columns (~10 MB at 143,904 receipts) so a snapshot shown never changes
+RECEIPTS_EVERY = 1.0
 
 Progress = Callable[[int, int], None]
 
@@ -206,6 +211,7 @@ class CaseFollower:
         # receipts take ~1 s to read)
         self._receipts: ReceiptLog | None = None
         self._receipts_stamp: tuple[int, int, int] | None = None
+        self._receipts_read_at = 0.0  # (monotonic) when the log was last read on
         # the skeleton handed out, until the first projection lends it its call ids
         self._skeleton: Skeleton | None = None
         self.event_count, self.max_seq = self.reader.stats()
@@ -311,12 +317,16 @@ class CaseFollower:
         """A fresh snapshot if another process committed or the receipt log changed."""
         ledger_changed = self.reader.changed()
         stamp = _receipts_stamp(self.case_dir)
-        receipts_changed = self._receipts is not None and stamp != self._receipts_stamp
+        now = time.monotonic()
+        receipts_changed = (self._receipts is not None and stamp != self._receipts_stamp
+                            and now - self._receipts_read_at >= RECEIPTS_EVERY)
         if not ledger_changed and not receipts_changed:
             return None
         if receipts_changed:
-            self._receipts_stamp = stamp
-            self._receipts = read_receipts(self.case_dir)
+            self._receipts_stamp, self._receipts_read_at = stamp, now
+            # only what the provider appended is read, and checked (a re-read of 143,904
+            # receipts took ~1 s a poll while the provider wrote)
+            self._receipts = read_more_receipts(self.case_dir, self._receipts)
         if ledger_changed:
             fed = self.catch_up()  # no count(*): it is O(events) on every commit
             self.event_count = self.projector.event_count

@@ -12,7 +12,7 @@ from codeai_tui.ledger.case import (
 )
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
 from codeai_tui.ledger.reader import LedgerReader, resolve_ledger_path
-from codeai_tui.ledger.receipts import Receipt, ReceiptLog, read_receipts
+from codeai_tui.ledger.receipts import Receipt, ReceiptLog, read_more_receipts, read_receipts
 from codeai_tui.ledger.schema import LEDGER_FILENAME, LEDGER_FORMAT, Event, canonical_json
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, utc_now
 
@@ -34,6 +34,7 @@ __all__ = [
     "find_cases",
     "is_sha256_hex",
     "load_case_config",
+    "read_more_receipts",
     "read_receipts",
     "resolve_ledger_path",
     "sha256_hex",

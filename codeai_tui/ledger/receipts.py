@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +23,10 @@ from typing import overload
 
 import orjson
 
+from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import LedgerError
-from codeai_tui.ledger.safefile import read_regular
+from codeai_tui.ledger.safefile import FileId, read_regular_since
 from codeai_tui.ledger.text_column import TextColumn
 
 RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
@@ -100,18 +100,19 @@ class Receipts(Sequence[Receipt]):
     per receipt, with an int for its line number and its received_at as text, cost
     ~100 bytes more per receipt than these columns (with the key table's dict, see
     workstate's ByKey: 21 MB at 143,904 receipts, for as long as a console is open).
-    Equal to any sequence of the same receipts."""
+    The columns grow in blocks that copies share (`copy`: a log read on as the provider
+    appends). Equal to any sequence of the same receipts."""
 
     __slots__ = ("_lines", "_odd", "_sizes", "_times", "ids", "keys", "shas")
 
     def __init__(self, receipts: Iterable[Receipt] = ()) -> None:
         self.ids = TextColumn()  # a str each cost 44 bytes more (6 MB at 143,904 receipts)
-        self.keys: list[str] = []
-        self.shas: list[str] = []
-        self._times = array("q")
+        self.keys: Blocks[str] = Blocks()
+        self.shas: Blocks[str] = Blocks()
+        self._times: Blocks[int] = Blocks((), "q")
         self._odd: dict[int, str] = {}  # received_at kept as text, by position
-        self._sizes: array[int] | list[int] = array("q")
-        self._lines: array[int] | list[int] = array("q")
+        self._sizes: Blocks[int] = Blocks((), "q")  # (a size beyond 64 bits: a tuple block)
+        self._lines: Blocks[int] = Blocks((), "q")
         for r in receipts:
             self.append(r.receipt_id, r.received_at, r.idempotency_key, r.body_sha256,
                         r.bytes, r.line_no)
@@ -125,14 +126,8 @@ class Receipts(Sequence[Receipt]):
         self.keys.append(idempotency_key)
         self.shas.append(body_sha256)
         self._times.append(code)
-        try:
-            self._sizes.append(size)
-        except OverflowError:  # beyond 64 bits (a hostile `bytes`): a list from now on
-            self._sizes = [*self._sizes, size]
-        try:
-            self._lines.append(line_no)
-        except OverflowError:
-            self._lines = [*self._lines, line_no]
+        self._sizes.append(size)
+        self._lines.append(line_no)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -208,6 +203,14 @@ class Receipts(Sequence[Receipt]):
         k = len(picked)
         if k and not (picked[0] == 0 and picked[-1] == k - 1 and picked == list(range(k))):
             return self._gather(picked)
+        return self._head(k)
+
+    def copy(self) -> Receipts:
+        """The same receipts in columns of their own, to append to while this stays as
+        it is (a snapshot may be showing it); the strings and full id blocks are shared."""
+        return self._head(len(self))
+
+    def _head(self, k: int) -> Receipts:
         out = Receipts()
         out.ids, out.keys, out.shas = self.ids[:k], self.keys[:k], self.shas[:k]
         out._times, out._sizes, out._lines = self._times[:k], self._sizes[:k], self._lines[:k]
@@ -217,22 +220,13 @@ class Receipts(Sequence[Receipt]):
     def _gather(self, picked: list[int]) -> Receipts:
         out = Receipts()
         out.ids = TextColumn(self.ids[i] for i in picked)
-        out.keys = [self.keys[i] for i in picked]
-        out.shas = [self.shas[i] for i in picked]
-        out._times = array("q", [self._times[i] for i in picked])
-        sizes, lines = [self._sizes[i] for i in picked], [self._lines[i] for i in picked]
-        out._sizes = _column(sizes)
-        out._lines = _column(lines)
+        out.keys = Blocks(self.keys[i] for i in picked)
+        out.shas = Blocks(self.shas[i] for i in picked)
+        out._times = Blocks((self._times[i] for i in picked), "q")
+        out._sizes = Blocks((self._sizes[i] for i in picked), "q")
+        out._lines = Blocks((self._lines[i] for i in picked), "q")
         out._odd = {n: self._odd[i] for n, i in enumerate(picked) if i in self._odd}
         return out
-
-
-def _column(values: list[int]) -> array[int] | list[int]:
-    """`values` in an array where each fits 64 bits, else as they are."""
-    try:
-        return array("q", values)
-    except OverflowError:
-        return values
 
 
 def micros_of(when: datetime) -> int:
@@ -252,6 +246,20 @@ class ReceiptLog:
     problems: tuple[tuple[int, str], ...] = ()
     truncated_tail: bool = False
     path: Path | None = field(default=None, compare=False)
+    # where a read from disk ended, so the next reads only what was appended
+    tail: LogTail | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LogTail:
+    """Where reading a receipt log ended: the file, the bytes taken and the line number
+    at that point. `lineage`: one token for a log read whole and every log read on from
+    it, so a check of an earlier one can be carried forward (workstate.receipts)."""
+
+    file: FileId
+    offset: int
+    line: int
+    lineage: object
 
 
 def _loads(raw: bytes) -> object:
@@ -270,13 +278,24 @@ def _loads(raw: bytes) -> object:
 def parse_receipt_lines(data: bytes, path: Path | None = None) -> ReceiptLog:
     receipts = Receipts()
     problems: list[tuple[int, str]] = []
+    _used, _line, truncated = _parse_into(data, receipts, problems, 1)
+    return ReceiptLog(True, receipts, tuple(problems), truncated, path)
+
+
+def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]],
+                first_line: int) -> tuple[int, int, bool]:
+    """Append the receipts of `data`, whose first line is line `first_line`. Returns the
+    bytes taken (all but a cut-short last line), the line number where they end, and
+    whether the last line was cut short (a line without its newline that does not
+    parse: the writer is still writing it, or crashed)."""
     truncated = False
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
-    for idx, raw in enumerate(lines, start=1):
+    for idx, raw in enumerate(lines, start=first_line):
         if not raw.strip():
             continue
-        is_last = idx == len(lines) or (idx == len(lines) - 1 and lines[-1] == b"")
+        n = idx - first_line + 1
+        is_last = n == len(lines) or (n == len(lines) - 1 and lines[-1] == b"")
         try:
             obj = _loads(raw)
         except (UnicodeDecodeError, ValueError):
@@ -291,7 +310,8 @@ def parse_receipt_lines(data: bytes, path: Path | None = None) -> ReceiptLog:
         missing = _receipt(obj, idx, receipts)
         if missing:
             problems.append((idx, "receipt lacks or mistypes " + ", ".join(missing)))
-    return ReceiptLog(True, receipts, tuple(problems), truncated, path)
+    used = len(data) - len(lines[-1]) if truncated else len(data)
+    return used, first_line + len(lines) - 1, truncated
 
 
 def _receipt(obj: dict[str, object], line_no: int, receipts: Receipts) -> list[str]:
@@ -322,11 +342,37 @@ def _receipt(obj: dict[str, object], line_no: int, receipts: Receipts) -> list[s
 def read_receipts(case_dir: str | os.PathLike[str]) -> ReceiptLog:
     """The case's receipt log; never raises, never blocks. A log that cannot be read is
     `exists=True` with one line-0 problem, so it is never mistaken for "no receipts"."""
+    return read_more_receipts(case_dir, None)
+
+
+def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
+                       ) -> ReceiptLog:
+    """The case's receipt log again, after `log` was read: when the file is the same one
+    and has not shrunk, only what was appended since is read and parsed, into a copy
+    of `log`'s receipts (the provider appends a receipt per request: re-reading 143,904
+    lines took ~1 s on every poll of a live console). Else, or without `log`, all of
+    it. Equal to reading it all, but for a last line taken before its newline was
+    written (`_parse_into`): what follows it then starts a line of its own."""
     path = Path(case_dir) / RECEIPTS_RELPATH
+    tail = log.tail if log is not None else None
     try:
-        data = read_regular(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT)
+        got = read_regular_since(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT,
+                                 since=(tail.file, tail.offset) if tail is not None else None)
     except LedgerError as exc:
         return ReceiptLog(True, problems=((0, f"unreadable: {exc}"),), path=path)
-    if data is None:
+    if got is None:
         return ReceiptLog(False, path=path)
-    return parse_receipt_lines(data, path)
+    data, file, start = got
+    if log is not None and tail is not None and start > 0 and isinstance(log.receipts, Receipts):
+        if not data:
+            return log
+        receipts = log.receipts.copy()
+        problems = list(log.problems)
+        used, line, truncated = _parse_into(data, receipts, problems, tail.line)
+        return ReceiptLog(True, receipts, tuple(problems), truncated, path,
+                          LogTail(file, start + used, line, tail.lineage))
+    receipts = Receipts()
+    problems = []
+    used, line, truncated = _parse_into(data, receipts, problems, 1)
+    return ReceiptLog(True, receipts, tuple(problems), truncated, path,
+                      LogTail(file, used, line, object()))

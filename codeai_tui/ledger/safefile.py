@@ -81,11 +81,26 @@ def check_no_symlinked_dirs(base: Path, rel: Path) -> None:
             raise refusal(cur, st.st_mode)
 
 
+FileId = tuple[int, int]  # (st_dev, st_ino): which file a path named when it was read
+
+
 def read_regular(base: Path, rel: Path, *, limit: int) -> bytes | None:
     """The bytes of `base/rel`, or None if it does not exist.
 
     Refuses (LedgerError UNSAFE_FILE) a symlink anywhere below `base`, a FIFO, a device, a
     socket, a directory; never blocks; reads at most `limit` bytes (TOO_LARGE beyond)."""
+    got = read_regular_since(base, rel, limit=limit)
+    return None if got is None else got[0]
+
+
+def read_regular_since(base: Path, rel: Path, *, limit: int,
+                       since: tuple[FileId, int] | None = None
+                       ) -> tuple[bytes, FileId, int] | None:
+    """Like `read_regular`, for a file that grows: `since` is (file, offset) of an
+    earlier read. When the path still names that file and it holds at least `offset`
+    bytes, only the bytes after `offset` are read; else all of them (it was replaced or
+    cut). Returns (bytes, the file read, the offset they start at). `limit` bounds the
+    whole file."""
     check_no_symlinked_dirs(base, rel)
     path = base / rel
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -110,8 +125,13 @@ def read_regular(base: Path, rel: Path, *, limit: int) -> bytes | None:
             raise LedgerError(LedgerProblem.TOO_LARGE,
                               f"{path}: is {st.st_size} bytes, more than the {limit} bytes "
                               "read here")
+        file = (st.st_dev, st.st_ino)
+        start = 0
+        if since is not None and since[0] == file and since[1] <= st.st_size:
+            start = since[1]
+            os.lseek(fd, start, os.SEEK_SET)
         chunks: list[bytes] = []
-        total = 0
+        total = start
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -121,7 +141,7 @@ def read_regular(base: Path, rel: Path, *, limit: int) -> bytes | None:
                 raise LedgerError(LedgerProblem.TOO_LARGE,
                                   f"{path}: more than the {limit} bytes read here")
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), file, start
     except OSError as exc:
         raise LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot read ({exc.strerror})"
                           ) from None

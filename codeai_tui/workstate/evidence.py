@@ -304,6 +304,11 @@ class ReceiptIndex:
         return self._built
 
     @property
+    def built(self) -> bool:
+        """True once built: a later log's index can then start from what this one found."""
+        return self._build is None
+
+    @property
     def by_pair(self) -> ByPair:
         return self._get()[0]
 

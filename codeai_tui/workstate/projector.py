@@ -424,6 +424,8 @@ class Projector:
             self._pairs_stale = False
             self._live_check = None
         live = self._live_check
+        if live is not None and live.log is not receipt_log and live.extended_by(receipt_log):
+            live.grow(receipt_log, self._pairs)  # type: ignore[arg-type]  # (not None)
         if live is None or live.log is not receipt_log:
             live = self._live_check = LiveReceiptCheck(receipt_log, self._pairs)
         else:

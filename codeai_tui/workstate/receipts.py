@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
@@ -44,7 +45,8 @@ def receipts_before(log: ReceiptLog, next_recorded_at: str | None) -> ReceiptLog
         return when is None or when < limit  # type: ignore[operator]
 
     kept = rs.positions_before(micros_of(limit), odd_before)
-    return log if len(kept) == len(rs) else replace(log, receipts=rs.take(kept))
+    # a cut is no log read from disk: nothing can be read on from it (`tail`)
+    return log if len(kept) == len(rs) else replace(log, receipts=rs.take(kept), tail=None)
 
 
 def columns(receipts: Sequence[Receipt]) -> Receipts:
@@ -59,30 +61,59 @@ class ByKey:
     """A log's receipts by idempotency key: their positions sorted by key (log order
     within a key) beside the keys in that order, searched by bisection. A dict from key
     to receipts cost an int object and more per receipt (7 MB at 143,000 receipts, for
-    as long as a console is open); these two columns cost 16 bytes per receipt."""
+    as long as a console is open); these two columns cost 16 bytes per receipt.
+    Receipts appended later (`grown`) are kept by key beside them, until they are many
+    enough to sort in again: the sorted columns are never changed once made."""
 
-    __slots__ = ("_order", "_sorted", "receipts")
+    __slots__ = ("_added", "_extra", "_order", "_sorted", "receipts")
 
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
         order = sorted(range(len(rs)), key=rs.keys.__getitem__)
         self._sorted = [rs.keys[i] for i in order]  # the same string objects, sorted
         self._order = array("l", order)
+        self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
+        self._added = 0
 
-    def positions(self, key: str) -> list[int]:
-        """The positions of the receipts with this key, in log order."""
+    def grown(self, receipts: Receipts) -> ByKey:
+        """The table of `receipts`, whose first receipts are this table's, in proportion
+        to what was appended (sorted in again once that is an eighth of the log)."""
+        before = len(self.receipts)
+        if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
+            return ByKey(receipts)
+        out = ByKey(())
+        out.receipts, out._sorted, out._order = receipts, self._sorted, self._order
+        extra = dict(self._extra)
+        for i in range(before, len(receipts)):
+            key = receipts.keys[i]
+            extra[key] = [*extra.get(key, ()), i]  # (a list of its own: the old is shared)
+        out._extra, out._added = extra, self._added + len(receipts) - before
+        return out
+
+    def _span(self, key: str) -> tuple[int, int]:
         ordered = self._sorted
         at = bisect_left(ordered, key)
         end = at
         while end < len(ordered) and ordered[end] == key:
             end += 1
-        return self._order[at:end].tolist()
+        return at, end
+
+    def positions(self, key: str) -> list[int]:
+        """The positions of the receipts with this key, in log order."""
+        at, end = self._span(key)
+        found = self._order[at:end].tolist()
+        more = self._extra.get(key)
+        return found + more if more else found
 
     def repeated_keys(self) -> list[str]:
         """The keys two or more receipts carry (adjacent in the sorted column)."""
         ordered = self._sorted
-        return [ordered[i] for i in range(1, len(ordered))
-                if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
+        repeated = [ordered[i] for i in range(1, len(ordered))
+                    if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
+        if not self._extra:
+            return repeated
+        more = {k for k, ps in self._extra.items() if len(ps) + len(range(*self._span(k))) > 1}
+        return sorted(more.union(repeated))
 
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
@@ -162,11 +193,14 @@ class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
 
 
 def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, str]] = (),
-                   log_present: bool = False, by_key: ByKey | None = None) -> ReceiptIndex:
+                   log_present: bool = False, by_key: ByKey | None = None,
+                   after: tuple[str | None, int] | None = None) -> ReceiptIndex:
     """The receipts (already cut to the as-of point) by (key, body hash), so every
     attempt can name the receipts that match it. A log that exists but whose reading
     failed as a whole (a line-0 problem) is "unreadable": no receipt proves nothing.
-    `by_key`: the receipts' ByKey table when the caller has built it."""
+    `by_key`: the receipts' ByKey table when the caller has built it. `after`: the latest
+    received_at among the first n receipts and n, when known (the index of the log they
+    extend was built): only the receipts after them are looked at for the latest."""
     if not log_present:
         status = "absent"
     elif any(line == 0 for line, _ in problems):
@@ -178,14 +212,21 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
         table = by_key if by_key is not None else ByKey(receipts)
         rs = table.receipts
         latest: tuple[int, int] | None = None  # (micros, position)
-        for i in range(len(rs)):
+        upto, start = None, 0
+        if after is not None:
+            upto, start = after
+            when = parse_time(upto) if upto is not None else None
+            latest = (micros_of(when), -1) if when is not None else None
+        for i in range(start, len(rs)):
             micros = rs.received_micros(i)
             if micros is None:
                 when = parse_time(rs.received_at(i))
                 micros = micros_of(when) if when is not None else None
             if micros is not None and (latest is None or micros > latest[0]):
                 latest = (micros, i)
-        return ReceiptsByPair(table), rs.received_at(latest[1]) if latest else None
+        if latest is None:
+            return ReceiptsByPair(table), None
+        return ReceiptsByPair(table), rs.received_at(latest[1]) if latest[1] >= 0 else upto
 
     return ReceiptIndex(status, build)
 
@@ -287,7 +328,7 @@ def check_coverage(
     builds its table when first read: time travel checks at every step, and reads no
     index)."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
-    covers: list[str | None] = []
+    covers: Blocks[str | None] = Blocks()
     for key, sha in zip(rs.keys, rs.shas, strict=True):
         have = covering(started, key, sha)
         covers.append(have.attempt_id if have is not None
@@ -314,7 +355,7 @@ def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ..
     order, the groups ordered by their first receipt's place in the log. Only keys that
     repeat are looked at: from the key table when there is one (no transient per
     receipt at the projection's peak), else from a count of the keys (time travel)."""
-    keys, shas = rs.keys, rs.shas
+    keys = rs.keys
     if by_key is not None:
         shared: Iterable[list[int]] = [by_key.positions(k) for k in by_key.repeated_keys()]
     else:
@@ -323,12 +364,23 @@ def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ..
         for i in [i for i, k in enumerate(keys) if k in repeated]:
             found.setdefault(keys[i], []).append(i)
         shared = found.values()
+    return _group_ids(rs, _duplicate_groups(rs, shared))
+
+
+def _duplicate_groups(rs: Receipts, shared: Iterable[list[int]]) -> dict[Pair, list[int]]:
+    """Of receipts sharing a key (`shared`: positions per key, in log order), those of
+    each (key, body hash) that two or more hold."""
+    keys, shas = rs.keys, rs.shas
     pairs: dict[Pair, list[int]] = {}
     for positions in shared:
         for i in positions:
             pairs.setdefault((keys[i], shas[i]), []).append(i)
-    groups = sorted((g for g in pairs.values() if len(g) > 1), key=lambda g: g[0])
-    return tuple(tuple(rs.ids[i] for i in g) for g in groups)
+    return {pair: g for pair, g in pairs.items() if len(g) > 1}
+
+
+def _group_ids(rs: Receipts, groups: dict[Pair, list[int]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(rs.ids[i] for i in g)
+                 for g in sorted(groups.values(), key=lambda g: g[0]))
 
 
 def check_receipts(
@@ -356,7 +408,7 @@ class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
     on the log alone. Gives the same ReceiptCheck as `check_coverage` (tests). One
-    list of covers by receipt position is kept: the check handed out shares it until an
+    column of covers by receipt position is kept: the check handed out shares it until an
     update (copy on write)."""
 
     def __init__(self, log: ReceiptLog | None, started: Coverage) -> None:
@@ -374,6 +426,8 @@ class LiveReceiptCheck:
         # positions of the receipts no attempt covers
         self._uncovered = dict.fromkeys(i for i, att in enumerate(self._covers) if att is None)
         self._duplicates = full.duplicates
+        self._duplicate_groups = _duplicate_groups(
+            self._receipts, [self._by_key.positions(k) for k in self._by_key.repeated_keys()])
         self._problems = full.problems
         self._present = full.log_present
         self._index = full.index
@@ -384,14 +438,52 @@ class LiveReceiptCheck:
             have = covering(started, *pair)
             for i in self._by_key.matching(*pair):
                 if self._shared:
-                    self._covers = list(self._covers)
+                    self._covers = self._covers.copy()
                     self._shared = False
-                self._covers[i] = have.attempt_id if have else None
+                self._covers.set(i, have.attempt_id if have else None)
                 if have is None:
                     self._uncovered[i] = None
                 else:
                     self._uncovered.pop(i, None)
                 self._check = None
+
+    def extended_by(self, log: ReceiptLog | None) -> bool:
+        """True if `log` is this check's log read on from where it ended (the same
+        lineage: see ledger.receipts.LogTail), so `grow` can take it in."""
+        mine = self.log.tail if self.log is not None else None
+        theirs = log.tail if log is not None else None
+        return (mine is not None and theirs is not None and mine.lineage is theirs.lineage
+                and isinstance(log.receipts, Receipts)  # type: ignore[union-attr]
+                and len(log.receipts) >= len(self._receipts))  # type: ignore[union-attr]
+
+    def grow(self, log: ReceiptLog, started: Coverage) -> None:
+        """Take in the receipts appended to the log (`extended_by(log)`): their covers,
+        and the duplicate groups of their keys; in proportion to what was appended."""
+        before = len(self._receipts)
+        table = self._by_key.grown(log.receipts)  # type: ignore[arg-type]
+        _BY_KEY[:] = [(log, table)]
+        rs = table.receipts
+        if self._shared:
+            self._covers = self._covers.copy()
+            self._shared = False
+        keys: dict[str, None] = {}
+        for i in range(before, len(rs)):
+            have = covering(started, rs.keys[i], rs.shas[i])
+            self._covers.append(have.attempt_id if have is not None else None)
+            if have is None:
+                self._uncovered[i] = None
+            keys[rs.keys[i]] = None
+        grouped = _duplicate_groups(rs, [table.positions(k) for k in keys])
+        if any(self._duplicate_groups.get(pair) != g for pair, g in grouped.items()):
+            self._duplicate_groups.update(grouped)
+            self._duplicates = _group_ids(rs, self._duplicate_groups)
+        known = self._index  # (never kept by the next index: that would chain them all)
+        self._index = index_receipts(
+            rs, log.problems, log.exists, table,
+            after=(known.complete_up_to, before) if known is not None and known.built else None)
+        self.log, self._by_key, self._receipts = log, table, rs
+        self._problems, self._present = log.problems, log.exists
+        self._check = None
 
     def check(self) -> ReceiptCheck:
         if self._check is None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, Receipts
 from codeai_tui.workstate.evidence import (
     Anomaly,
@@ -273,7 +274,7 @@ class TaskState:
 
 class Covers(Mapping[str, "str | None"]):
     """The attempt that covers each receipt of a log (its id, or None), by the receipt's
-    place in the log: a list beside the log's columns. A dict by receipt id cost ~36
+    place in the log: a column beside the log's. A dict by receipt id cost ~36
     bytes per receipt and kept each id as a str of its own (10 MB at 143,904 receipts,
     for as long as a console is open). As a mapping: receipt id -> the cover of the last
     receipt with that id, indexed when first read that way (the console reads by
@@ -281,7 +282,7 @@ class Covers(Mapping[str, "str | None"]):
 
     __slots__ = ("_by_id", "attempts", "receipts")
 
-    def __init__(self, receipts: Receipts, attempts: list[str | None]) -> None:
+    def __init__(self, receipts: Receipts, attempts: Blocks[str | None]) -> None:
         self.receipts = receipts
         self.attempts = attempts  # by position in `receipts`
         self._by_id: dict[str, int] | None = None

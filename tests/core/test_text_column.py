@@ -1,6 +1,8 @@
-"""A column of strings kept as joined texts gives back every string as appended: any
-text (empty, non-ASCII, beyond the BMP), across block boundaries, by index, slice and
-iteration, and a head that shares blocks keeps working as a column of its own."""
+"""The columns behind the receipt log. A column of strings kept as joined texts gives
+back every string as appended: any text (empty, non-ASCII, beyond the BMP), across
+block boundaries, by index, slice and iteration, and a head that shares blocks keeps
+working as a column of its own. A column in shared blocks is copied and changed
+without changing what it shares."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codeai_tui.ledger.blocks import BLOCK as BLOCKS_BLOCK
+from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.text_column import BLOCK, TextColumn
 
 _texts = st.lists(st.text(max_size=6), max_size=40)
@@ -55,3 +59,33 @@ def test_out_of_range() -> None:
         col[-3]
     assert TextColumn() == []
     assert TextColumn(["x"]) != ["y"]
+
+
+_ints = st.lists(st.one_of(st.integers(-5, 300), st.integers(min_value=2**63)), max_size=30)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ints, st.sampled_from([0, BLOCKS_BLOCK - 7, BLOCKS_BLOCK, 2 * BLOCKS_BLOCK + 1]),
+       st.sampled_from([None, "q"]), st.data())
+def test_blocks_copy_and_set_never_change_what_is_shared(
+        items: list[int], pad: int, code: str | None, data: st.DataObject) -> None:
+    """A column whose copies share its blocks: every item comes back (ints beyond 64
+    bits included), and setting or appending on a copy or a head leaves the original
+    as it was."""
+    full = list(range(pad)) + items
+    col = Blocks(full, code)
+    assert list(col) == full and len(col) == len(full) and col == full
+    k = data.draw(st.integers(0, len(full)))
+    assert list(col[:k]) == full[:k]
+    if full:
+        i = data.draw(st.integers(0, len(full) - 1))
+        assert col[i] == full[i] and col[i - len(full)] == full[i]
+        mine = col.copy()
+        mine.set(i, -1)
+        mine.append(2**70)
+        assert list(col) == full  # the original is unchanged
+        assert list(mine) == [*full[:i], -1, *full[i + 1:], 2**70]
+    grown = col[:k]
+    for n in items:
+        grown.append(n)
+    assert list(grown) == full[:k] + items and list(col) == full
