@@ -304,9 +304,12 @@ print(" ".join(f"{t:.4f}" for t in times))
 """
 
 _WRITER = """
-import json, sqlite3, sys, time
+import hashlib, json, sqlite3, sys, time
 from datetime import datetime, timezone
 path, rate, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+# as a provider does: a receipt per started attempt, logged before it works (the console
+# reads on from where it ended; reading the whole log again made it fall seconds behind)
+receipts = open(path.rsplit("/", 1)[0] + "/provider/receipts.jsonl", "a")
 conn = sqlite3.connect(path, isolation_level=None, timeout=5)
 conn.execute("PRAGMA synchronous=NORMAL")
 seq = start = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
@@ -319,12 +322,19 @@ while time.perf_counter() - t0 < seconds:
     # anomaly ("second call.requested for call live-0"), measured as if it were load
     call = f"live-{start}-{n // 7}"; kind = kinds[n % 7]
     att = f"{call}-a1" if kind.startswith("attempt.") else None
+    sha = hashlib.sha256(call.encode()).hexdigest()
     seq += 1
     now = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    if kind == "attempt.started":
+        receipts.write(json.dumps({"receipt_id": f"r-live-{seq}", "received_at": now,
+                                   "idempotency_key": call, "body_sha256": sha,
+                                   "bytes": 100}) + "\\n")
+        receipts.flush()
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)",
                  (seq, f"live-{seq}", now, kind, "task-live", call, att, None,
-                  json.dumps({"idempotency_key": call, "status": "succeeded"})))
+                  json.dumps({"idempotency_key": call, "request_sha256": sha,
+                              "status": "succeeded"})))
     conn.execute("COMMIT")
     n += 1
     lag = t0 + n / rate - time.perf_counter()
