@@ -47,6 +47,15 @@ class Blocks(Sequence[T], Generic[T]):
             self._blocks.append(self._sealed(self._open))
             self._open = []
 
+    def extend(self, items: Iterable[T]) -> None:
+        opened = self._open
+        opened.extend(items)
+        if len(opened) >= BLOCK:
+            full = len(opened) - len(opened) % BLOCK
+            for at in range(0, full, BLOCK):
+                self._blocks.append(self._sealed(opened[at:at + BLOCK]))
+            self._open = opened[full:]
+
     def __len__(self) -> int:
         return len(self._blocks) * BLOCK + len(self._open)
 
@@ -77,6 +86,16 @@ class Blocks(Sequence[T], Generic[T]):
         for block in self._blocks:
             yield from block
         yield from self._open
+
+    def iter_from(self, start: int) -> Iterator[T]:
+        """The items from position `start` on, without stepping through those before."""
+        if start >= len(self):
+            return
+        first, skip = divmod(max(0, start), BLOCK)
+        for block in self._blocks[first:]:
+            yield from block[skip:] if skip else block
+            skip = 0
+        yield from self._open[skip:] if skip else self._open
 
     def head(self, k: int) -> Blocks[T]:
         """The first `k` items, sharing the sealed blocks they fill."""

@@ -32,6 +32,10 @@ from codeai_tui.ledger.text_column import TextColumn
 RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
 
 
+# (receipt_id, received_at, idempotency_key, body_sha256, bytes, line_no)
+ReceiptRow = tuple[str, str, str, str, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class Receipt:
     receipt_id: str
@@ -113,21 +117,35 @@ class Receipts(Sequence[Receipt]):
         self._odd: dict[int, str] = {}  # received_at kept as text, by position
         self._sizes: Blocks[int] = Blocks((), "q")  # (a size beyond 64 bits: a tuple block)
         self._lines: Blocks[int] = Blocks((), "q")
-        for r in receipts:
-            self.append(r.receipt_id, r.received_at, r.idempotency_key, r.body_sha256,
-                        r.bytes, r.line_no)
+        self.extend((r.receipt_id, r.received_at, r.idempotency_key, r.body_sha256, r.bytes,
+                     r.line_no) for r in receipts)
 
-    def append(self, receipt_id: str, received_at: str, idempotency_key: str,
-               body_sha256: str, size: int, line_no: int) -> None:
-        code = _time_code(received_at)
-        if code == _ODD_TIME:
-            self._odd[len(self.ids)] = received_at
-        self.ids.append(receipt_id)
-        self.keys.append(idempotency_key)
-        self.shas.append(body_sha256)
-        self._times.append(code)
-        self._sizes.append(size)
-        self._lines.append(line_no)
+    def extend(self, rows: Iterable[ReceiptRow]) -> None:
+        """Append receipts given as (id, received_at, key, body hash, bytes, line), each
+        column in one go (an append per column and receipt cost ~0.4 s at 143,904)."""
+        ids: list[str] = []
+        keys: list[str] = []
+        shas: list[str] = []
+        times: list[int] = []
+        sizes: list[int] = []
+        lines: list[int] = []
+        base = len(self)
+        for rid, received_at, key, sha, size, line_no in rows:
+            code = _time_code(received_at)
+            if code == _ODD_TIME:
+                self._odd[base + len(ids)] = received_at
+            ids.append(rid)
+            keys.append(key)
+            shas.append(sha)
+            times.append(code)
+            sizes.append(size)
+            lines.append(line_no)
+        self.ids.extend(ids)
+        self.keys.extend(keys)
+        self.shas.extend(shas)
+        self._times.extend(times)
+        self._sizes.extend(sizes)
+        self._lines.extend(lines)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -184,6 +202,11 @@ class Receipts(Sequence[Receipt]):
         is not a plain UTC time (the caller reads `received_at(i)` then)."""
         code = self._times[i]
         return None if code == _ODD_TIME else code >> 4
+
+    def micros_from(self, start: int) -> Iterator[tuple[int, int | None]]:
+        """(position, `received_micros`) of each receipt from `start` on, in one pass."""
+        for i, code in enumerate(self._times.iter_from(start), start):
+            yield i, None if code == _ODD_TIME else code >> 4
 
     def positions_before(self, limit_micros: int, odd_before: Callable[[str], bool]
                          ) -> list[int]:
@@ -289,6 +312,7 @@ def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]]
     whether the last line was cut short (a line without its newline that does not
     parse: the writer is still writing it, or crashed)."""
     truncated = False
+    rows: list[ReceiptRow] = []
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
     for idx, raw in enumerate(lines, start=first_line):
@@ -307,16 +331,17 @@ def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]]
         if not isinstance(obj, dict):
             problems.append((idx, "receipt is not a JSON object"))
             continue
-        missing = _receipt(obj, idx, receipts)
+        missing = _receipt(obj, idx, rows)
         if missing:
             problems.append((idx, "receipt lacks or mistypes " + ", ".join(missing)))
+    receipts.extend(rows)
     used = len(data) - len(lines[-1]) if truncated else len(data)
     return used, first_line + len(lines) - 1, truncated
 
 
-def _receipt(obj: dict[str, object], line_no: int, receipts: Receipts) -> list[str]:
-    """Append one receipt from one JSON object; the names of the fields it lacks or
-    mistypes.
+def _receipt(obj: dict[str, object], line_no: int, rows: list[ReceiptRow]) -> list[str]:
+    """Append one receipt's row from one JSON object; the names of the fields it lacks
+    or mistypes.
     Placeholders name the line, so two broken receipts never look like one duplicate."""
     missing: list[str] = []
 
@@ -335,7 +360,7 @@ def _receipt(obj: dict[str, object], line_no: int, receipts: Receipts) -> list[s
     if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0):
         missing.append("bytes")
         size = -1
-    receipts.append(rid, received_at, key, sha, size, line_no)
+    rows.append((rid, received_at, key, sha, size, line_no))
     return missing
 
 

@@ -29,17 +29,26 @@ class TextColumn(Sequence[str]):
     def append(self, s: str) -> None:
         self._open.append(s)
         if len(self._open) == BLOCK:
-            self._seal()
+            self._seal(self._open)
+            self._open = []
 
-    def _seal(self) -> None:
+    def extend(self, items: Iterable[str]) -> None:
+        opened = self._open
+        opened.extend(items)
+        if len(opened) >= BLOCK:
+            full = len(opened) - len(opened) % BLOCK
+            for at in range(0, full, BLOCK):
+                self._seal(opened[at:at + BLOCK])
+            self._open = opened[full:]
+
+    def _seal(self, items: list[str]) -> None:
         offsets = []
         at = 0
-        for s in self._open:
+        for s in items:
             at += len(s)
             offsets.append(at)
-        self._texts.append("".join(self._open))
+        self._texts.append("".join(items))
         self._ends.append(array("I" if at < 1 << 32 else "Q", offsets))
-        self._open = []
 
     def __len__(self) -> int:
         return len(self._texts) * BLOCK + len(self._open)

@@ -69,8 +69,9 @@ class ByKey:
 
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
-        order = sorted(range(len(rs)), key=rs.keys.__getitem__)
-        self._sorted = [rs.keys[i] for i in order]  # the same string objects, sorted
+        keys = list(rs.keys)  # (read once: a column's item is a Python call away)
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self._sorted = [keys[i] for i in order]  # the same string objects, sorted
         self._order = array("l", order)
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
@@ -217,8 +218,7 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
             upto, start = after
             when = parse_time(upto) if upto is not None else None
             latest = (micros_of(when), -1) if when is not None else None
-        for i in range(start, len(rs)):
-            micros = rs.received_micros(i)
+        for i, micros in rs.micros_from(start):
             if micros is None:
                 when = parse_time(rs.received_at(i))
                 micros = micros_of(when) if when is not None else None
@@ -346,8 +346,11 @@ def check_coverage(
 
 
 def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
-    """The ids of the receipts at `positions`, in that order, each id once."""
-    return tuple(dict.fromkeys(rs.ids[i] for i in positions))
+    """The ids of the receipts at `positions`, in that order, each id once (read in one
+    pass over the column when they are many: a log no attempt covers)."""
+    at = list(positions)
+    ids: Sequence[str] = list(rs.ids) if len(at) > 1024 else rs.ids
+    return tuple(dict.fromkeys(ids[i] for i in at))
 
 
 def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ...]:

@@ -43,8 +43,9 @@ def test_slices_and_heads(items: list[str], pad: int, data: st.DataObject) -> No
     head = col[:k]
     assert list(head) == full[:k]
     more = data.draw(_texts)
-    for s in more:  # appends after a head
+    for s in more[:2]:  # appends after a head, one by one and together
         head.append(s)
+    head.extend(more[2:])
     assert list(head) == full[:k] + more
     assert list(col) == full  # the column the head shares blocks with is unchanged
     start, step = data.draw(st.integers(-5, 5)), data.draw(st.sampled_from([1, 2, -1]))
@@ -75,8 +76,13 @@ def test_blocks_copy_and_set_never_change_what_is_shared(
     full = list(range(pad)) + items
     col = Blocks(full, code)
     assert list(col) == full and len(col) == len(full) and col == full
-    k = data.draw(st.integers(0, len(full)))
+    k = data.draw(st.integers(0, len(full) + 2))
     assert list(col[:k]) == full[:k]
+    assert list(col.iter_from(k)) == full[k:]
+    extended: Blocks[int] = Blocks((), code)
+    extended.extend(full[:k])
+    extended.extend(full[k:])
+    assert list(extended) == full
     if full:
         i = data.draw(st.integers(0, len(full) - 1))
         assert col[i] == full[i] and col[i - len(full)] == full[i]
