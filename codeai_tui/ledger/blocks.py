@@ -17,7 +17,22 @@ T = TypeVar("T")
 BLOCK = 4096  # items per sealed block
 
 
-class Blocks(Sequence[T], Generic[T]):
+class ValueSequence(Sequence[T], Generic[T]):
+    """A sequence equal to any other sequence (not text) of equal items, in order, as
+    a list or tuple of them would be: the columns stand in for lists."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+class Blocks(ValueSequence[T]):
     """Items in sealed blocks of `BLOCK` (arrays of `typecode` where every item fits,
     else tuples) and an open list at the end. Sealed blocks are never changed in place:
     `copy` and `head` share them, `set` replaces the one block it changes."""
@@ -121,14 +136,6 @@ class Blocks(Sequence[T], Generic[T]):
         changed = list(self._blocks[block])
         changed[j] = item
         self._blocks[block] = self._sealed(changed)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"Blocks({len(self)} items)"

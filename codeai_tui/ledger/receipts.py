@@ -23,7 +23,7 @@ from typing import overload
 
 import orjson
 
-from codeai_tui.ledger.blocks import Blocks
+from codeai_tui.ledger.blocks import Blocks, ValueSequence
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.safefile import FileId, read_regular_since
@@ -99,7 +99,7 @@ def _time_text(code: int) -> str:
     return f"{_day_text(days)}{hour:02d}:{minute:02d}:{second:02d}{frac}{suffix}"
 
 
-class Receipts(Sequence[Receipt]):
+class Receipts(ValueSequence[Receipt]):
     """A log's receipts kept in columns, each `Receipt` made when asked for. An object
     per receipt, with an int for its line number and its received_at as text, cost
     ~100 bytes more per receipt than these columns (with the key table's dict, see
@@ -169,14 +169,6 @@ class Receipts(Sequence[Receipt]):
     def __iter__(self) -> Iterator[Receipt]:
         for i in range(len(self)):
             yield self[i]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"Receipts({len(self)} receipts)"

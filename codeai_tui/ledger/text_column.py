@@ -4,13 +4,15 @@ and shown a screenful at a time (receipt ids)."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import overload
+
+from codeai_tui.ledger.blocks import ValueSequence
 
 BLOCK = 1024  # strings per sealed text
 
 
-class TextColumn(Sequence[str]):
+class TextColumn(ValueSequence[str]):
     """Strings appended in order, kept per block of `BLOCK` as one joined text and the end
     offset of each: ~4 bytes plus its characters per string, where a str object each
     cost 49 bytes plus its characters (receipt ids: ~54 -> ~10 bytes, 6 MB fewer at
@@ -94,14 +96,6 @@ class TextColumn(Sequence[str]):
         for j in range(full * BLOCK, k):
             out._open.append(self[j])
         return out
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"TextColumn({len(self)} strings)"
