@@ -35,8 +35,9 @@ class ValueSequence(Sequence[T], Generic[T]):
 
 class Blocks(ValueSequence[T]):
     """Items in sealed blocks of `BLOCK` (arrays of `typecode` where every item fits,
-    else tuples) and an open list at the end. Sealed blocks are never changed in place:
-    `copy` and `head` share them, `set` replaces the one block it changes."""
+    else tuples; a subclass may seal them otherwise) and an open list at the end. Sealed
+    blocks are never changed in place: `copy` and `head` share them, `set` replaces the
+    one block it changes."""
 
     __slots__ = ("_blocks", "_code", "_open")
 
@@ -86,7 +87,7 @@ class Blocks(ValueSequence[T]):
             start, stop, step = i.indices(len(self))
             if start == 0 and step == 1:
                 return self.head(stop)
-            return Blocks((self[k] for k in range(start, stop, step)), self._code)
+            return type(self)((self[k] for k in range(start, stop, step)), self._code)
         block, j = divmod(self._index(i), BLOCK)
         return self._open[j] if block == len(self._blocks) else self._blocks[block][j]
 
@@ -117,7 +118,7 @@ class Blocks(ValueSequence[T]):
         """The first `k` items, sharing the sealed blocks they fill."""
         k = max(0, min(k, len(self)))
         full, rest = divmod(k, BLOCK)
-        out: Blocks[T] = Blocks((), self._code)
+        out = type(self)((), self._code)
         out._blocks = self._blocks[:full]
         if rest:
             last = self._open if full == len(self._blocks) else self._blocks[full]
@@ -139,4 +140,4 @@ class Blocks(ValueSequence[T]):
         self._blocks[block] = self._sealed(changed)
 
     def __repr__(self) -> str:
-        return f"Blocks({len(self)} items)"
+        return f"{type(self).__name__}({len(self)} items)"

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeai_tui.ledger.blocks import BLOCK as BLOCKS_BLOCK
-from codeai_tui.ledger.blocks import Blocks
-from codeai_tui.ledger.text_column import BLOCK, TextColumn
+from codeai_tui.ledger.blocks import BLOCK, Blocks
+from codeai_tui.ledger.text_column import TextColumn
 
 _texts = st.lists(st.text(max_size=6), max_size=40)
 
@@ -66,7 +65,7 @@ _ints = st.lists(st.one_of(st.integers(-5, 300), st.integers(min_value=2**63)), 
 
 
 @settings(max_examples=100, deadline=None)
-@given(_ints, st.sampled_from([0, BLOCKS_BLOCK - 7, BLOCKS_BLOCK, 2 * BLOCKS_BLOCK + 1]),
+@given(_ints, st.sampled_from([0, BLOCK - 7, BLOCK, 2 * BLOCK + 1]),
        st.sampled_from([None, "q"]), st.data())
 def test_blocks_copy_and_set_never_change_what_is_shared(
         items: list[int], pad: int, code: str | None, data: st.DataObject) -> None:
