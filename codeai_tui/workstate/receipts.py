@@ -320,13 +320,14 @@ def check_coverage(
     log_present: bool = False,
     index: ReceiptIndex | None = None,
     by_key: ByKey | None = None,
+    duplicate_groups: dict[Pair, list[int]] | None = None,
 ) -> ReceiptCheck:
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
-    attempts started at or before that seq cover (time travel). `index`, `by_key`: the
-    receipts' index and ByKey table when the caller built them already (else the index
-    builds its table when first read: time travel checks at every step, and reads no
-    index)."""
+    attempts started at or before that seq cover (time travel). `index`, `by_key`,
+    `duplicate_groups`: the receipts' index, ByKey table and `_repeat_groups` when the
+    caller built them already (else the index builds its table when first read: time
+    travel checks at every step, and reads no index)."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = Blocks()
     for key, sha in zip(rs.keys, rs.shas, strict=True):
@@ -336,7 +337,8 @@ def check_coverage(
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
-        duplicates=_duplicates(rs, by_key),
+        duplicates=_group_ids(rs, duplicate_groups if duplicate_groups is not None
+                              else _repeat_groups(rs, by_key)),
         covered_by=Covers(rs, covers),
         problems=tuple(problems),
         log_present=log_present,
@@ -353,11 +355,11 @@ def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids[i] for i in at))
 
 
-def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ...]:
-    """The receipt ids of every (key, body hash) held by two or more receipts, in log
-    order, the groups ordered by their first receipt's place in the log. Only keys that
-    repeat are looked at: from the key table when there is one (no transient per
-    receipt at the projection's peak), else from a count of the keys (time travel)."""
+def _repeat_groups(rs: Receipts, by_key: ByKey | None) -> dict[Pair, list[int]]:
+    """The positions, in log order, of the receipts of every (key, body hash) that two
+    or more hold (a duplicate effect). Only keys that repeat are looked at: from the key
+    table when there is one (no transient per receipt at the projection's peak), else
+    from a count of the keys (time travel)."""
     keys = rs.keys
     if by_key is not None:
         shared: Iterable[list[int]] = [by_key.positions(k) for k in by_key.repeated_keys()]
@@ -367,7 +369,7 @@ def _duplicates(rs: Receipts, by_key: ByKey | None) -> tuple[tuple[str, ...], ..
         for i in [i for i, k in enumerate(keys) if k in repeated]:
             found.setdefault(keys[i], []).append(i)
         shared = found.values()
-    return _group_ids(rs, _duplicate_groups(rs, shared))
+    return _duplicate_groups(rs, shared)
 
 
 def _duplicate_groups(rs: Receipts, shared: Iterable[list[int]]) -> dict[Pair, list[int]]:
@@ -382,6 +384,7 @@ def _duplicate_groups(rs: Receipts, shared: Iterable[list[int]]) -> dict[Pair, l
 
 
 def _group_ids(rs: Receipts, groups: dict[Pair, list[int]]) -> tuple[tuple[str, ...], ...]:
+    """The groups' receipt ids, the groups ordered by their first receipt's place."""
     return tuple(tuple(rs.ids[i] for i in g)
                  for g in sorted(groups.values(), key=lambda g: g[0]))
 
@@ -420,17 +423,17 @@ class LiveReceiptCheck:
         problems = log.problems if log else ()
         present = bool(log and log.exists)
         self._by_key = by_key_of(log) if log else ByKey(())
+        # (key, hash) -> positions of duplicate receipts, kept for `grow`
+        self._duplicate_groups = _repeat_groups(self._by_key.receipts, self._by_key)
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
-                              by_key=self._by_key)
+                              by_key=self._by_key, duplicate_groups=self._duplicate_groups)
         self._receipts = full.covered_by.receipts
         self._covers = full.covered_by.attempts
         self._shared = True  # `full` (handed out) holds _covers
         # positions of the receipts no attempt covers
         self._uncovered = dict.fromkeys(i for i, att in enumerate(self._covers) if att is None)
         self._duplicates = full.duplicates
-        self._duplicate_groups = _duplicate_groups(
-            self._receipts, [self._by_key.positions(k) for k in self._by_key.repeated_keys()])
         self._problems = full.problems
         self._present = full.log_present
         self._index = full.index
