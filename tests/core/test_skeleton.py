@@ -100,6 +100,42 @@ def test_payload_dependent_verdicts_wait_instead_of_guessing(tmp_path: Path) -> 
     assert _check(case, None, 2000) == 0
 
 
+def test_kinds_that_need_their_attempt_or_finding_are_judged_as_the_oracle(
+        tmp_path: Path) -> None:
+    """Without re-reads the kinds alone still never decide: attempt evidence with no
+    attempt id (each such event is its own attempt), and an ended call whose attempt
+    was reconciled (the finding decides whether the effect happened)."""
+    events = [
+        # c1: started and observed, neither naming its attempt
+        _ev(1, "call.requested", "c1", payload={"idempotency_key": "k1"}),
+        _ev(2, "call.manifest", "c1", payload={"idempotency_key": "k1"}),
+        _ev(3, "attempt.started", "c1", None, {"attempt_no": 1}),
+        _ev(4, "attempt.observed", "c1", None, {"transport": {"status": 200}}),
+        # c2: completed after an operator found the request never arrived
+        _ev(5, "call.requested", "c2", payload={"idempotency_key": "k2"}),
+        _ev(6, "call.manifest", "c2", payload={"idempotency_key": "k2"}),
+        _ev(7, "attempt.started", "c2", "a1", {"attempt_no": 1}),
+        _ev(8, "attempt.reconciled", "c2", "a1", {"finding": "not_received"}),
+        _ev(9, "call.completed", "c2", payload={"status": "failed"}),
+        # c3: a second attempt, its first one observed: the kinds decide this one
+        _ev(10, "call.requested", "c3", payload={"idempotency_key": "k3"}),
+        _ev(11, "call.manifest", "c3", payload={"idempotency_key": "k3"}),
+        _ev(12, "attempt.started", "c3", "a1", {"attempt_no": 1}),
+        _ev(13, "attempt.observed", "c3", "a1", {"transport": {"status": 500}}),
+        _ev(14, "attempt.started", "c3", "a2", {"attempt_no": 2}),
+    ]
+    case = _case(tmp_path, events)
+    assert _check(case, None, 0) == 1
+    with EvidenceSQL(case) as sql:
+        sk = build_skeleton(sql, resolve_max=0)
+    by_id = {c.call_id: c for c in sk.calls}
+    assert by_id["c2"].pending  # the finding's word decides: it waits for the payload
+    assert not by_id["c1"].pending  # re-read despite no budget (checked by _check)
+    assert by_id["c3"].attempts == 2 and by_id["c3"].stage is CallStage.EFFECT_UNKNOWN
+    for seq in range(1, len(events) + 1):
+        _check(case, seq, 0)
+
+
 @pytest.mark.parametrize(("column", "value", "unfit"), [
     ("payload", 42, False),  # payloads are never read: the skeleton is unchanged
     ("call_id", b"c1", True),  # id or kind cells of other types: no skeleton, say why
