@@ -199,7 +199,7 @@ class EvidenceSQL:
         return n
 
     def suspect_rows(self, as_of: int, known: Sequence[str], scanned: Sequence[str],
-                     flagging: Sequence[str]
+                     flagging: Sequence[str], after: int | None = None
                      ) -> Iterator[tuple[int, str, str | None, object, bool, bool]]:
         """One scan in C for (seq, kind, call_id, payload, known kind, odd) of: rows with
         an event_id, recorded_at or compilation_id cell that is not plain text (`odd`:
@@ -207,7 +207,8 @@ class EvidenceSQL:
         unknown kinds; and, among kinds the payload scan will not parse, events whose
         payload SQLite does not see as a JSON object text (the caller re-parses those
         the way the oracle does). `flagging` kinds are checked too when they name a
-        call, since a broken payload there flags the call before the call is judged."""
+        call, since a broken payload there flags the call before the call is judged.
+        `after`: only rows with a seq above it (a scan split in parts, one per thread)."""
         bad = ("CASE WHEN typeof(payload) = 'text' AND json_valid(payload) "
                "THEN json_type(payload) ELSE 'bad' END != 'object'")
         # cells the fast path never decodes: any that is not printable ASCII text is left
@@ -218,11 +219,12 @@ class EvidenceSQL:
                "OR attempt_id GLOB '*[^ -~]*' OR task_id GLOB '*[^ -~]*'")
         return self._stream(f"""
             SELECT seq, kind, call_id, payload, kind IN ({_in(known)}), {odd}
-            FROM events WHERE seq <= ? AND ({odd} OR kind NOT IN ({_in(known)})
+            FROM events WHERE seq <= ? {"" if after is None else "AND seq > ?"}
+              AND ({odd} OR kind NOT IN ({_in(known)})
               OR (kind NOT IN ({_in(scanned)}) AND {bad})
               OR (kind IN ({_in(flagging)}) AND call_id IS NOT NULL AND call_id != ''
                   AND {bad}))
-            ORDER BY seq""", (as_of,))  # type: ignore[return-value]
+            ORDER BY seq""", (as_of,) if after is None else (as_of, after))  # type: ignore[return-value]
 
     def task_extents(self, as_of: int) -> list[tuple[str, int, int, int]]:
         """(task_id, first seq, last seq, events) of every task id, in first-seq order

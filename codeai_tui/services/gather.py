@@ -116,18 +116,33 @@ class _Suspects:
     rows: list[tuple[int, str, str | None, str | None, bool]] = field(default_factory=list)
 
 
-def _find_suspects(sql: EvidenceSQL, limit: int) -> _Suspects:
-    found = _Suspects(odd=sql.odd_cells(limit))
-    if found.odd:
-        return found
+def _suspects_in(sql: EvidenceSQL, after: int | None, upto: int) -> _Suspects:
+    """The suspect rows with a seq in (after, upto] (all up to `upto` when None)."""
+    found = _Suspects()
     for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
-            limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS):
+            upto, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS, after):
         if odd_text:
             found.odd_text_seq = seq
             return found
         _parsed, problem = parse_payload(text)
         found.rows.append((seq, kind, call_id, problem, bool(known)))
     return found
+
+
+def _find_suspects(sql: EvidenceSQL, limit: int, upto: int) -> _Suspects:
+    """The odd cells of the whole ledger, then the suspect rows up to `upto` (another
+    thread reads those after it)."""
+    odd = sql.odd_cells(limit)
+    if odd:
+        return _Suspects(odd=odd)
+    return _suspects_in(sql, None, upto)
+
+
+def _joined(first: _Suspects, rest: _Suspects) -> _Suspects:
+    """One scan's findings from its two parts, as if read in one pass (seq order)."""
+    if first.odd or first.odd_text_seq is not None:
+        return first
+    return _Suspects(0, rest.odd_text_seq, first.rows + rest.rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,13 +212,17 @@ class Gathered:
 
     def _prepare(self) -> None:
         sql, limit, an = self.sql, self.limit, self.anomalies
-        # the two longest scans run at once: the suspects (every cell of every row) on a
-        # second connection in a thread, the extents and skeletons here
+        # the longest scans run at once: the suspects (every cell of every row) in two
+        # halves by seq, each on a connection and thread of its own, the extents and
+        # skeletons here. The suspect scan was the longest (2.5 s at 10^6 events
+        # against 1.7 s for the rest); halved, the three share both cores.
         abandoned = threading.Event()
-        other = sql.sibling(abandoned.is_set)
+        mid = limit // 2 if limit > 0 else limit
+        first, rest = sql.sibling(abandoned.is_set), sql.sibling(abandoned.is_set)
         try:
-            with ThreadPoolExecutor(1) as pool:
-                pending = pool.submit(_find_suspects, other, limit)
+            with ThreadPoolExecutor(2) as pool:
+                head = pool.submit(_find_suspects, first, limit, mid)
+                tail = pool.submit(_suspects_in, rest, mid, limit)
                 try:
                     extents = sql.task_extents(limit)
                     packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS,
@@ -211,9 +230,10 @@ class Gathered:
                 except BaseException:
                     abandoned.set()
                     raise
-                suspects = pending.result()
+                suspects = _joined(head.result(), tail.result())
         finally:
-            other.close()
+            first.close()
+            rest.close()
         if suspects.odd:
             raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types LEDGER.md does "
                                 "not give them")
