@@ -15,7 +15,8 @@ from typing import Generic, TypeVar, overload
 
 T = TypeVar("T")
 
-BLOCK = 4096  # items per sealed block
+_SHIFT = 12
+BLOCK = 1 << _SHIFT  # items per sealed block (a power of two: found by shift and mask)
 
 
 class ValueSequence(Sequence[T], Generic[T]):
@@ -83,6 +84,18 @@ class Blocks(ValueSequence[T]):
     def __getitem__(self, i: slice) -> Blocks[T]: ...
 
     def __getitem__(self, i: int | slice) -> T | Blocks[T]:
+        # the common case first, in as few steps as Python allows: a console or an
+        # inspect reads one item at a time, ~3 per call (0.37 s of 1.4 s per 40,000
+        # calls' receipt evidence went here)
+        if type(i) is int and i >= 0:
+            blocks = self._blocks
+            block = i >> _SHIFT
+            if block < len(blocks):
+                return blocks[block][i & (BLOCK - 1)]
+            opened = self._open
+            if block == len(blocks) and i & (BLOCK - 1) < len(opened):
+                return opened[i & (BLOCK - 1)]
+            raise IndexError("column index out of range")
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
             if start == 0 and step == 1:
