@@ -81,47 +81,89 @@ class Decorator:
 
 
 class TimelineSource:
-    """All seqs 1..total; rows come from cached pages, missing pages are requested."""
+    """All seqs 1..total; rows come from cached pages, missing pages are requested.
+
+    A page read while the ledger grew says nothing of seqs beyond what existed when it
+    was asked for: it keeps `known` (every seq up to it was committed before the read
+    began, so an absent one is a real gap) and is read again when a later row is drawn.
+    Its rows stay on screen meanwhile: a console following 1,000 events/s dropped the
+    tail page at every snapshot and drew "loading" there nearly all the time, and a read
+    that came back after the total grew drew its newer seqs as missing (gaps)."""
 
     def __init__(self, request: Callable[[int], None]) -> None:
         self.total = 0
         self.request = request
-        self.pages: OrderedDict[int, dict[int, Event]] = OrderedDict()
-        self.pending: set[int] = set()
+        # page number -> (last seq the read can vouch for, its events by seq)
+        self.pages: OrderedDict[int, tuple[int, dict[int, Event]]] = OrderedDict()
+        self.pending: dict[int, int] = {}  # page number -> the total when it was asked for
         self.decorator = Decorator(None, None)
 
     def __len__(self) -> int:
         return self.total
 
     def set_total(self, total: int) -> None:
-        """More events exist now: forget the page that held the old end (it was partial)."""
-        if total != self.total:
-            first_stale = max(0, (min(total, self.total) - 1) // TIMELINE_PAGE)
-            for page in [p for p in self.pages if p >= first_stale]:
-                del self.pages[page]
-            self.total = total
+        """More events exist now: the pages keep what they hold (the ledger only grows)."""
+        self.total = total
 
     def put_page(self, page_no: int, events: Sequence[Event]) -> None:
-        self.pending.discard(page_no)
-        self.pages[page_no] = {ev.seq: ev for ev in events}
+        asked_at = self.pending.pop(page_no, 0)
+        last_of_page = (page_no + 1) * TIMELINE_PAGE
+        self._keep(page_no, min(asked_at, last_of_page), {ev.seq: ev for ev in events})
+
+    def put_recent(self, events: Sequence[Event]) -> None:
+        """The newest events as the follower read them: every seq from the first of them
+        to the last was read, so the rows at the end are drawn with the count that grew,
+        not a page read later (at 1,000 events/s that read came back after the next
+        snapshot had moved the end again, and the end read "loading")."""
+        if not events or events[0].seq < 1:
+            return
+        first, last = events[0].seq, events[-1].seq
+        by_page: dict[int, dict[int, Event]] = {}
+        for ev in events:
+            by_page.setdefault((ev.seq - 1) // TIMELINE_PAGE, {})[ev.seq] = ev
+        for page_no, got in by_page.items():
+            page_first = page_no * TIMELINE_PAGE + 1
+            old = self.pages.get(page_no)
+            # known to `last` when the newest events begin at or before this page, or
+            # continue a cached page that was whole up to where they begin
+            whole = first <= page_first or (old is not None and old[0] >= first - 1)
+            known = min(last, page_first + TIMELINE_PAGE - 1) if whole else 0
+            self._keep(page_no, known, got)
+
+    def _keep(self, page_no: int, known: int, events: dict[int, Event]) -> None:
+        """Cache a page's events, merged with what was cached (the ledger only grows:
+        what either read vouched for still holds)."""
+        old = self.pages.get(page_no)
+        if old is not None:
+            known = max(known, old[0])
+            events = {**old[1], **events}
+        self.pages[page_no] = (known, events)
         self.pages.move_to_end(page_no)
         while len(self.pages) > MAX_PAGES:
             self.pages.popitem(last=False)
+
+    def forget_request(self, page_no: int) -> None:
+        """A read that failed: the page may be asked for again."""
+        self.pending.pop(page_no, None)
 
     def event_at(self, index: int) -> Event | None:
         if not 0 <= index < self.total:
             return None
         page_no = index // TIMELINE_PAGE
         page = self.pages.get(page_no)
-        if page is None:
-            if page_no not in self.pending:
-                self.pending.add(page_no)
-                self.request(page_no)
-            return None
-        return page.get(index + 1)
+        if page is not None:
+            known, events = page
+            ev = events.get(index + 1)
+            if ev is not None or index + 1 <= known:
+                return ev  # (None: a gap in what the read saw whole)
+        if page_no not in self.pending:
+            self.pending[page_no] = self.total
+            self.request(page_no)
+        return None
 
     def is_loaded(self, index: int) -> bool:
-        return (index // TIMELINE_PAGE) in self.pages
+        page = self.pages.get(index // TIMELINE_PAGE)
+        return page is not None and (index + 1 <= page[0] or index + 1 in page[1])
 
     def row(self, index: int) -> Row | None:
         ev = self.event_at(index)
@@ -196,6 +238,8 @@ class TimelinePane(Pane):
     total: reactive[int] = reactive(0, init=False, repaint=False)
     decoration: reactive[tuple[CaseSnapshot | None, int | None]] = reactive(
         (None, None), init=False, always_update=True, repaint=False)
+    # the newest events the follower read (drawn at the end without a page read)
+    recent: reactive[tuple[Event, ...]] = reactive((), init=False, repaint=False)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(TIMELINE_COLUMNS, empty_text="no events", follow_tail=True, **kwargs)  # type: ignore[arg-type]
@@ -248,6 +292,9 @@ class TimelinePane(Pane):
         """Forget every page and the reader: the ledger file was replaced."""
         self.watch_case()
 
+    def watch_recent(self, recent: tuple[Event, ...]) -> None:
+        self.pages.put_recent(recent)
+
     def watch_total(self, total: int) -> None:
         self.pages.set_total(total)
         if self.needle is None:
@@ -295,7 +342,7 @@ class TimelinePane(Pane):
             events = await reader.read_range(first, first + TIMELINE_PAGE - 1)
         except LedgerError as exc:
             await self._drop_reader()
-            self.pages.pending.discard(page_no)
+            self.pages.forget_request(page_no)
             self.post_message(self.Trouble(case, exc))
             return
         if case != self.case:
