@@ -2,7 +2,8 @@
 
 Built only on LedgerReader and the projection: the console never opens SQLite itself.
 Everything here is synchronous and meant for thread workers; nothing holds Event objects
-for the whole ledger (the projector keeps small summaries, the timeline reads pages).
+for the whole ledger (the projector keeps small summaries, the timeline reads pages; a
+follower keeps the last page of events it read, for the timeline's end).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codeai_tui.console.severity import SEVERITY, Worst, worst_state
@@ -73,6 +74,9 @@ class CaseSnapshot:
     call_index: CallPositions | dict[str, int] = field(default_factory=dict)
     as_of: int | None = None
     unknown_ids: frozenset[str] = frozenset()
+    # the newest events read, ending at max_seq (every seq from the first of them was
+    # read): the timeline draws its end from them; empty when none were read one by one
+    recent: tuple[Event, ...] = ()
 
     @property
     def worst(self) -> Worst:
@@ -212,6 +216,7 @@ class CaseFollower:
         self._receipts: ReceiptLog | None = None
         self._receipts_stamp: tuple[int, int, int] | None = None
         self._receipts_read_at = 0.0  # (monotonic) when the log was last read on
+        self._recent: tuple[Event, ...] = ()  # the last TIMELINE_PAGE events read
         # the skeleton handed out, until the first projection lends it its call ids
         self._skeleton: Skeleton | None = None
         self.event_count, self.max_seq = self.reader.stats()
@@ -291,6 +296,8 @@ class CaseFollower:
                 return fed
             with self.lock:
                 self.projector.feed(events)
+            self._recent = (*self._recent[len(events) - TIMELINE_PAGE:], *events) if len(
+                events) < TIMELINE_PAGE else tuple(events[-TIMELINE_PAGE:])
             if max(e.seq for e in events) <= last:
                 # only rows whose seq no cursor passes (the reader sends them once): paging
                 # by key cannot move, so stop instead of reading them forever
@@ -304,7 +311,7 @@ class CaseFollower:
 
     def snapshot(self) -> CaseSnapshot:
         with self.lock:
-            return _snapshot(
+            snap = _snapshot(
                 self.case_dir,
                 self.projector,
                 self.receipts,
@@ -312,6 +319,9 @@ class CaseFollower:
                 max_seq=self.projector.last_seq,
                 last_recorded_at=self.last_recorded_at,
             )
+        recent = self._recent
+        # only events that end where the projection does (a fast start reads none)
+        return replace(snap, recent=recent) if recent and recent[-1].seq == snap.max_seq else snap
 
     def poll(self) -> CaseSnapshot | None:
         """A fresh snapshot if another process committed or the receipt log changed."""

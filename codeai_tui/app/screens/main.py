@@ -283,6 +283,7 @@ class MainScreen(Screen[None]):
             self.calls.drift = dict(self.drift)
             timeline = self.timeline
             if snap is not None:
+                timeline.recent = snap.recent
                 timeline.total = max(self.max_seq, snap.max_seq)
             timeline.decoration = (snap, self.as_of)
             # only once the as-of projection is on screen: never a live verdict under "seq N"
@@ -628,6 +629,7 @@ class MainScreen(Screen[None]):
                 self.calls.first_effect_unknown()
         else:
             # Time travel holds the panes still; the timeline still grows.
+            self.timeline.recent = snap.recent
             self.timeline.total = snap.max_seq
             self.paint_status()
         self.refresh_bindings()
