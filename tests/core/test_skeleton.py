@@ -61,6 +61,14 @@ def _case(tmp_path: Path, events: list[dict[str, Any]]) -> Path:
     return case
 
 
+def _started(seq: int, call: str, attempt: str | None = "a1") -> list[dict[str, Any]]:
+    """A call requested and planned (key k<n> for call c<n>), its attempt started."""
+    key = {"idempotency_key": "k" + call[1:]}
+    return [_ev(seq, "call.requested", call, payload=key),
+            _ev(seq + 1, "call.manifest", call, payload=key),
+            _ev(seq + 2, "attempt.started", call, attempt, {"attempt_no": 1})]
+
+
 def test_payload_dependent_verdicts_wait_instead_of_guessing(tmp_path: Path) -> None:
     """Without re-reads: a retry decision, a finding, and an observation that says
     nothing was sent are pending; a finding on the last attempt is still re-read, so
@@ -74,19 +82,13 @@ def test_payload_dependent_verdicts_wait_instead_of_guessing(tmp_path: Path) -> 
         _ev(5, "attempt.interpreted", "c1", "a1", {"outcome": "retryable_error"}),
         _ev(6, "attempt.retry_decided", "c1", "a1", {"decision": "retry"}),
         # c2: observed, never sent (transport.sent false): effect none, not happened
-        _ev(7, "call.requested", "c2", payload={"idempotency_key": "k2"}),
-        _ev(8, "call.manifest", "c2", payload={"idempotency_key": "k2"}),
-        _ev(9, "attempt.started", "c2", "a1", {"attempt_no": 1}),
+        *_started(7, "c2"),
         _ev(10, "attempt.observed", "c2", "a1", {"transport": {"sent": False}}),
         # c3: an invalid finding is ignored: still effect_unknown
-        _ev(11, "call.requested", "c3", payload={"idempotency_key": "k3"}),
-        _ev(12, "call.manifest", "c3", payload={"idempotency_key": "k3"}),
-        _ev(13, "attempt.started", "c3", "a1", {"attempt_no": 1}),
+        *_started(11, "c3"),
         _ev(14, "attempt.reconciled", "c3", "a1", {"finding": "maybe"}),
         # c4: effect_unknown from kinds alone
-        _ev(15, "call.requested", "c4", payload={"idempotency_key": "k4"}),
-        _ev(16, "call.manifest", "c4", payload={"idempotency_key": "k4"}),
-        _ev(17, "attempt.started", "c4", "a1", {"attempt_no": 1}),
+        *_started(15, "c4"),
     ]
     case = _case(tmp_path, events)
     with EvidenceSQL(case) as sql:
@@ -107,20 +109,14 @@ def test_kinds_that_need_their_attempt_or_finding_are_judged_as_the_oracle(
     was reconciled (the finding decides whether the effect happened)."""
     events = [
         # c1: started and observed, neither naming its attempt
-        _ev(1, "call.requested", "c1", payload={"idempotency_key": "k1"}),
-        _ev(2, "call.manifest", "c1", payload={"idempotency_key": "k1"}),
-        _ev(3, "attempt.started", "c1", None, {"attempt_no": 1}),
+        *_started(1, "c1", None),
         _ev(4, "attempt.observed", "c1", None, {"transport": {"status": 200}}),
         # c2: completed after an operator found the request never arrived
-        _ev(5, "call.requested", "c2", payload={"idempotency_key": "k2"}),
-        _ev(6, "call.manifest", "c2", payload={"idempotency_key": "k2"}),
-        _ev(7, "attempt.started", "c2", "a1", {"attempt_no": 1}),
+        *_started(5, "c2"),
         _ev(8, "attempt.reconciled", "c2", "a1", {"finding": "not_received"}),
         _ev(9, "call.completed", "c2", payload={"status": "failed"}),
         # c3: a second attempt, its first one observed: the kinds decide this one
-        _ev(10, "call.requested", "c3", payload={"idempotency_key": "k3"}),
-        _ev(11, "call.manifest", "c3", payload={"idempotency_key": "k3"}),
-        _ev(12, "attempt.started", "c3", "a1", {"attempt_no": 1}),
+        *_started(10, "c3"),
         _ev(13, "attempt.observed", "c3", "a1", {"transport": {"status": 500}}),
         _ev(14, "attempt.started", "c3", "a2", {"attempt_no": 2}),
     ]
