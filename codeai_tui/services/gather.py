@@ -218,22 +218,18 @@ class Gathered:
         # against 1.7 s for the rest); halved, the three share both cores.
         abandoned = threading.Event()
         mid = limit // 2 if limit > 0 else limit
-        first, rest = sql.sibling(abandoned.is_set), sql.sibling(abandoned.is_set)
-        try:
-            with ThreadPoolExecutor(2) as pool:
-                head = pool.submit(_find_suspects, first, limit, mid)
-                tail = pool.submit(_suspects_in, rest, mid, limit)
-                try:
-                    extents = sql.task_extents(limit)
-                    packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS,
-                                                     PAYLOAD_CALL_KINDS))
-                except BaseException:
-                    abandoned.set()
-                    raise
+        with (sql.sibling(abandoned.is_set) as first, sql.sibling(abandoned.is_set) as rest,
+              ThreadPoolExecutor(2) as pool):
+            head = pool.submit(_find_suspects, first, limit, mid)
+            tail = pool.submit(_suspects_in, rest, mid, limit)
+            try:
+                extents = sql.task_extents(limit)
+                packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS,
+                                                 PAYLOAD_CALL_KINDS))
                 suspects = _joined(head.result(), tail.result())
-        finally:
-            first.close()
-            rest.close()
+            except BaseException:
+                abandoned.set()  # (the other half, or the scans here, stop at once)
+                raise
         if suspects.odd:
             raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types LEDGER.md does "
                                 "not give them")

@@ -120,7 +120,8 @@ class TimelineSource:
         first, last = events[0].seq, events[-1].seq
         by_page: dict[int, dict[int, Event]] = {}
         for ev in events:
-            by_page.setdefault((ev.seq - 1) // TIMELINE_PAGE, {})[ev.seq] = ev
+            if ev.seq >= 1:  # (a seq that is not an integer reads as -1: no row of its own)
+                by_page.setdefault((ev.seq - 1) // TIMELINE_PAGE, {})[ev.seq] = ev
         for page_no, got in by_page.items():
             page_first = page_no * TIMELINE_PAGE + 1
             old = self.pages.get(page_no)
