@@ -6,10 +6,13 @@ reading the log again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +21,9 @@ from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.receipts import ReceiptLog, read_more_receipts, read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate import Projector, check_receipts
+
+if TYPE_CHECKING:
+    from codeai_tui.console.model import CaseSnapshot
 
 # whole lines; no proper prefix of any of them parses as JSON, so a line cut short is
 # never taken for a line (`read_more_receipts`: a last line is taken before its newline)
@@ -168,5 +174,65 @@ def test_a_following_console_reads_on_from_where_it_ended(tmp_path: Path) -> Non
         assert snap.state.receipts.covered_by.of(snap.receipts.receipts[1]) == "c1-a1"
         assert snap.state.receipts.uncovered == ("r0",)
         assert snap.receipts == read_receipts(tmp_path)
+    finally:
+        follower.close()
+
+
+def test_a_receipt_read_on_keeps_its_attempts_hash_not_a_copy(tmp_path: Path) -> None:
+    """Memory, not meaning: a receipt read on from a growing log holds the body-hash
+    string its covering attempt holds, whether the attempt had started when the receipt
+    was read or started after (a second copy was ~113 bytes a receipt, kept for as long
+    as the console is open)."""
+    from ledgerfactory import append_to_case, write_ledger
+
+    from codeai_tui.console.model import CaseFollower
+
+    sha1, sha2 = hashlib.sha256(b"one").hexdigest(), hashlib.sha256(b"two").hexdigest()
+
+    def begun(seq: int, call: str, sha: str) -> list[dict[str, object]]:
+        return [{"seq": seq, "kind": "call.requested", "task_id": "t1", "call_id": call,
+                 "payload": {"idempotency_key": "k" + call}},
+                {"seq": seq + 1, "kind": "call.manifest", "task_id": "t1", "call_id": call,
+                 "payload": {"idempotency_key": "k" + call, "request_sha256": sha}}]
+
+    def started(seq: int, call: str, sha: str) -> dict[str, object]:
+        return {"seq": seq, "kind": "attempt.started", "task_id": "t1", "call_id": call,
+                "attempt_id": call + "-a1", "payload": {"request_sha256": sha}}
+
+    def receipt(rid: str, call: str, sha: str) -> str:
+        return (f'{{"receipt_id": "{rid}", "received_at": "2026-11-29T00:00:01Z", '
+                f'"idempotency_key": "k{call}", "body_sha256": "{sha}", "bytes": 1}}\n')
+
+    write_ledger(tmp_path, [*begun(1, "c1", sha1), started(3, "c1", sha1),
+                            *begun(4, "c2", sha2)])
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(receipt("r0", "other", "b"))
+    follower = CaseFollower(tmp_path)
+
+    def follow_until(done: Callable[[CaseSnapshot], bool]) -> CaseSnapshot:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            got = follower.poll()
+            if got is not None and done(got):
+                return got
+            time.sleep(0.05)
+        raise AssertionError("the follower never got there")
+
+    try:
+        follower.catch_up()
+        follower.snapshot()
+        with open(path, "a") as out:  # c1 started before its receipt is read
+            out.write(receipt("r1", "c1", sha1) + receipt("r2", "c2", sha2))
+        snap = follow_until(lambda s: len(s.receipts.receipts) == 3)
+        assert snap.state.receipts.uncovered == ("r0", "r2")
+        first = follower.projector.calls["c1"].last_attempt()
+        assert first is not None and first.request_sha256 == sha1
+        assert snap.receipts.receipts.shas[1] is first.request_sha256
+        append_to_case(tmp_path, [started(6, "c2", sha2)])  # c2 starts after its receipt
+        snap = follow_until(lambda s: s.state.receipts.uncovered == ("r0",))
+        second = follower.projector.calls["c2"].last_attempt()
+        assert second is not None and second.request_sha256 == sha2
+        assert snap.receipts.receipts.shas[2] is second.request_sha256
     finally:
         follower.close()

@@ -94,3 +94,19 @@ def test_blocks_copy_and_set_never_change_what_is_shared(
     for n in items:
         grown.append(n)
     assert list(grown) == full[:k] + items and list(col) == full
+
+
+def test_share_swaps_only_an_equal_item_in_the_open_list() -> None:
+    """`share` saves memory and changes nothing a reader sees: an unequal item is
+    ignored, and a sealed block (which copies share) is left as it is."""
+    items = [f"h{i}" for i in range(BLOCK + 2)]
+    col: Blocks[str] = Blocks(items)
+    copy = col.copy()
+    open_equal = "".join(["h", str(BLOCK + 1)])
+    sealed_equal = "".join(["h", "1"])
+    assert open_equal is not col[BLOCK + 1] and sealed_equal is not col[1]
+    col.share(BLOCK + 1, open_equal)
+    col.share(1, sealed_equal)
+    col.share(BLOCK, "something else")
+    assert col[BLOCK + 1] is open_equal and col[1] is not sealed_equal
+    assert list(col) == items == list(copy)
