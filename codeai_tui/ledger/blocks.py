@@ -9,6 +9,7 @@ blocks are shared instead.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar, overload
@@ -101,8 +102,7 @@ class Blocks(ValueSequence[T]):
             if start == 0 and step == 1:
                 return self.head(stop)
             return type(self)((self[k] for k in range(start, stop, step)), self._code)
-        block, j = divmod(self._index(i), BLOCK)
-        return self._open[j] if block == len(self._blocks) else self._blocks[block][j]
+        return self[self._index(operator.index(i))]  # (from the end; any int-like)
 
     def _index(self, i: int) -> int:
         n = len(self)
