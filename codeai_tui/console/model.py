@@ -296,8 +296,7 @@ class CaseFollower:
                 return fed
             with self.lock:
                 self.projector.feed(events)
-            self._recent = (*self._recent[len(events) - TIMELINE_PAGE:], *events) if len(
-                events) < TIMELINE_PAGE else tuple(events[-TIMELINE_PAGE:])
+            self._recent = (*self._recent, *events)[-TIMELINE_PAGE:]
             if max(e.seq for e in events) <= last:
                 # only rows whose seq no cursor passes (the reader sends them once): paging
                 # by key cannot move, so stop instead of reading them forever
