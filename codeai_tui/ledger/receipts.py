@@ -371,7 +371,8 @@ def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
     it. Equal to reading it all, but for a last line taken before its newline was
     written (`_parse_into`): what follows it then starts a line of its own."""
     path = Path(case_dir) / RECEIPTS_RELPATH
-    tail = log.tail if log is not None else None
+    # only a log read from disk has a tail, and only its columns can be appended to
+    tail = log.tail if log is not None and isinstance(log.receipts, Receipts) else None
     try:
         got = read_regular_since(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT,
                                  since=(tail.file, tail.offset) if tail is not None else None)
@@ -380,16 +381,14 @@ def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
     if got is None:
         return ReceiptLog(False, path=path)
     data, file, start = got
-    if log is not None and tail is not None and start > 0 and isinstance(log.receipts, Receipts):
+    if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
+        assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
         if not data:
             return log
-        receipts = log.receipts.copy()
-        problems = list(log.problems)
-        used, line, truncated = _parse_into(data, receipts, problems, tail.line)
-        return ReceiptLog(True, receipts, tuple(problems), truncated, path,
-                          LogTail(file, start + used, line, tail.lineage))
-    receipts = Receipts()
-    problems = []
-    used, line, truncated = _parse_into(data, receipts, problems, 1)
+        receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
+                                              tail.line, tail.lineage)
+    else:
+        receipts, problems, first, lineage = Receipts(), [], 1, object()
+    used, line, truncated = _parse_into(data, receipts, problems, first)
     return ReceiptLog(True, receipts, tuple(problems), truncated, path,
-                      LogTail(file, used, line, object()))
+                      LogTail(file, start + used, line, lineage))
