@@ -452,9 +452,7 @@ class LiveReceiptCheck:
         for pair in pairs:
             have = covering(started, *pair)
             for i in self._by_key.matching(*pair):
-                if self._shared:
-                    self._covers = self._covers.copy()
-                    self._shared = False
+                self._own_covers()
                 self._covers.set(i, have.attempt_id if have else None)
                 if have is None:
                     self._uncovered[i] = None
@@ -462,6 +460,12 @@ class LiveReceiptCheck:
                     self._uncovered.pop(i, None)
                     _share_hash(self._receipts, i, have)
                 self._check = None
+
+    def _own_covers(self) -> None:
+        """Copy the covers column before changing it if a check handed out holds it."""
+        if self._shared:
+            self._covers = self._covers.copy()
+            self._shared = False
 
     def extended_by(self, log: ReceiptLog | None) -> bool:
         """True if `log` is this check's log read on from where it ended (the same
@@ -479,9 +483,7 @@ class LiveReceiptCheck:
         table = self._by_key.grown(log.receipts)  # type: ignore[arg-type]
         _BY_KEY[:] = [(log, table)]
         rs = table.receipts
-        if self._shared:
-            self._covers = self._covers.copy()
-            self._shared = False
+        self._own_covers()
         keys: dict[str, None] = {}
         for i in range(before, len(rs)):
             have = covering(started, rs.keys[i], rs.shas[i])
