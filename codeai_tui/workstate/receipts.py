@@ -268,29 +268,43 @@ def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
     if key is None:
         return changed
     for att in call.attempts:
-        seq = att.started_seq
         sha = att.request_sha256
-        if seq is None or not sha:
-            continue
-        have = started.get(key)
-        if have is None:
-            started[key] = att
-        elif type(have) is list:
-            old = next((i for i, a in enumerate(have) if a.request_sha256 == sha), None)
-            if old is None:
-                have.append(att)
-            elif seq < have[old].started_seq:  # type: ignore[operator]
-                have[old] = att
-            else:
-                continue
-        elif have.request_sha256 != sha:  # type: ignore[union-attr]
-            started[key] = [have, att]  # type: ignore[list-item]
-        elif seq < have.started_seq:  # type: ignore[operator, union-attr]
-            started[key] = att
-        else:
-            continue
-        changed.append((key, sha))
+        if att.started_off is not None and sha and add_attempt(started, key, att):
+            changed.append((key, sha))
     return changed
+
+
+def add_attempt(started: Coverage, key: str, att: AttemptEvidence) -> bool:
+    """Let a started attempt with a request hash cover (`key`, its hash) unless one that
+    started earlier does; True when it does now."""
+    sha = att.request_sha256
+    seq: int = att.started_seq  # type: ignore[assignment]  # only started attempts come
+    have = started.get(key)
+    if have is None:
+        started[key] = att
+    elif type(have) is list:
+        old = next((i for i, a in enumerate(have) if a.request_sha256 == sha), None)
+        if old is None:
+            have.append(att)
+        elif seq < have[old].started_seq:  # type: ignore[operator]
+            have[old] = att
+        else:
+            return False
+    elif have.request_sha256 != sha:  # type: ignore[union-attr]
+        started[key] = [have, att]  # type: ignore[list-item]
+    elif seq < have.started_seq:  # type: ignore[operator, union-attr]
+        started[key] = att
+    else:
+        return False
+    return True
+
+
+def merge_coverage(started: Coverage, later: Coverage) -> None:
+    """Add `later`'s attempts (the coverage of calls that come after `started`'s in
+    first-seq order, built on its own) as if their calls had been added one by one."""
+    for key, have in later.items():
+        for att in have if type(have) is list else (have,):
+            add_attempt(started, key, att)  # type: ignore[arg-type]
 
 
 def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidence) -> None:

@@ -70,6 +70,13 @@ class CallState:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"CallState is immutable (cannot set {name})")
 
+    def __reduce__(self) -> tuple[type[CallState], tuple[object, ...]]:
+        """Pickled by its constructor's arguments (a helper process hands verdicts back:
+        services/forked.py); the default would set slots the class refuses to set."""
+        v = self.verdict
+        return (CallState, (v.stage, v.next_operation, v.provider_effect,
+                            v.duplicate_effect_risk, v.anomalous, self.evidence))
+
     def with_anomalous(self, anomalous: bool) -> CallState:
         """The same verdict, flagged (or not) as anomalous."""
         v = self.verdict
@@ -435,6 +442,14 @@ class ToolCounts:
         self.tool_effect_unknown += tools.effect_unknown_count
         self.start_tool += sum(1 for o in tools.operations
                                if o.next_operation is NextOperation.START_TOOL)
+
+    def merge(self, other: ToolCounts) -> None:
+        """Add counts kept over other calls."""
+        self.calls_effect_unknown += other.calls_effect_unknown
+        self.tool_calls += other.tool_calls
+        self.operations += other.operations
+        self.tool_effect_unknown += other.tool_effect_unknown
+        self.start_tool += other.start_tool
 
     def into(self, doc: dict[str, Any]) -> dict[str, Any]:
         if self.tool_calls:
