@@ -18,13 +18,14 @@ from codeai_tui.ledger.case import case_config_problem, find_cases
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
+from codeai_tui.services.forked import HelperPlan
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import project_case as _project_case
 from codeai_tui.services.projection import stream_case
 from codeai_tui.services.tool_receipts import read_tool_receipts, with_tool_receipts
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import WorkState
-from codeai_tui.workstate.verdicts import ToolCounts, document_head
+from codeai_tui.workstate import CallState, WorkState
+from codeai_tui.workstate.verdicts import document_head
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,8 @@ def _dump_call(doc: dict[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
 
 
-def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> None:
+def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO,
+                 plan: HelperPlan | None = None) -> None:
     """One case's document, written as it is produced: the calls one per line as the
     projection finishes them (memory stays flat), then what depends on all of them.
     Key order differs from `WorkState.as_json` (calls come first); the content is the
@@ -117,14 +119,16 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
         tool_receipts = read_tool_receipts(case_dir)
-        counts = ToolCounts()
         try:
             index = streamed.receipt_index()
-            for i, call in enumerate(streamed.calls):
-                counts.add(call)
-                out.write(("\n  " if i == 0 else ",\n  ")
-                          + _dump_call(call.as_json(index, tool_receipts)))
+
+            def line(call: CallState) -> str:
+                return _dump_call(call.as_json(index, tool_receipts))
+
+            for i, text in enumerate(streamed.call_lines(line, plan)):
+                out.write(("\n  " if i == 0 else ",\n  ") + text)
             anomalies, tasks, comps, receipts, _unknown = streamed.rest()
+            counts = streamed.tool_counts
         except FastPathUnfit as exc:  # the checks before the first call missed it: one line
             raise LedgerError(LedgerProblem.CORRUPT,
                               f"{case_dir}: the ledger changed shape while read ({exc}); "
@@ -139,15 +143,17 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO) -> 
     out.write("}")
 
 
-def write_json(path: str, as_of: int | None, out: TextIO) -> None:
+def write_json(path: str, as_of: int | None, out: TextIO,
+               plan: HelperPlan | None = None) -> None:
     """`inspect --json`: a case's document, or a bundle's `{"cases": [...]}`, streamed.
     A single case that fails raises LedgerError before anything is written; in a bundle
-    a failing case is reported in place."""
+    a failing case is reported in place. `plan`: when a helper process may render half
+    of a big case's calls (services/forked.py; the document is the same)."""
     cases = find_cases(path)
     if not _is_bundle(path):
         with EvidenceSQL(cases[0]):  # fail before writing anything
             pass
-        _stream_case(cases[0], path, as_of, out)
+        _stream_case(cases[0], path, as_of, out, plan)
         out.write("\n")
         return
     out.write('{"cases": [')
@@ -159,7 +165,7 @@ def write_json(path: str, as_of: int | None, out: TextIO) -> None:
         except LedgerError as exc:
             out.write(_dump(CaseInspection(str(case), None, str(exc)).as_json()))
             continue
-        _stream_case(case, str(case), as_of, out)
+        _stream_case(case, str(case), as_of, out, plan)
     out.write("\n]}\n")
 
 

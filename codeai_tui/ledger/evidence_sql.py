@@ -303,15 +303,20 @@ class EvidenceSQL:
             f"SELECT seq, kind FROM events WHERE (call_id IS NULL OR call_id = '') "
             f"AND seq <= ? AND kind IN ({_in(call_kinds)}) ORDER BY seq", (as_of,))
 
-    def payload_rows(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str]
+    def payload_rows(self, as_of: int, call_kinds: Sequence[str], other_kinds: Sequence[str],
+                     after: int = 0, *, orphans_only: bool = False,
                      ) -> Iterator[tuple[int, str | None, str | None, str | None, str | None,
                                          bytes]]:
         """(seq, call_id, kind, task_id, compilation_id, payload bytes) of the events of
-        `call_kinds` and `other_kinds`, in seq order: SQLite filters, only these rows
-        reach Python. For call kinds, kind, task_id (but on call.requested) and
-        compilation_id are NULL: the skeleton already has them, and every cell not
-        decoded is time saved. Payloads come as bytes: orjson reads them directly and
-        invalid UTF-8 in one payload is that event's anomaly, not a failed read."""
+        `call_kinds` and `other_kinds` with a seq in (`after`, `as_of`], in seq order:
+        SQLite filters, only these rows reach Python. For call kinds, kind, task_id (but
+        on call.requested) and compilation_id are NULL: the skeleton already has them,
+        and every cell not decoded is time saved. Payloads come as bytes: orjson reads
+        them directly and invalid UTF-8 in one payload is that event's anomaly, not a
+        failed read. `orphans_only`: of the call kinds, only events naming no call (once
+        every call's own events were read)."""
+        orphans = (f"AND (kind IN ({_in(other_kinds)}) OR call_id IS NULL OR call_id = '')"
+                   if orphans_only else "")
         return self._stream(f"""
             SELECT seq, call_id,
                    CASE WHEN kind IN ({_in(other_kinds)}) THEN kind END,
@@ -319,8 +324,9 @@ class EvidenceSQL:
                         THEN task_id END,
                    CASE WHEN kind IN ({_in(other_kinds)}) THEN compilation_id END,
                    CASE WHEN typeof(payload) = 'text' THEN CAST(payload AS BLOB) ELSE payload END
-            FROM events WHERE seq <= ? AND kind IN ({_in(list(call_kinds) + list(other_kinds))})
-            ORDER BY seq""", (as_of,))  # type: ignore[return-value]
+            FROM events WHERE seq <= ? AND seq > ?
+              AND kind IN ({_in(list(call_kinds) + list(other_kinds))}) {orphans}
+            ORDER BY seq""", (as_of, after))  # type: ignore[return-value]
 
     def kind_of(self, seq: int) -> str:
         rows = self._all("SELECT kind FROM events WHERE seq = ?", (seq,))

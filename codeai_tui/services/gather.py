@@ -8,13 +8,16 @@ fold the event-by-event oracle uses, and judged by `classify_call`, so the two p
 cannot drift apart (tests/core/test_fast_path.py checks they give the same document).
 
 Calls come out in first-seq order as they are finished, so `inspect --json` can write
-them without holding them all.
+them without holding them all; `call_lines` lets a forked helper write the second half
+of them meanwhile (services/forked.py), which the same tests check gives the same
+document byte for byte (tests/core/test_helper_process.py).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,7 @@ from codeai_tui.ledger.schema import (
     TOOL_KINDS,
     parse_payload,
 )
+from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -60,8 +64,10 @@ from codeai_tui.workstate.receipts import (
     add_coverage,
     check_log,
     index_for,
+    merge_coverage,
     share_receipt_strings,
 )
+from codeai_tui.workstate.verdicts import ToolCounts
 
 ALL_SEQS = (1 << 63) - 1
 CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | TOOL_KINDS
@@ -182,6 +188,21 @@ def _ignore(_problem: str) -> None:
     return None
 
 
+_PayloadRow = tuple[int, str | None, str | None, str | None, str | None, bytes]
+
+
+@dataclass(slots=True)
+class _HalfSummary:
+    """What the helper's calls add to the rest (anomalies in the order found, the calls
+    they flag, task rollups, receipt coverage, tool counts): pickled back to the parent."""
+
+    anomalies: list[tuple[int, int, Anomaly]]
+    flagged: set[str]
+    rollups: dict[str, TaskRollup]
+    coverage: Coverage
+    tool_counts: ToolCounts
+
+
 class Gathered:
     """One projection gathered in SQL. Iterate `calls()` once (first-seq order), then
     ask `finish()` for the rest; or call `work_state()` for everything at once."""
@@ -204,6 +225,7 @@ class Gathered:
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
         self.coverage: Coverage = {}
+        self.tool_counts = ToolCounts()  # the document's counts, kept as calls come out
         self.event_count = 0
         self.as_of_seq = 0
         self._skeletons: list[tuple[int, str, int | None, str]] = []
@@ -271,13 +293,86 @@ class Gathered:
     # ---- calls, in first-seq order
 
     def calls(self) -> Iterator[CallState]:
-        sql, limit, an = self.sql, self.limit, self.anomalies
+        skeletons, self._skeletons = self._skeletons, []  # (on the first `next`)
+        yield from self._calls_between(skeletons, 0, len(skeletons), 0, others=True)
+
+    def call_lines(self, render: Callable[[CallState], str],
+                   plan: HelperPlan | None = None) -> Iterator[str]:
+        """`render(call)` for every call in first-seq order (instead of `calls()`). With
+        a plan and enough calls, a forked helper renders the second half meanwhile
+        (services/forked.py); what its calls add to the rest is merged before `finish`."""
         skeletons, self._skeletons = self._skeletons, []
+        n = len(skeletons)
+        if plan is None or n < max(2, plan.min_calls):
+            for state in self._calls_between(skeletons, 0, n, 0, others=True):
+                yield render(state)
+            return
+        mid = n // 2
+        after = skeletons[mid][0] - 1  # every event of the later calls is past it
+
+        def second_half(lines: LineWriter) -> _HalfSummary:
+            return self._helper_half(skeletons, mid, n, after, render, lines)
+
+        try:
+            helper = Helper(second_half)
+        except OSError:  # no process to be had: all here
+            for state in self._calls_between(skeletons, 0, n, 0, others=True):
+                yield render(state)
+            return
+        try:
+            started = time.monotonic()
+            for state in self._calls_between(skeletons, 0, mid, 0, others=True):
+                yield render(state)
+            grace = max(plan.grace, 2 * (time.monotonic() - started))
+            summary = helper.summary() if helper.ended_well(grace) else None
+            if summary is None:  # the helper failed: its half is done here
+                for state in self._calls_between(skeletons, mid, n, after, others=False):
+                    yield render(state)
+                return
+            del skeletons[mid:]  # the helper did them
+            self._merge(summary)
+            yield from helper.lines()
+        finally:
+            helper.close()
+
+    def _helper_half(self, skeletons: list[tuple[int, str, int | None, str]], lo: int,
+                     hi: int, after: int, render: Callable[[CallState], str],
+                     lines: LineWriter) -> _HalfSummary:
+        """In the forked helper: the calls lo..hi rendered, on a connection of its own
+        (an SQLite connection must not be used across a fork), and what they add."""
+        self.sql = EvidenceSQL(self.sql.path)
+        an = self.anomalies
+        an.items, an.calls = [], set()
+        self.rollups, self.coverage, self.tool_counts = {}, {}, ToolCounts()
+        for state in self._calls_between(skeletons, lo, hi, after, others=False):
+            lines.write(render(state))
+        return _HalfSummary([(seq, phase, a) for seq, phase, _n, a in an.items], an.calls,
+                            self.rollups, self.coverage, self.tool_counts)
+
+    def _merge(self, half: _HalfSummary) -> None:
+        """What the helper's calls add, as if they had been produced here in turn."""
+        an = self.anomalies
+        for seq, phase, anomaly in half.anomalies:
+            an.items.append((seq, phase, len(an.items), anomaly))
+        an.calls |= half.flagged
+        for task_id, rollup in half.rollups.items():
+            self.rollups.setdefault(task_id, TaskRollup()).take(
+                (rollup.first_unresolved, rollup.succeeded, rollup.tools_done))
+        merge_coverage(self.coverage, half.coverage)
+        self.tool_counts.merge(half.tool_counts)
+
+    def _calls_between(self, skeletons: list[tuple[int, str, int | None, str]], lo: int,
+                       hi: int, after: int, *, others: bool) -> Iterator[CallState]:
+        """The calls at positions lo..hi, from the payload rows past `after`. `others`:
+        also fold the task and compilation events and report events naming no call (the
+        whole ledger's, so exactly one caller does)."""
+        sql, limit, an = self.sql, self.limit, self.anomalies
         ready_at: dict[int, int] = {}
         done: dict[int, CallState] = {}
         pending: dict[str, dict[int, Any]] = {}
-        next_out = 0
-        for pos, (_first, cid, ready, _packed) in enumerate(skeletons):
+        next_out = lo
+        for pos in range(lo, hi):
+            _first, cid, ready, _packed = skeletons[pos]
             if ready is None:
                 done[pos] = self._assemble(pos, skeletons[pos], {}, None)
             else:
@@ -288,39 +383,57 @@ class Gathered:
             next_out += 1
         tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
         loads, dict_ = orjson.loads, dict
-        for seq, call_id, kind, task_id, comp_id, raw in sql.payload_rows(
-                limit, PAYLOAD_CALL_KINDS, OTHER_KINDS):
-            try:  # the common case without parse_payload's wrapping (same parser)
-                payload = loads(raw)
-                problem = None if type(payload) is dict_ else "retry"
-            except (orjson.JSONDecodeError, TypeError):
-                problem = "retry"
-            if problem is not None:
-                payload, problem = parse_payload(raw)
-            if kind is not None:  # a task or compilation event
-                if problem is not None and not call_id:  # else reported by suspect_rows
-                    an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
-                if kind in TASK_KINDS:
-                    fold_task_event(self.tasks[task_id], kind, seq, payload or {},  # type: ignore[index]
-                                    an.reporter(seq, call_id, False))
-                else:
-                    self._compilation(seq, kind, task_id or "", call_id, comp_id, payload or {})
-                continue
-            if problem is not None:
-                an.add(seq, _PAYLOAD, f"{self._kind_at(seq, call_id)}: {problem}", call_id, True)
-            if not call_id:
-                continue  # "without call_id" was reported from the index
-            if task_id is not None and call_id not in tasks:
-                tasks[call_id] = task_id
-            pending[call_id][seq] = payload or {}
-            pos = ready_at.pop(seq, None)
-            if pos is not None:
-                done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id),
-                                           tasks.pop(call_id, None))
-                skeletons[pos] = _RELEASED
-                while next_out in done:
-                    yield self._emit(done.pop(next_out))
-                    next_out += 1
+        rows: Generator[_PayloadRow, None, None] | None = None
+        if others:
+            rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS, after,
+                                    orphans_only=not pending)
+        elif pending:
+            rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, (), after)
+        while rows is not None:
+            source, rows = rows, None
+            for seq, call_id, kind, task_id, comp_id, raw in source:
+                mine = pending.get(call_id) if kind is None and call_id else None
+                if mine is None and kind is None and (call_id or not others):
+                    continue  # another half's call, or naming none (`others` reports it)
+                try:  # the common case without parse_payload's wrapping (same parser)
+                    payload = loads(raw)
+                    problem = None if type(payload) is dict_ else "retry"
+                except (orjson.JSONDecodeError, TypeError):
+                    problem = "retry"
+                if problem is not None:
+                    payload, problem = parse_payload(raw)
+                if kind is not None:  # a task or compilation event
+                    if problem is not None and not call_id:  # else reported by suspect_rows
+                        an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
+                    if kind in TASK_KINDS:
+                        fold_task_event(self.tasks[task_id], kind, seq, payload or {},  # type: ignore[index]
+                                        an.reporter(seq, call_id, False))
+                    else:
+                        self._compilation(seq, kind, task_id or "", call_id, comp_id,
+                                          payload or {})
+                    continue
+                if problem is not None:
+                    an.add(seq, _PAYLOAD, f"{self._kind_at(seq, call_id)}: {problem}",
+                           call_id, True)
+                if mine is None:
+                    continue  # "without call_id" was reported from the index
+                if task_id is not None and call_id not in tasks:
+                    tasks[call_id] = task_id  # type: ignore[index]
+                mine[seq] = payload or {}
+                pos = ready_at.pop(seq, None)
+                if pos is not None:
+                    done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id),  # type: ignore[arg-type]
+                                               tasks.pop(call_id, None))  # type: ignore[arg-type]
+                    skeletons[pos] = _RELEASED
+                    while next_out in done:
+                        yield self._emit(done.pop(next_out))
+                        next_out += 1
+                    if not ready_at:  # every call here is out: the rest is not theirs
+                        if others:
+                            rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS,
+                                                    seq, orphans_only=True)
+                        break
+            source.close()  # (a statement left behind by `break` is reset now)
         while next_out in done:
             yield self._emit(done.pop(next_out))
             next_out += 1
@@ -376,6 +489,7 @@ class Gathered:
     def _emit(self, state: CallState) -> CallState:
         self.rollups.setdefault(state.task_id, TaskRollup()).add(state)
         add_coverage(self.coverage, state.evidence)
+        self.tool_counts.add(state)
         return state
 
     # ---- the rest, once the calls are out

@@ -7,12 +7,13 @@ Either way the verdicts come from workstate's ladder; `WorkState.gathered` (and 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
+from codeai_tui.services.forked import HelperPlan
 from codeai_tui.services.gather import Gathered, Sharing
 from codeai_tui.services.heap import building
 from codeai_tui.workstate import (
@@ -25,6 +26,7 @@ from codeai_tui.workstate import (
     project,
 )
 from codeai_tui.workstate.evidence import ReceiptIndex
+from codeai_tui.workstate.verdicts import ToolCounts
 
 
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None,
@@ -77,6 +79,24 @@ class StreamedCase:
     gathered: str
     _gathered: Gathered | None
     _state: WorkState | None
+    _counts: ToolCounts = field(default_factory=ToolCounts)
+
+    def call_lines(self, render: Callable[[CallState], str],
+                   plan: HelperPlan | None = None) -> Iterator[str]:
+        """`render(call)` per call in order, instead of iterating `calls`; on the fast
+        path with `plan`, a helper process renders half of them (services/forked.py).
+        The tool counts are kept meanwhile (`tool_counts`)."""
+        if self._gathered is not None:
+            yield from self._gathered.call_lines(render, plan)
+            return
+        for call in self.calls:
+            self._counts.add(call)
+            yield render(call)
+
+    @property
+    def tool_counts(self) -> ToolCounts:
+        """The document's counts over the calls produced so far."""
+        return self._gathered.tool_counts if self._gathered is not None else self._counts
 
     def receipt_index(self) -> ReceiptIndex | None:
         """The receipts as of the cut-off, for the calls' evidence (before `calls`)."""

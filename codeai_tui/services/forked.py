@@ -1,0 +1,148 @@
+"""Half of a long projection done by a forked helper process, on the other core.
+
+`inspect --json` spends most of its time in Python per call (fold, ladder, document
+line), which one process cannot spread over two cores (the GIL). A child forked once
+the SQL preparation is done inherits it for free (copy on write), renders the second
+half of the calls into an unlinked temporary file, and hands back a small summary
+(pickled, from our own process, through a second one). The parent waits at most a grace
+period once its own half is done; a helper that fails, dies or hangs is killed and its
+half is done by the parent, so the result never depends on the helper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Generic, TypeVar
+
+S = TypeVar("S")
+
+HELPER_MIN_CALLS = 10_000  # below, the whole document takes a second or two anyway
+_FRAME = struct.Struct("<I")
+_POLL = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class HelperPlan:
+    """When to fork a helper: from `min_calls` calls on, waiting for it at most
+    `grace` seconds, or twice the parent's own half, beyond the parent's half."""
+
+    min_calls: int = HELPER_MIN_CALLS
+    grace: float = 10.0
+
+
+def helper_plan(min_calls: int = HELPER_MIN_CALLS) -> HelperPlan | None:
+    """A plan where a helper can run on another core (fork exists, two cores are ours),
+    else None."""
+    if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity"):
+        return None
+    if len(os.sched_getaffinity(0)) < 2:
+        return None
+    return HelperPlan(min_calls)
+
+
+class LineWriter:
+    """What the helper's work writes its lines to (length-framed UTF-8)."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+
+    def write(self, line: str) -> None:
+        data = line.encode("utf-8")
+        self._file.write(_FRAME.pack(len(data)) + data)
+
+
+class Helper(Generic[S]):
+    """A forked process running `work(lines)`: its lines and summary, once it ended well."""
+
+    def __init__(self, work: Callable[[LineWriter], S]) -> None:
+        """Fork now (raises OSError when no process or temporary file can be had)."""
+        # both unlinked at once; closed by `close`, whatever happened to the helper
+        self._lines = tempfile.TemporaryFile()  # noqa: SIM115
+        self._summary = tempfile.TemporaryFile()  # noqa: SIM115
+        self._pid: int | None = None
+        try:
+            self._pid = os.fork()
+        except OSError:
+            self.close()
+            raise
+        if self._pid == 0:  # the child: never returns
+            _run_child(work, self._lines, self._summary)
+
+    def ended_well(self, grace: float) -> bool:
+        """Whether the helper exited 0 (its lines and summary are written); False when it
+        failed, died or did not end within `grace` seconds (it is killed then)."""
+        status = self._wait(grace)
+        return status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    def summary(self) -> S | None:
+        """What the helper's work returned (after `ended_well`), None if unreadable."""
+        self._summary.seek(0)
+        try:
+            result: S = pickle.load(self._summary)
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            return None
+        return result
+
+    def lines(self) -> Iterator[str]:
+        """The lines the helper wrote, in order (after `ended_well`)."""
+        self._lines.seek(0)
+        return self._read_lines()
+
+    def _read_lines(self) -> Iterator[str]:
+        read = self._lines.read
+        while head := read(_FRAME.size):
+            (size,) = _FRAME.unpack(head)
+            yield read(size).decode("utf-8")
+
+    def _wait(self, grace: float) -> int | None:
+        pid = self._pid
+        if pid is None:
+            return None
+        deadline = time.monotonic() + grace
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                self._pid = None
+                return status
+            if time.monotonic() >= deadline:
+                self.stop()
+                return None
+            time.sleep(_POLL)
+
+    def stop(self) -> None:
+        """Kill the helper if it still runs and reap it (the caller gave up)."""
+        pid, self._pid = self._pid, None
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+    def close(self) -> None:
+        self.stop()
+        self._lines.close()
+        self._summary.close()
+
+
+def _run_child(work: Callable[[LineWriter], object], lines: IO[bytes],
+               summary: IO[bytes]) -> None:
+    """The child's whole life: exit 0 only when the lines and summary are all written.
+    `os._exit` skips the parent's buffers, atexit handlers and connections it inherited."""
+    code = 1
+    try:
+        result = work(LineWriter(lines))
+        lines.flush()
+        pickle.dump(result, summary, protocol=pickle.HIGHEST_PROTOCOL)
+        summary.flush()
+        code = 0
+    except BaseException:  # noqa: BLE001 - any failure: the parent does this half itself
+        code = 1
+    finally:
+        os._exit(code)

@@ -1,0 +1,186 @@
+"""`inspect --json` with a forked helper rendering the second half of the calls
+(services/forked.py): the same document byte for byte as one process writes, on random
+and hostile ledgers at every as_of, and the same when the helper fails, dies or hangs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ledgerfactory import write_ledger
+
+from codeai_tui.bench import write_ledger as write_bench_ledger
+from codeai_tui.inspection import write_json
+from codeai_tui.ledger import read_receipts
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.services.forked import HelperPlan, helper_plan
+from codeai_tui.services.gather import Gathered
+from codeai_tui.workstate import CallState
+from tests.core.test_fast_path import _write, ledgers
+
+EVERY_CALL = HelperPlan(min_calls=2, grace=5.0)
+
+
+def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
+    out = io.StringIO()
+    write_json(str(case), as_of, out, plan)
+    return out.getvalue()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_a_helper_writes_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        case = _write(Path(tmp), events, receipts, unique_ids)
+        last = events[-1]["seq"] if events else 0
+        for as_of in [None, *range(0, last + 2)]:
+            assert _document(case, as_of, EVERY_CALL) == _document(case, as_of, None), as_of
+
+
+def _events(calls: int) -> list[dict[str, Any]]:
+    """Calls of two tasks, five at a time with their events interleaved, each with a
+    started attempt; the last four stop there (effect unknown), so both halves hold
+    unresolved calls; one payload of the second half is broken (its anomaly)."""
+    per_call: list[list[dict[str, Any]]] = []
+    for i in range(calls):
+        call = f"c{i:03d}"
+        kinds = ["call.requested", "call.manifest", "attempt.started"]
+        if i < calls - 4:
+            kinds += ["attempt.observed", "attempt.interpreted", "attempt.completed",
+                      "call.completed"]
+        per_call.append([{"kind": kind, "task_id": f"t{i % 2}", "call_id": call,
+                          "attempt_id": f"{call}-a1" if kind.startswith("attempt.") else None,
+                          "payload": {"idempotency_key": f"k{i}", "status": "succeeded",
+                                      "request_sha256": "ab" * 32}} for kind in kinds])
+    per_call[-6][1]["payload"] = "{"
+    events: list[dict[str, Any]] = []
+    for first in range(0, calls, 5):
+        group = per_call[first:first + 5]
+        for step in range(max(len(c) for c in group)):
+            events += [c[step] for c in group if step < len(c)]
+    for seq, event in enumerate(events, 1):
+        event["seq"] = seq
+    return events
+
+
+def _case(root: Path, calls: int = 40) -> Path:
+    receipts = [{"receipt_id": f"r{i}", "received_at": "2026-09-13T12:00:00Z",
+                 "idempotency_key": f"k{i}", "body_sha256": "ab" * 32, "bytes": 1}
+                for i in range(0, calls, 3)]
+    return write_ledger(root / "case", _events(calls), receipts=receipts).parent
+
+
+def _run(case: Path, render: Callable[[CallState], str], plan: HelperPlan | None
+         ) -> tuple[list[str], dict[str, Any]]:
+    """The lines `call_lines` gives, and the rest of the projection as documented."""
+    with EvidenceSQL(case) as sql:
+        got = Gathered(sql, None, read_receipts(case))
+        index = got.receipt_index()
+        lines = list(got.call_lines(lambda call: render(call) + "\t"
+                                    + json.dumps(call.as_json(index)), plan))
+        anomalies, tasks, comps, receipts = got.finish()
+        rest = {"anomalies": [a.as_json() for a in anomalies],
+                "tasks": [t.as_json() for t in tasks],
+                "compilations": [c.as_json() for c in comps],
+                "receipts": receipts.as_json(), "counts": got.tool_counts.into({})}
+    return lines, rest
+
+
+def _pid(_call: CallState) -> str:
+    return str(os.getpid())
+
+
+def test_the_helper_renders_the_second_half_in_another_process(tmp_path: Path) -> None:
+    case = _case(tmp_path)
+    lines, rest = _run(case, _pid, EVERY_CALL)
+    alone, alone_rest = _run(case, _pid, None)
+    pids = [line.split("\t")[0] for line in lines]
+    me = str(os.getpid())
+    assert pids[:20] == [me] * 20
+    assert len(set(pids[20:])) == 1 and pids[20] != me  # one helper, not this process
+    assert [line.split("\t")[1] for line in lines] == [line.split("\t")[1] for line in alone]
+    assert rest == alone_rest
+    assert rest["anomalies"] and rest["tasks"][0]["next_operation"] != "none"
+
+
+def _in_helper(act: Callable[[], object]) -> Callable[[CallState], str]:
+    """A render that does `act` when it runs in another process than this one."""
+    parent = os.getpid()
+
+    def render(_call: CallState) -> str:
+        if os.getpid() != parent:
+            act()
+        return str(os.getpid())
+    return render
+
+
+def _fail() -> None:
+    raise RuntimeError("the helper fails")
+
+
+def test_a_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(tmp_path: Path) -> None:
+    case = _case(tmp_path)
+    _lines, alone_rest = _run(case, _pid, None)
+    alone = [line.split("\t")[1] for line in _lines]
+    me = str(os.getpid())
+    hang = HelperPlan(min_calls=2, grace=0.5)
+    for act, plan in ((_fail, EVERY_CALL),
+                      (lambda: os.kill(os.getpid(), signal.SIGKILL), EVERY_CALL),
+                      (lambda: time.sleep(60), hang)):
+        started = time.monotonic()
+        lines, rest = _run(case, _in_helper(act), plan)
+        assert time.monotonic() - started < 20
+        assert [line.split("\t")[0] for line in lines] == [me] * len(alone)
+        assert [line.split("\t")[1] for line in lines] == alone
+        assert rest == alone_rest
+
+
+def _inspect_watching_children(*args: str) -> tuple[str, set[int]]:
+    """`codeai-tui inspect ARGS` as a process: its output, and the pids of the children
+    seen while it ran (Linux lists them under /proc)."""
+    proc = subprocess.Popen([sys.executable, "-m", "codeai_tui", "inspect", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children: set[int] = set()
+    listing = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            children |= {int(pid) for pid in listing.read_text().split()}
+        time.sleep(0.002)
+    reader.join(60)
+    assert proc.wait(5) == 0, proc.stderr.read()  # type: ignore[union-attr]
+    return out[0].decode(), children
+
+
+@pytest.mark.skipif(helper_plan() is None, reason="needs fork and two cores")
+def test_inspect_json_on_a_big_case_forks_a_helper_and_writes_the_same_document(
+        tmp_path: Path) -> None:
+    """From 10,000 calls on, where two cores are ours, `inspect --json` renders half the
+    calls in a helper process: its document (as_of too) is the one a process alone
+    writes."""
+    case = tmp_path / "big"
+    write_bench_ledger(case, 90_000, writers=20, tasks=40)
+    for as_of in (None, 80_000):
+        more = [] if as_of is None else ["--as-of", str(as_of)]
+        out, children = _inspect_watching_children(str(case), "--json", *more)
+        assert len(children) == 1, as_of
+        assert out == _document(case, as_of, None)
+        assert len(json.loads(out)["calls"]) > 10_000
