@@ -27,6 +27,7 @@ S = TypeVar("S")
 HELPER_MIN_CALLS = 10_000  # below, the whole document takes a second or two anyway
 _FRAME = struct.Struct("<I")
 _POLL = 0.005
+_CHECK_EVERY = 256  # lines (~20 ms of a helper's work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +49,29 @@ def helper_plan(min_calls: int = HELPER_MIN_CALLS) -> HelperPlan | None:
     return HelperPlan(min_calls)
 
 
-class LineWriter:
-    """What the helper's work writes its lines to (length-framed UTF-8)."""
+class ParentGone(Exception):
+    """The process that forked the helper ended: nobody will read its lines."""
 
-    def __init__(self, file: IO[bytes]) -> None:
+
+class LineWriter:
+    """What the helper's work writes its lines to (length-framed UTF-8). Every
+    `_CHECK_EVERY` lines it checks that the parent is still there, so a parent killed
+    outright (SIGKILL, SIGTERM) leaves no helper working on for seconds."""
+
+    def __init__(self, file: IO[bytes], parent: int) -> None:
         self._file = file
+        self._parent = parent
+        self._count = 0
+
+    def flush(self) -> None:
+        self._file.flush()
 
     def write(self, line: str) -> None:
         data = line.encode("utf-8")
         self._file.write(_FRAME.pack(len(data)) + data)
+        self._count += 1
+        if not self._count % _CHECK_EVERY and os.getppid() != self._parent:
+            raise ParentGone
 
 
 class Helper(Generic[S]):
@@ -68,13 +83,14 @@ class Helper(Generic[S]):
         self._lines = tempfile.TemporaryFile()  # noqa: SIM115
         self._summary = tempfile.TemporaryFile()  # noqa: SIM115
         self._pid: int | None = None
+        parent = os.getpid()
         try:
             self._pid = os.fork()
         except OSError:
             self.close()
             raise
         if self._pid == 0:  # the child: never returns
-            _run_child(work, self._lines, self._summary)
+            _run_child(work, LineWriter(self._lines, parent), self._summary)
 
     def ended_well(self, grace: float) -> bool:
         """Whether the helper exited 0 (its lines and summary are written); False when it
@@ -131,13 +147,13 @@ class Helper(Generic[S]):
         self._summary.close()
 
 
-def _run_child(work: Callable[[LineWriter], object], lines: IO[bytes],
+def _run_child(work: Callable[[LineWriter], object], lines: LineWriter,
                summary: IO[bytes]) -> None:
     """The child's whole life: exit 0 only when the lines and summary are all written.
     `os._exit` skips the parent's buffers, atexit handlers and connections it inherited."""
     code = 1
     try:
-        result = work(LineWriter(lines))
+        result = work(lines)
         lines.flush()
         pickle.dump(result, summary, protocol=pickle.HIGHEST_PROTOCOL)
         summary.flush()

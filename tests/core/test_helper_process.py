@@ -27,7 +27,7 @@ from codeai_tui.bench import write_ledger as write_bench_ledger
 from codeai_tui.inspection import write_json
 from codeai_tui.ledger import read_receipts
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
-from codeai_tui.services.forked import HelperPlan, helper_plan
+from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helper_plan
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState
 from tests.core.test_fast_path import _write, ledgers
@@ -184,3 +184,19 @@ def test_inspect_json_on_a_big_case_forks_a_helper_and_writes_the_same_document(
         assert len(children) == 1, as_of
         assert out == _document(case, as_of, None)
         assert len(json.loads(out)["calls"]) > 10_000
+
+
+def test_a_helper_whose_parent_is_gone_stops_within_a_few_hundred_lines(tmp_path: Path) -> None:
+    """A parent killed outright reads nothing more: its helper's writer notices that the
+    process it was forked from is no longer its parent and stops it."""
+    with open(tmp_path / "lines", "w+b") as file:
+        orphan = LineWriter(file, parent=os.getpid())  # (this process is not our parent)
+        written = 0
+        with pytest.raises(ParentGone):
+            for _ in range(1000):
+                orphan.write("{}")
+                written += 1
+        assert written < 300
+        kept = LineWriter(file, parent=os.getppid())
+        for _ in range(1000):
+            kept.write("{}")
