@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,14 +127,23 @@ def _oracle(case: Path, as_of: int | None) -> dict[str, Any]:
     return project(events, read_receipts(case), as_of).as_json(str(case))
 
 
-@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ledgers(), st.booleans())
-def test_fast_path_equals_oracle_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
+@contextmanager
+def drawn_case(ledger: tuple[list[dict[str, Any]], list[dict[str, Any]]], unique_ids: bool
+               ) -> Iterator[tuple[Path, list[int | None]]]:
+    """A drawn ledger written as a case in a temporary directory, with every as_of worth
+    asking of it (None, 0, each seq and one past the last)."""
     events, receipts = ledger
     with tempfile.TemporaryDirectory() as tmp:
         case = _write(Path(tmp), events, receipts, unique_ids)
         last = events[-1]["seq"] if events else 0
-        for as_of in [None, *range(0, last + 2)]:
+        yield case, [None, *range(0, last + 2)]
+
+
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_fast_path_equals_oracle_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
+    with drawn_case(ledger, unique_ids) as (case, as_ofs):
+        for as_of in as_ofs:
             fast = project_case(case, as_of)
             assert fast.gathered == "sql"
             assert fast.as_json(str(case)) == _oracle(case, as_of), as_of

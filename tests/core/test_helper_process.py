@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helper_plan
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState
-from tests.core.test_fast_path import _write, ledgers
+from tests.core.test_fast_path import drawn_case, ledgers
 
 EVERY_CALL = HelperPlan(min_calls=2, grace=5.0)
 
@@ -44,11 +43,8 @@ def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_a_helper_writes_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
-    events, receipts = ledger
-    with tempfile.TemporaryDirectory() as tmp:
-        case = _write(Path(tmp), events, receipts, unique_ids)
-        last = events[-1]["seq"] if events else 0
-        for as_of in [None, *range(0, last + 2)]:
+    with drawn_case(ledger, unique_ids) as (case, as_ofs):
+        for as_of in as_ofs:
             assert _document(case, as_of, EVERY_CALL) == _document(case, as_of, None), as_of
 
 

@@ -19,23 +19,20 @@ from codeai_tui.console import model
 from codeai_tui.console.model import CaseFollower, TimeMachine
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.workstate import WorkState
-from tests.core.test_fast_path import SHA, _ev, _oracle, _write, ledgers
+from tests.core.test_fast_path import SHA, _ev, _oracle, _write, drawn_case, ledgers
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_time_travel_equals_projecting_the_prefix(ledger: Any, unique_ids: bool) -> None:
-    events, receipts = ledger
-    with tempfile.TemporaryDirectory() as tmp:
-        case = _write(Path(tmp), events, receipts, unique_ids)
+    with drawn_case(ledger, unique_ids) as (case, as_ofs):
         follower = CaseFollower(case)
         try:
             with patch.object(model, "FAST_START_MIN", 0):  # the fast path at any size
                 follower.catch_up()
             assert follower.gathered == ("sql" if unique_ids else "events")
             assert follower.snapshot().state.as_json(str(case)) == _oracle(case, None)
-            last = events[-1]["seq"] if events else 0
-            for n in range(0, last + 1):
+            for n in as_ofs[1:-1]:  # (from 0 to the last seq: what the follower has seen)
                 snap = follower.as_of(n)
                 assert snap.as_of == n
                 assert snap.state.as_json(str(case)) == _oracle(case, n), n
