@@ -32,8 +32,9 @@ _CHECK_EVERY = 256  # lines (~20 ms of a helper's work)
 
 @dataclass(frozen=True, slots=True)
 class HelperPlan:
-    """When to fork a helper: from `min_calls` calls on, waiting for it at most
-    `grace` seconds, or twice the parent's own half, beyond the parent's half."""
+    """When to fork a helper: from `min_calls` calls on. Once the parent's own half is
+    done, it waits for the helper at most `grace` seconds or twice what that half took,
+    whichever is longer."""
 
     min_calls: int = HELPER_MIN_CALLS
     grace: float = 10.0
@@ -103,7 +104,7 @@ class Helper(Generic[S]):
         self._summary.seek(0)
         try:
             result: S = pickle.load(self._summary)
-        except (pickle.UnpicklingError, EOFError, ValueError):
+        except Exception:  # noqa: BLE001 - whatever is wrong with it, the parent does the half
             return None
         return result
 

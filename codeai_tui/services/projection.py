@@ -70,8 +70,8 @@ def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,
 
 @dataclass(slots=True)
 class StreamedCase:
-    """A projection whose calls are produced one by one (flat memory): iterate `calls`
-    to the end before reading `rest()`."""
+    """A projection whose calls are produced one by one (flat memory): iterate `calls`,
+    or `call_lines`, to the end before reading `rest()`."""
 
     as_of_seq: int
     event_count: int
