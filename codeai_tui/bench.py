@@ -277,6 +277,19 @@ asyncio.run(main())
 
 # what any Python projection must do at least: read and parse every payload whose fields
 # a verdict or the document needs (the fast path's own kinds), and nothing else
+# inspect --json in-process, to read its own peak and its helper's apart (wait4 on the
+# command gives only the larger of the two)
+_INSPECT_APART = """
+import os, sys
+from codeai_tui.inspection import write_json
+from codeai_tui.services.forked import helper_plan
+with open(os.devnull, "w") as out:
+    write_json(sys.argv[1], None, out, helper_plan())
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+helper = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{own:.1f} {helper:.1f}")
+"""
+
 _PAYLOAD_FLOOR = """
 import sys, orjson
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
@@ -492,6 +505,12 @@ def _measure(case: Path, runs: int) -> list[tuple[str, str, str, str]]:
     rows.append(("inspect --json (whole process)", f"{wall:.2f} s", _fmt_ratio(wall, scan),
                  "<= 3x scan"))
     rows.append(("inspect --json max RSS", f"{max(r[1] for r in res):.0f} MB", "", "<= 250 MB"))
+    apart = [_run(_py(_INSPECT_APART) + [str(case)], capture=True)[2].split()
+             for _ in range(runs)]
+    own, helper = (max(float(a[i]) for a in apart) for i in (0, 1))
+    rows.append(("inspect --json max RSS apart: the process / its helper (0: none forked; "
+                 "they share the pages the fork copied until either writes them)",
+                 f"{own:.0f} / {helper:.0f} MB", "", "<= 250 MB"))
     floor = _median([_run(_py(_PAYLOAD_FLOOR) + [str(case)])[0] for _ in range(runs)])
     rows.append(("floor: a Python process that only reads and parses (orjson) the payloads "
                  "a verdict needs", f"{floor:.2f} s", _fmt_ratio(floor, scan), ""))
