@@ -24,6 +24,7 @@ from codeai_tui.ledger.case import named_case
 
 if TYPE_CHECKING:
     from codeai_tui.console.model import CaseFollower, Skeleton
+    from codeai_tui.services.stage_reads import StageReads
 
 
 def single_case(path: str | os.PathLike[str]) -> Path | None:
@@ -59,17 +60,18 @@ class HeadStart:
         return taker is not None and taker()
 
     def _run(self) -> None:
-        from codeai_tui.console.model import CaseFollower
-
         # whatever goes wrong here, the follower thread meets again when it opens the
         # case itself, and reports it there; a thread's traceback would land on the
         # terminal under the screen
+        reads = self._begin_reads()
+        from codeai_tui.console.model import CaseFollower
+
         try:
             follower = CaseFollower(self.case, self._stopped)
         except Exception:  # noqa: BLE001 - see above
             return
         try:
-            skeleton = follower.skeleton()
+            skeleton = follower.skeleton(reads)
         except Exception:  # noqa: BLE001 - see above
             follower.close()
             return
@@ -78,6 +80,19 @@ class HeadStart:
                 follower.close()
                 return
             self._made = (follower, skeleton)
+
+    def _begin_reads(self) -> StageReads | None:
+        """The skeleton's reads, begun before the projection's modules load and the
+        events are counted (services/stage_reads.py); None if the ledger will not open."""
+        from codeai_tui.ledger.evidence_sql import EvidenceSQL
+        from codeai_tui.services.stage_reads import StageReads
+
+        try:
+            with EvidenceSQL(self.case) as sql:
+                sql.abort_when(self._stopped)
+                return StageReads(sql, sql.max_seq())  # (each read opens its own)
+        except Exception:  # noqa: BLE001 - see _run
+            return None
 
     def take(self, case: Path, stop: Callable[[], bool]
              ) -> tuple[CaseFollower, Skeleton | None] | None:

@@ -32,6 +32,7 @@ from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building
 from codeai_tui.services.projection import gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
+from codeai_tui.services.stage_reads import StageReads
 from codeai_tui.services.time_travel import state_as_of
 from codeai_tui.workstate import (
     CallEvidence,
@@ -240,14 +241,18 @@ class CaseFollower:
             self._receipts = read_receipts(self.case_dir)
         return self._receipts
 
-    def skeleton(self) -> Skeleton | None:
+    def skeleton(self, reads: StageReads | None = None) -> Skeleton | None:
         """Every call's stage from the covering index alone (services/skeleton.py):
         the effect-unknown set in about the time of one scan, before the projection.
-        None where the fast path does not apply (the projection then answers)."""
+        None where the fast path does not apply (the projection then answers).
+        `reads`: the skeleton's reads begun before this follower was opened (the head
+        start's), as of a seq no later than this follower's."""
         if self.projector.last_seq or self.max_seq < FAST_START_MIN:
             return None
+        if reads is not None and reads.limit > self.max_seq:
+            reads = None  # (the ledger was replaced by a longer one meanwhile)
         try:
-            self._skeleton = build_skeleton(self.sql, self.max_seq)
+            self._skeleton = build_skeleton(self.sql, self.max_seq, reads=reads)
         except FastPathUnfit:
             return None
         return self._skeleton

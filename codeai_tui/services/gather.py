@@ -27,14 +27,13 @@ import orjson
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit, unpack, well_packed
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import (
-    CALL_KINDS,
     COMPILATION_KINDS,
     KNOWN_KINDS,
     TASK_KINDS,
-    TOOL_KINDS,
     parse_payload,
 )
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
+from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -70,8 +69,6 @@ from codeai_tui.workstate.receipts import (
 from codeai_tui.workstate.verdicts import ToolCounts
 
 ALL_SEQS = (1 << 63) - 1
-CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | TOOL_KINDS
-                                | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
 # Kinds whose payload no verdict field needs, except the reason of a call whose last
 # attempt stops there (such calls are re-read from their own events): skipping them
 # keeps 2 of every 7 events of a typical call out of Python.

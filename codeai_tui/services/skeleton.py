@@ -17,7 +17,6 @@ equals the oracle's and that the effect-unknown set is the oracle's.
 
 from __future__ import annotations
 
-import threading
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,23 +31,23 @@ from codeai_tui.ledger.evidence_sql import (
     EvidenceSQL,
     FastPathUnfit,
 )
-from codeai_tui.services.gather import CALL_EVENT_KINDS, fold_call_rows
+from codeai_tui.services.gather import fold_call_rows
+from codeai_tui.services.stage_reads import (
+    CALL_DONE,
+    COMP,
+    INT,
+    MANIFEST,
+    OBS,
+    PREP,
+    RD,
+    REC,
+    RESUMED,
+    StageReads,
+)
 from codeai_tui.workstate import CallStage, NextOperation, ProviderEffect, classify_call
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
 
-# one bit per kind whose presence a rung reads (call.requested and attempt.started: 0,
-# the started seq is its own column); attempt kinds below 32 (evidence_sql relies on
-# observed = 1 and reconciled = 16), call kinds from 32
-_OBS, _INT, _RD, _COMP, _REC = 1, 2, 4, 8, 16
-_RESUMED, _CALL_DONE, _PREP, _MANIFEST = 32, 64, 128, 256
-_LATER = _OBS | _INT | _RD | _COMP
-CODES: tuple[tuple[str, int], ...] = tuple(
-    (k, {"attempt.observed": _OBS, "attempt.interpreted": _INT,
-         "attempt.retry_decided": _RD, "attempt.completed": _COMP,
-         "attempt.reconciled": _REC, "call.resumed": _RESUMED,
-         "call.completed": _CALL_DONE, "call.preparation_failed": _PREP,
-         "call.manifest": _MANIFEST}.get(k, 0))
-    for k in CALL_EVENT_KINDS)
+_LATER = OBS | INT | RD | COMP
 RESOLVE_MAX = 2000  # calls re-read one by one; beyond that they wait for the projection
 
 
@@ -148,34 +147,34 @@ def needs_payload(flags: int, last: int | None, sent_words: bool) -> bool:
     `classify_call`'s. `flags`: the call's kind bits and the ORed observed/reconciled
     bits of its started attempts; `last`: the kind bits of the last started attempt
     (None: none started)."""
-    if flags & (_RESUMED | _CALL_DONE):
+    if flags & (RESUMED | CALL_DONE):
         if flags & ATTEMPT_OBSERVED:
             return sent_words
         return bool(flags & ATTEMPT_RECONCILED)
-    if flags & _PREP or last is None:
+    if flags & PREP or last is None:
         return False
-    if last & _REC and not last & _OBS:
+    if last & REC and not last & OBS:
         return True  # the finding's word decides (an invalid one is ignored)
     if not last & _LATER:
         return False
     if sent_words:
         return True
-    return bool(last & _INT and last & _RD and not last & _COMP)  # retry or stop
+    return bool(last & INT and last & RD and not last & COMP)  # retry or stop
 
 
 def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
     """A call with exactly these kinds and no payload facts: what the ladder is asked
     about for every call of this shape."""
     call = CallEvidence(call_id="shape", task_id="shape", first_seq=1)
-    if flags & _RESUMED:
+    if flags & RESUMED:
         call.resumed_seq = 90
-    if flags & _CALL_DONE:
+    if flags & CALL_DONE:
         call.completed_seq = 91
-    if flags & _PREP:
+    if flags & PREP:
         call.preparation_failed_seq = 92
-    if flags & _MANIFEST:
+    if flags & MANIFEST:
         call.manifest_seq = 2
-    if started and flags & ATTEMPT_OBSERVED and (last is None or not last & _OBS):
+    if started and flags & ATTEMPT_OBSERVED and (last is None or not last & OBS):
         # an earlier started attempt carries the call's observation
         earlier = AttemptEvidence("earlier", first_seq=3)
         earlier.started_seq, earlier.observed_seq = 3, 4
@@ -183,10 +182,10 @@ def shape_evidence(flags: int, last: int | None, started: int) -> CallEvidence:
     if last is not None:
         attempt = AttemptEvidence("last", first_seq=10)
         attempt.started_seq = 10
-        attempt.observed_seq = 11 if last & _OBS else None
-        attempt.interpreted_seq = 12 if last & _INT else None
-        attempt.retry_decided_seq = 13 if last & _RD else None
-        attempt.completed_seq = 14 if last & _COMP else None
+        attempt.observed_seq = 11 if last & OBS else None
+        attempt.interpreted_seq = 12 if last & INT else None
+        attempt.retry_decided_seq = 13 if last & RD else None
+        attempt.completed_seq = 14 if last & COMP else None
         call.add_attempt(attempt)
     return call
 
@@ -204,42 +203,26 @@ def judge(flags: int, last: int | None, started: int, sent_words: bool) -> Verdi
 def _unknown_undecided(flags: int, last: int | None) -> bool:
     """True if whether the call is effect_unknown depends on a payload: a finding on its
     last attempt."""
-    if flags & (_RESUMED | _CALL_DONE | _PREP) or last is None:
+    if flags & (RESUMED | CALL_DONE | PREP) or last is None:
         return False
-    return bool(last & _REC and not last & _OBS)
-
-
-def _sent_calls(sql: EvidenceSQL, limit: int, out: list[set[str]]) -> None:
-    """In its own thread, on a sibling connection (stopped with `sql`'s own stop: the
-    console is closing): a failure leaves `out` empty (no skeleton, the projection
-    answers) instead of a thread traceback on the console's screen."""
-    try:
-        with sql.sibling() as other:
-            out.append(other.calls_observed_mentioning(limit, "sent"))
-    except Exception:  # noqa: BLE001 - any failure means: no skeleton
-        return
+    return bool(last & REC and not last & OBS)
 
 
 def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
-                   resolve_max: int = RESOLVE_MAX) -> Skeleton:
-    """The skeleton of the ledger as of `as_of` (all when None). Raises FastPathUnfit
-    (or a LedgerError) where the fast path would: the caller then waits for the
-    projection. The observations' payload scan runs beside the grouped read, on its own
+                   resolve_max: int = RESOLVE_MAX, reads: StageReads | None = None,
+                   ) -> Skeleton:
+    """The skeleton of the ledger as of `as_of` (all when None), or as of `reads.limit`
+    from reads begun earlier (services/stage_reads.py). Raises FastPathUnfit (or a
+    LedgerError) where the fast path would: the caller then waits for the projection.
+    The observations' payload scan runs beside the grouped read, each on its own
     connection (SQLite works outside the GIL: the two use both cores)."""
     problem = sql.fast_path_problem()
     if problem is not None:
         raise FastPathUnfit(problem)
-    limit = sql.max_seq() if as_of is None else as_of
-    found: list[set[str]] = []
-    scan = threading.Thread(target=_sent_calls, args=(sql, limit, found), daemon=True)
-    scan.start()
-    try:
-        rows = sql.call_stage_rows(limit, CODES)
-    finally:
-        scan.join()
-    if not found:
-        raise FastPathUnfit("the observations could not be read")
-    sent = found[0]
+    if reads is None:
+        reads = StageReads(sql, sql.max_seq() if as_of is None else as_of)
+    limit = reads.limit
+    rows, sent = reads.result()
     calls = SkeletonCalls()
     unknown: set[str] = set()
     budget = resolve_max

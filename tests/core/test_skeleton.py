@@ -5,19 +5,21 @@ as_of, each final verdict equals the oracle's and the effect-unknown set is the 
 from __future__ import annotations
 
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledgerfactory import write_ledger
+from ledgerfactory import append_rows, write_ledger
 
+from codeai_tui.bench import write_ledger as write_bench_ledger
+from codeai_tui.console.model import CaseFollower
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.skeleton import build_skeleton
+from codeai_tui.services.stage_reads import StageReads
 from codeai_tui.workstate import CallStage
-from tests.core.test_fast_path import _ev, _oracle, _write, ledgers
+from tests.core.test_fast_path import _ev, _oracle, _write, drawn_case, ledgers
 
 
 def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
@@ -45,11 +47,8 @@ def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
 @given(ledgers(), st.sampled_from([0, 2000]))
 def test_final_skeleton_verdicts_equal_the_oracle_at_every_as_of(ledger: Any,
                                                                   resolve_max: int) -> None:
-    events, receipts = ledger
-    with tempfile.TemporaryDirectory() as tmp:
-        case = _write(Path(tmp), events, receipts, unique_ids=True)
-        last = events[-1]["seq"] if events else 0
-        for as_of in [None, *range(0, last + 2)]:
+    with drawn_case(ledger, unique_ids=True) as (case, as_ofs):
+        for as_of in as_ofs:
             pending = _check(case, as_of, resolve_max)
             if resolve_max:
                 assert pending == 0  # small ledgers: every undecided call was re-read
@@ -207,3 +206,49 @@ def test_every_shape_the_kinds_decide_equals_the_oracle(tmp_path: Path) -> None:
     decided = sum(1 for c in sk.calls if not c.pending)
     assert len(sk.calls) == n and decided > n * 3 // 4  # kinds alone decide most shapes
     _check(case, None, 0)
+
+
+def _appended(case: Path, events: list[dict[str, Any]]) -> None:
+    """A writer's commit after the reads began."""
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        append_rows(conn, events)
+    finally:
+        conn.close()
+
+
+def test_a_skeleton_from_reads_begun_earlier_is_the_one_as_of_their_seq(
+        tmp_path: Path) -> None:
+    """The console's head start begins the skeleton's reads before it opens the follower
+    (services/stage_reads.py), and a writer may commit meanwhile: the skeleton is the
+    one as of the seq the reads began at, not a mix."""
+    case = _case(tmp_path, _started(1, "c1") + _started(4, "c2"))
+    with EvidenceSQL(case) as sql:
+        reads = StageReads(sql, sql.max_seq())
+        reads.result()  # (read before the commit below)
+        _appended(case, [_ev(7, "attempt.observed", "c1", "a1", {}),
+                         *_started(8, "c3")])
+        early = build_skeleton(sql, None, reads=reads)
+        now = build_skeleton(sql, None)
+    assert early.limit == 6 and now.limit == 10
+    assert [c.call_id for c in early.calls] == ["c1", "c2"]
+    assert early.effect_unknown_ids == {"c1", "c2"}
+    assert now.effect_unknown_ids == {"c2", "c3"}
+
+
+def test_a_follower_leaves_reads_of_a_longer_ledger_than_its_own(tmp_path: Path) -> None:
+    """Reads begun as of a seq the follower has not seen (the ledger was replaced by a
+    longer one between the two opens) are not used: its skeleton is as of its own seq."""
+    case = tmp_path / "case"
+    write_bench_ledger(case, 6_000, writers=4, tasks=4)
+    follower = CaseFollower(case)
+    try:
+        _appended(case, _started(follower.max_seq + 1, "c-late"))
+        with EvidenceSQL(case) as sql:
+            reads = StageReads(sql, sql.max_seq())
+            skeleton = follower.skeleton(reads)
+        assert reads.limit == follower.max_seq + 3
+        assert skeleton is not None and skeleton.limit == follower.max_seq
+        assert "c-late" not in {c.call_id for c in skeleton.calls}
+    finally:
+        follower.close()
