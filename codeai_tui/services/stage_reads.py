@@ -55,7 +55,7 @@ class StageReads:
         # a failure is kept for `result` (a thread's traceback would land on the
         # console's screen)
         try:
-            with sql.sibling() as own:
+            with sql.sibling().for_one_pass() as own:
                 if which == "grouped":
                     self._rows = own.call_stage_rows(self.limit, CODES)
                 else:
