@@ -102,12 +102,11 @@ class EvidenceSQL:
             other.abort_when(lambda: any(check() for check in checks))
         return other
 
-    def for_one_pass(self) -> EvidenceSQL:
+    def for_one_pass(self) -> None:
         """Keep a small page cache (256 KiB instead of SQLite's 2 MiB): a connection
         opened for one pass over the ledger reads each page once, and the pages a big
         cache held are memory a thread's malloc arena may never give back."""
         self._conn.execute("PRAGMA cache_size = -256")
-        return self
 
     def __enter__(self) -> EvidenceSQL:
         return self

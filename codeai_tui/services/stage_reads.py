@@ -55,7 +55,8 @@ class StageReads:
         # a failure is kept for `result` (a thread's traceback would land on the
         # console's screen)
         try:
-            with sql.sibling().for_one_pass() as own:
+            with sql.sibling() as own:
+                own.for_one_pass()
                 if which == "grouped":
                     self._rows = own.call_stage_rows(self.limit, CODES)
                 else:
