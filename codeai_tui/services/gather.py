@@ -15,6 +15,7 @@ document byte for byte (tests/core/test_helper_process.py).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -222,7 +223,7 @@ class Gathered:
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
         self.coverage: Coverage = {}
-        self.tool_counts = ToolCounts()  # the document's counts, kept as calls come out
+        self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
         self.event_count = 0
         self.as_of_seq = 0
         self._skeletons: list[tuple[int, str, int | None, str]] = []
@@ -295,36 +296,38 @@ class Gathered:
 
     def call_lines(self, render: Callable[[CallState], str],
                    plan: HelperPlan | None = None) -> Iterator[str]:
-        """`render(call)` for every call in first-seq order (instead of `calls()`). With
-        a plan and enough calls, a forked helper renders the second half meanwhile
-        (services/forked.py); what its calls add to the rest is merged before `finish`."""
+        """`render(call)` for every call in first-seq order (instead of `calls()`), the
+        document's `tool_counts` kept meanwhile. With a plan and enough calls, a forked
+        helper renders the second half meanwhile (services/forked.py); what its calls add
+        to the rest is merged before `finish`."""
         skeletons, self._skeletons = self._skeletons, []
         n = len(skeletons)
-        if plan is None or n < max(2, plan.min_calls):
-            for state in self._calls_between(skeletons, 0, n, 0, others=True):
-                yield render(state)
-            return
+
+        def line(state: CallState) -> str:
+            self.tool_counts.add(state)
+            return render(state)
+
         mid = n // 2
-        after = skeletons[mid][0] - 1  # every event of the later calls is past it
-
-        def second_half(lines: LineWriter) -> _HalfSummary:
-            return self._helper_half(skeletons, mid, n, after, render, lines)
-
-        try:
-            helper = Helper(second_half)
-        except OSError:  # no process to be had: all here
+        after = skeletons[mid][0] - 1 if n else 0  # every event of the later calls is past it
+        helper: Helper[_HalfSummary] | None = None
+        if plan is not None and n >= max(2, plan.min_calls):
+            with contextlib.suppress(OSError):  # no process to be had: all here
+                helper = Helper(lambda lines: self._helper_half(skeletons, mid, n, after,
+                                                                line, lines))
+        if helper is None:
             for state in self._calls_between(skeletons, 0, n, 0, others=True):
-                yield render(state)
+                yield line(state)
             return
+        assert plan is not None  # (a helper runs only with one)
         try:
             started = time.monotonic()
             for state in self._calls_between(skeletons, 0, mid, 0, others=True):
-                yield render(state)
+                yield line(state)
             grace = max(plan.grace, 2 * (time.monotonic() - started))
             summary = helper.summary() if helper.ended_well(grace) else None
             if summary is None:  # the helper failed: its half is done here
                 for state in self._calls_between(skeletons, mid, n, after, others=False):
-                    yield render(state)
+                    yield line(state)
                 return
             del skeletons[mid:]  # the helper did them
             self._merge(summary)
@@ -333,16 +336,17 @@ class Gathered:
             helper.close()
 
     def _helper_half(self, skeletons: list[tuple[int, str, int | None, str]], lo: int,
-                     hi: int, after: int, render: Callable[[CallState], str],
+                     hi: int, after: int, line: Callable[[CallState], str],
                      lines: LineWriter) -> _HalfSummary:
-        """In the forked helper: the calls lo..hi rendered, on a connection of its own
-        (an SQLite connection must not be used across a fork), and what they add."""
+        """In the forked helper: the calls lo..hi rendered (and counted) on a connection
+        of its own (an SQLite connection must not be used across a fork), and what they
+        add."""
         self.sql = EvidenceSQL(self.sql.path)
         an = self.anomalies
         an.items, an.calls = [], set()
         self.rollups, self.coverage, self.tool_counts = {}, {}, ToolCounts()
         for state in self._calls_between(skeletons, lo, hi, after, others=False):
-            lines.write(render(state))
+            lines.write(line(state))
         return _HalfSummary([(seq, phase, a) for seq, phase, _n, a in an.items], an.calls,
                             self.rollups, self.coverage, self.tool_counts)
 
@@ -486,7 +490,6 @@ class Gathered:
     def _emit(self, state: CallState) -> CallState:
         self.rollups.setdefault(state.task_id, TaskRollup()).add(state)
         add_coverage(self.coverage, state.evidence)
-        self.tool_counts.add(state)
         return state
 
     # ---- the rest, once the calls are out
