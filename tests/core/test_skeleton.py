@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledgerfactory import append_rows, write_ledger
+from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.bench import write_ledger as write_bench_ledger
 from codeai_tui.console.model import CaseFollower
@@ -208,15 +208,6 @@ def test_every_shape_the_kinds_decide_equals_the_oracle(tmp_path: Path) -> None:
     _check(case, None, 0)
 
 
-def _appended(case: Path, events: list[dict[str, Any]]) -> None:
-    """A writer's commit after the reads began."""
-    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
-    try:
-        append_rows(conn, events)
-    finally:
-        conn.close()
-
-
 def test_a_skeleton_from_reads_begun_earlier_is_the_one_as_of_their_seq(
         tmp_path: Path) -> None:
     """The console's head start begins the skeleton's reads before it opens the follower
@@ -226,7 +217,7 @@ def test_a_skeleton_from_reads_begun_earlier_is_the_one_as_of_their_seq(
     with EvidenceSQL(case) as sql:
         reads = StageReads(sql, sql.max_seq())
         reads.result()  # (read before the commit below)
-        _appended(case, [_ev(7, "attempt.observed", "c1", "a1", {}),
+        append_to_case(case, [_ev(7, "attempt.observed", "c1", "a1", {}),
                          *_started(8, "c3")])
         early = build_skeleton(sql, None, reads=reads)
         now = build_skeleton(sql, None)
@@ -243,7 +234,7 @@ def test_a_follower_leaves_reads_of_a_longer_ledger_than_its_own(tmp_path: Path)
     write_bench_ledger(case, 6_000, writers=4, tasks=4)
     follower = CaseFollower(case)
     try:
-        _appended(case, _started(follower.max_seq + 1, "c-late"))
+        append_to_case(case, _started(follower.max_seq + 1, "c-late"))
         with EvidenceSQL(case) as sql:
             reads = StageReads(sql, sql.max_seq())
             skeleton = follower.skeleton(reads)
