@@ -9,7 +9,15 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from apphelpers import SIZE, frozen_clock, ledger_digest, status_text, wait_for
+from apphelpers import (
+    SIZE,
+    detail_text,
+    frozen_clock,
+    ledger_digest,
+    status_text,
+    verdict_text,
+    wait_for,
+)
 from bigledger import rows
 from ledgerfactory import SCHEMA
 
@@ -66,6 +74,16 @@ async def test_the_skeleton_answers_before_the_projection(tmp_path: Path, monkey
             row = calls.source.row(calls.cursor)
             assert row is not None and row.key in unknown
             assert calls.call_at_cursor() is None  # nothing acts on a skeleton row
+            # the verdict line and the detail name that call with what its kinds decide,
+            # and say the rest is still being read (they said "selected call: none")
+            await wait_for(pilot, lambda: f"call {row.key}:" in verdict_text(app),
+                           what="the skeleton's call on the verdict line")
+            line = verdict_text(app)
+            assert "effect unknown" in line and "reading" in line, line
+            assert "x: reconcile" not in line and "r: resume" not in line, line
+            await wait_for(pilot, lambda: f"call {row.key}" in detail_text(app),
+                           what="the skeleton's call in the detail")
+            assert "still being read" in detail_text(app)
             await pilot.press("r")
             await pilot.pause()
         finally:
@@ -74,8 +92,16 @@ async def test_the_skeleton_answers_before_the_projection(tmp_path: Path, monkey
                        what="the projection")
         await wait_for(pilot, lambda: "reading" not in status_text(app), what="full counts")
         assert f"{len(unknown)} effect unknown" in status_text(app)
+        # the projection's verdict replaces the skeleton's for the same call
         selected = calls.call_at_cursor()
-        assert selected is None or selected.call_id == main.selected_call_id
+        assert selected is not None and selected.call_id == row.key == main.selected_call_id
+        await wait_for(pilot, lambda: "reading" not in verdict_text(app),
+                       what="the projection's verdict line")
+        assert f"call {row.key}: " in verdict_text(app)
+        assert "x: reconcile" in verdict_text(app)
+        await wait_for(pilot, lambda: "still being read" not in detail_text(app),
+                       what="the projection's detail")
+        assert "why:" in detail_text(app) and f"call {row.key}" in detail_text(app)
     assert ledger_digest(case) == before
 
 

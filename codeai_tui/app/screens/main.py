@@ -71,6 +71,7 @@ from codeai_tui.console.model import (
     CaseFollower,
     CaseSnapshot,
     Skeleton,
+    SkeletonCall,
     TimeMachine,
     discover_cases,
 )
@@ -302,7 +303,21 @@ class MainScreen(Screen[None]):
         line.as_of = self.as_of
         snap = self.shown
         line.call = snap.call(self.selected_call_id) if snap is not None else None
+        line.early = self._early_call() if snap is None else None
         self.evidence_flow.paint_links(self.selected_call_id)
+
+    def _early_call(self) -> SkeletonCall | None:
+        """The selected call in the skeleton (shown until the projection arrives)."""
+        wanted, skeleton = self.selected_call_id, self.skeleton
+        if wanted is None or skeleton is None or self.as_of is not None:
+            return None
+        early = self.calls.skeleton_call_at_cursor()
+        if early is not None and early.call_id == wanted:
+            return early
+        try:  # selected elsewhere (the timeline): one pass over the ids, once per move
+            return skeleton.calls[skeleton.calls.ids.index(wanted)]
+        except ValueError:
+            return None  # not in the skeleton (a later call: the projection will say)
 
     # ------------------------------------------------------------------ cases
 
@@ -620,8 +635,9 @@ class MainScreen(Screen[None]):
             self._paint_panes()
             if self.calls.skeleton is not None:
                 self.calls.skeleton = None  # drawn from the snapshot now: let it go
-            if first and self.selected_call_id is None:
-                self._select_from(self.calls)
+            early = self.detail.subject is not None and self.detail.subject.kind == "early call"
+            if first and (self.selected_call_id is None or early):
+                self._select_from(self.calls)  # the verdict in full where the skeleton's was
             if self.jump_to_effect_unknown and (snap.unknown_ids
                                                 or snap.state.tool_effect_unknown_count):
                 self.jump_to_effect_unknown = False  # once: never chains to another case
@@ -754,6 +770,11 @@ class MainScreen(Screen[None]):
             if call is not None:
                 self.selected_call_id = call.call_id
                 detail.subject = Subject("call", call)
+                self._paint_verdict()
+            elif (early := table.skeleton_call_at_cursor()) is not None:
+                # before the projection: say what is known, and that the rest is read
+                self.selected_call_id = early.call_id
+                detail.subject = Subject("early call", early)
                 self._paint_verdict()
         elif isinstance(table, TimelinePane):
             ev = table.event_at_cursor()

@@ -176,6 +176,13 @@ class CallsPane(Pane):
         item = source.item_at(self.cursor) if isinstance(source, LazySource) else None
         return item if isinstance(item, CallState) else None
 
+    def skeleton_call_at_cursor(self) -> SkeletonCall | None:
+        """The skeleton's call under the cursor, before the projection: shown to the
+        operator (the verdict line, the detail), never acted on."""
+        source = self.source
+        item = source.item_at(self.cursor) if isinstance(source, LazySource) else None
+        return item if isinstance(item, SkeletonCall) else None
+
     def next_effect_unknown(self) -> bool:
         """Move to the next effect_unknown call (or call with a tool operation of unknown
         effect) after the cursor (wrapping), if any."""

@@ -24,7 +24,7 @@ from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_text import ago, detail_text
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.evidence import call_detail_lines, receipt_detail_lines, receipt_index
-from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.model import CaseSnapshot, SkeletonCall
 from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.console.tools import ToolDetails, load_tool_details, tool_body, tool_lines
 from codeai_tui.ledger import Event, Receipt
@@ -33,7 +33,8 @@ from codeai_tui.workstate import CallState, CompilationState, TaskState
 
 @dataclass(frozen=True)
 class Subject:
-    """What is selected: one of call, event, task, compilation, receipt, case, loading."""
+    """What is selected: one of call, early call (the skeleton's, before the projection),
+    event, task, compilation, receipt, case, loading."""
 
     kind: str
     item: Any
@@ -123,10 +124,36 @@ class DetailView(VerticalScroll):
             self._shown = text
             self.query_one("#detail", Static).update(text)
 
+    @staticmethod
+    def _describe_early(early: SkeletonCall) -> tuple[str, list[tuple[str, str]], Any]:
+        """A call before the projection: the verdict its events' kinds decide, what is
+        still being read, and why nothing acts on it yet."""
+        lines: list[tuple[str, str]] = []
+        reading = "reading\u2026"
+        if early.stage is None or early.next_operation is None:
+            lines.append(("verdict", f"{reading} (a payload decides)"))
+        else:
+            verdict = (f"stage {early.stage.value}, "
+                       f"next operation {early.next_operation.value}")
+            if early.effect_unknown:
+                lines.append((f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"))
+            else:
+                lines.append(("verdict", verdict))
+        effect = early.provider_effect
+        lines.append(("provider effect", effect.value if effect is not None else reading))
+        lines.append(("why", f"{reading} the kinds of this call's events are counted; "
+                             "its payloads, anomalies and the provider's receipts are "
+                             "still being read, and nothing acts on it until they are"))
+        body = {"call_id": early.call_id, "first_seq": early.first_seq,
+                "last_seq": early.last_seq, "attempts": early.attempts}
+        return f"call {early.call_id}", lines, body
+
     def _describe(self, subject: Subject) -> tuple[str, list[tuple[str, str]], Any]:
         snap = self.snapshot
         lines: list[tuple[str, str]] = []
         kind, obj = subject.kind, subject.item
+        if kind == "early call":
+            return self._describe_early(obj)
         if kind == "call":
             call: CallState = (snap.call(obj.call_id) if snap else None) or obj
             verdict = f"stage {call.stage.value}, next operation {call.next_operation.value}"

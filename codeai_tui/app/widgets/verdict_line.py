@@ -9,6 +9,7 @@ from textual.widgets import Static
 from codeai_tui.app.widgets.calls_pane import RESUMABLE_TEXT, drift_status
 from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, cell
 from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.model import SkeletonCall
 from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallState
 
@@ -25,6 +26,8 @@ class VerdictLine(Static):
                                                        repaint=False)
     read_only: reactive[bool] = reactive(False, init=False)
     as_of: reactive[int | None] = reactive(None, init=False)
+    # the selected call before the projection: what its kinds decide (the skeleton)
+    early: reactive[SkeletonCall | None] = reactive(None, init=False)
     # what the provider's log says about the verdict's attempt (console/evidence.py)
     # (the reason's words, a short form for a narrow line)
     log_phrase: reactive[tuple[str, str] | None] = reactive(None, init=False)
@@ -43,6 +46,9 @@ class VerdictLine(Static):
     def watch_as_of(self) -> None:
         self.paint()
 
+    def watch_early(self) -> None:
+        self.paint()
+
     def watch_log_phrase(self) -> None:
         self.paint()
 
@@ -54,6 +60,9 @@ class VerdictLine(Static):
         tools = tool_summary(call.tools) if call is not None else None
         self.set_class(bool(call and call.effect_unknown) or bool(tools and tools[1] == "error"),
                        "-danger")
+        if call is None and self.early is not None:
+            self._paint_early(self.early)
+            return
         if call is None:
             self.show(("selected call: ", "bold"), ("none (3 focuses Calls)", "$text-muted"))
             return
@@ -93,6 +102,36 @@ class VerdictLine(Static):
                     parts.append(" \u00b7 x: reconcile")
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
+        self.show(*parts)
+
+    def _paint_early(self, early: SkeletonCall) -> None:
+        """A call before the projection: what its events' kinds decide, said as such.
+        No action is offered: resume and reconcile need the payloads (an anomaly, the
+        key, the receipts), which the projection is still reading."""
+        self.set_class(early.effect_unknown, "-danger")
+        parts: list[str | tuple[str, str]] = [("call ", "bold"),
+                                              (cell(early.call_id, 30), "bold"), ": "]
+        if early.effect_unknown:
+            parts.append((EFFECT_UNKNOWN_TEXT, "bold $error"))
+        elif early.stage is None:
+            parts.append(("verdict: its payloads decide", "$text-muted"))
+        else:
+            parts.append(early.stage.value)
+        detail = ""
+        if early.next_operation is not None and early.provider_effect is not None:
+            detail = early.next_operation.value if early.effect_unknown else (
+                f"next {early.next_operation.value}"
+                f" \u00b7 effect {early.provider_effect.value}")
+        room = max(self.size.width - 2, 40) - sum(
+            len(p if isinstance(p, str) else p[0]) for p in parts)
+        # the widest that fits; that the rest is still being read always shows
+        reading = "reading its evidence\u2026"
+        for tail in ((detail, reading), ("", reading), ("", "reading\u2026")):
+            if sum(3 + len(t) for t in tail if t) <= room:
+                break
+        if tail[0]:
+            parts.append(f" \u00b7 {tail[0]}")
+        parts += [" \u00b7 ", (tail[1], "$text-muted")]
         self.show(*parts)
 
     def show(self, *parts: str | tuple[str, str]) -> None:
