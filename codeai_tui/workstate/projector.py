@@ -416,13 +416,17 @@ class Projector:
                 tally.update(pos, contribution(self._states[pos]))  # type: ignore[arg-type]
         return tally
 
-    def receipt_check(self, receipt_log: ReceiptLog | None) -> ReceiptCheck:
-        """Section 5's check of `receipt_log` against the attempts fed so far; the same
-        log object again costs only the pairs that changed since."""
+    def _refresh_pairs(self) -> None:
+        """Build the coverage anew where a key moved under started attempts (hostile)."""
         if self._pairs_stale:
             self._pairs = coverage_pairs(self.calls.values())
             self._pairs_stale = False
             self._live_check = None
+
+    def receipt_check(self, receipt_log: ReceiptLog | None) -> ReceiptCheck:
+        """Section 5's check of `receipt_log` against the attempts fed so far; the same
+        log object again costs only the pairs that changed since."""
+        self._refresh_pairs()
         live = self._live_check
         if live is not None and live.log is not receipt_log and live.extended_by(receipt_log):
             live.grow(receipt_log, self._pairs)  # type: ignore[arg-type]  # (not None)
@@ -516,9 +520,11 @@ class Projector:
             if cs.task_id in late:
                 rollups[cs.task_id].add(cs)
         for t in late:
-            for cid in self._task_calls.get(t, ()):
+            for cid in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
                 pos = self.calls[cid].position
-                if pos < k and calls[pos] is not None:
+                if pos >= k:
+                    break  # begun after n, as are the rest (all calls, as of an early n)
+                if calls[pos] is not None:
                     rollups[t].add(calls[pos])
         tasks: list[TaskState] = []
         for task_id, task in self.tasks.items():
@@ -529,20 +535,13 @@ class Projector:
                 continue
             evidence = task if task.last_seq <= n else task_before(task_id, n)
             tasks.append(classify_task(evidence, rollups[task_id]))
-        if self._pairs_stale:
-            self._pairs = coverage_pairs(self.calls.values())
-            self._pairs_stale = False
-            self._live_check = None
         if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
             check = check_receipts(
                 receipt_log.receipts if receipt_log else (), (c.evidence for c in calls),
                 problems=receipt_log.problems if receipt_log else (),
                 log_present=bool(receipt_log and receipt_log.exists))
-        else:  # a pair covers as of n iff its earliest attempt started by n
-            check = check_coverage(
-                receipt_log.receipts if receipt_log else (), self._pairs, upto=n,
-                problems=receipt_log.problems if receipt_log else (),
-                log_present=bool(receipt_log and receipt_log.exists))
+        else:
+            check = self.receipt_check_as_of(receipt_log, n)
         unknown: dict[str, int] = {}
         for seq, kind in self._unknown_seqs:
             if seq <= n:
@@ -562,6 +561,26 @@ class Projector:
         ids, resumable, pending, tools_unknown = self._kept_as_of(state.calls, redone)
         return replace(state, effect_unknown_ids=ids, resumable_positions=resumable,
                        pending_positions=pending, tool_effect_unknown_tally=tools_unknown)
+
+    def receipt_check_as_of(self, cut: ReceiptLog | None, n: int) -> ReceiptCheck:
+        """Section 5's check of `cut` (the log as of `n`: `receipts_before`) as of seq n: a
+        pair covers when its earliest attempt started by n. (A ledger whose keys moved
+        under started attempts is checked from its calls as of n: `snapshot_as_of`.)
+        When `cut` is cut from the log of the live check (the console's time travel),
+        it answers from that check's columns in a pass over the cut, instead of a
+        look-up per receipt (0.2-0.3 s at 10^5 receipts, most of a step)."""
+        self._refresh_pairs()
+        live = self._live_check
+        if live is not None and cut is not None:
+            if self._changed_pairs:  # attempts started since the last snapshot
+                live.update(self._pairs, self._changed_pairs)
+                self._changed_pairs = []
+            check = live.as_of(cut, n)
+            if check is not None:
+                return check
+        return check_coverage(cut.receipts if cut else (), self._pairs, upto=n,
+                              problems=cut.problems if cut else (),
+                              log_present=bool(cut and cut.exists))
 
     def _kept_as_of(self, calls: tuple[CallState, ...], redone: set[int]
                     ) -> tuple[frozenset[str], tuple[int, ...], tuple[int, ...], int]:

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import overload
 
 from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
@@ -335,19 +336,30 @@ def check_coverage(
     index: ReceiptIndex | None = None,
     by_key: ByKey | None = None,
     duplicate_groups: dict[Pair, list[int]] | None = None,
+    started_seqs: array[int] | None = None,
 ) -> ReceiptCheck:
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
     attempts started at or before that seq cover (time travel). `index`, `by_key`,
     `duplicate_groups`: the receipts' index, ByKey table and `_repeat_groups` when the
     caller built them already (else the index builds its table when first read: time
-    travel checks at every step, and reads no index)."""
+    travel checks at every step, and reads no index). `started_seqs`: filled with the
+    attempt.started seq of each receipt's cover (0: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = Blocks()
-    for key, sha in zip(rs.keys, rs.shas, strict=True):
-        have = covering(started, key, sha)
-        covers.append(have.attempt_id if have is not None
-                      and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
+    pairs = zip(rs.keys, rs.shas, strict=True)
+    if started_seqs is None:
+        for key, sha in pairs:
+            have = covering(started, key, sha)
+            covers.append(have.attempt_id if have is not None
+                          and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
+    else:
+        for key, sha in pairs:
+            have = covering(started, key, sha)
+            seq: int = have.started_seq if have is not None else 0  # type: ignore[assignment]
+            started_seqs.append(seq)
+            covers.append(have.attempt_id if have is not None
+                          and (upto is None or seq <= upto) else None)
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
@@ -433,6 +445,37 @@ def _share_hash(rs: Receipts, i: int, att: AttemptEvidence) -> None:
         rs.shas.share(i, att.request_sha256)
 
 
+class CoversAsOf(Sequence["str | None"]):
+    """A cut's covers as a view of the whole log's column (which its owner then copies
+    before it changes it): the cover at each taken position, None where it had not
+    started yet (`blank`). A column of its own cost a pass appending 10^5 covers on
+    every step of time travel."""
+
+    __slots__ = ("_blank", "_covers", "_len", "_positions")
+
+    def __init__(self, covers: Blocks[str | None], positions: Sequence[int] | None,
+                 blank: set[int], length: int) -> None:
+        self._covers, self._positions = covers, positions
+        self._blank, self._len = blank, length
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str | None]: ...
+
+    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        j = range(self._len)[i]  # (IndexError beyond the cut, negatives from its end)
+        if j in self._blank:
+            return None
+        return self._covers[j if self._positions is None else self._positions[j]]
+
+
 class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
@@ -448,9 +491,13 @@ class LiveReceiptCheck:
         self._by_key = by_key_of(log) if log else ByKey(())
         # (key, hash) -> positions of duplicate receipts, kept for `grow`
         self._duplicate_groups = _repeat_groups(self._by_key.receipts, self._by_key)
+        # the attempt.started seq of each receipt's cover (0: none): as of a seq, a
+        # receipt is covered when its cover started by then (`as_of`)
+        self._seqs = array("q")
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
-                              by_key=self._by_key, duplicate_groups=self._duplicate_groups)
+                              by_key=self._by_key, duplicate_groups=self._duplicate_groups,
+                              started_seqs=self._seqs)
         self._receipts = full.covered_by.receipts
         self._covers = full.covered_by.attempts
         self._shared = True  # `full` (handed out) holds _covers
@@ -468,6 +515,7 @@ class LiveReceiptCheck:
             for i in self._by_key.matching(*pair):
                 self._own_covers()
                 self._covers.set(i, have.attempt_id if have else None)
+                self._seqs[i] = have.started_seq if have else 0  # type: ignore[assignment]
                 if have is None:
                     self._uncovered[i] = None
                 else:
@@ -502,6 +550,7 @@ class LiveReceiptCheck:
         for i in range(before, len(rs)):
             have = covering(started, rs.keys[i], rs.shas[i])
             self._covers.append(have.attempt_id if have is not None else None)
+            self._seqs.append(have.started_seq if have is not None else 0)  # type: ignore[arg-type]
             if have is None:
                 self._uncovered[i] = None
             else:
@@ -518,6 +567,51 @@ class LiveReceiptCheck:
         self.log, self._by_key, self._receipts = log, table, rs
         self._problems, self._present = log.problems, log.exists
         self._check = None
+
+    def as_of(self, log: ReceiptLog, n: int) -> ReceiptCheck | None:
+        """The check of `log`, this check's log cut as of seq `n` (`receipts_before`),
+        from this check's columns in one pass over the cut: a receipt is covered as of n
+        when its cover (the earliest attempt started with its key and hash) started by
+        n, and a duplicate when two receipts of its pair are in the cut. Equals
+        `check_coverage(log.receipts, started, upto=n)` for the coverage this check was
+        last updated with. None when `log` is not cut from this check's log."""
+        rs = log.receipts
+        if rs is self._receipts:
+            positions: Sequence[int] | None = None
+        elif isinstance(rs, Receipts) and rs.origin is not None \
+                and rs.origin[0] is self._receipts:
+            positions = rs.origin[1]
+        else:
+            return None
+        k, seqs = len(rs), self._seqs
+        if positions is None:
+            blank = [j for j in range(k) if not 0 < seqs[j] <= n]
+        else:
+            blank = [j for j, p in enumerate(positions) if not 0 < seqs[p] <= n]
+        groups: dict[Pair, list[int]] = {}
+        if positions is None:
+            for pair, group in self._duplicate_groups.items():
+                kept = [i for i in group if i < k]
+                if len(kept) > 1:
+                    groups[pair] = kept
+        else:
+            grouped = {i for group in self._duplicate_groups.values() for i in group}
+            at = {p: j for j, p in enumerate(positions) if p in grouped}
+            for pair, group in self._duplicate_groups.items():
+                kept = [at[i] for i in group if i in at]
+                if len(kept) > 1:
+                    groups[pair] = kept
+        self._shared = True  # the cut's covers read this column: copy it before a change
+        problems = tuple(log.problems)
+        return ReceiptCheck(
+            count=k,
+            uncovered=_ids_at(rs, blank),
+            duplicates=_group_ids(rs, groups),
+            covered_by=Covers(rs, CoversAsOf(self._covers, positions, set(blank), k)),
+            problems=problems,
+            log_present=log.exists,
+            index=index_receipts(rs, problems, log.exists),
+        )
 
     def check(self) -> ReceiptCheck:
         if self._check is None:

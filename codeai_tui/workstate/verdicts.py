@@ -8,11 +8,10 @@ into a copy (copy on write), so a verdict already handed out never changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, Receipts
 from codeai_tui.workstate.evidence import (
     Anomaly,
@@ -289,7 +288,7 @@ class Covers(Mapping[str, "str | None"]):
 
     __slots__ = ("_by_id", "attempts", "receipts")
 
-    def __init__(self, receipts: Receipts, attempts: Blocks[str | None]) -> None:
+    def __init__(self, receipts: Receipts, attempts: Sequence[str | None]) -> None:
         self.receipts = receipts
         self.attempts = attempts  # by position in `receipts`
         self._by_id: dict[str, int] | None = None

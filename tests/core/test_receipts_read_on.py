@@ -21,6 +21,7 @@ from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.receipts import ReceiptLog, read_more_receipts, read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate import Projector, check_receipts
+from codeai_tui.workstate.receipts import check_coverage, coverage_pairs
 
 if TYPE_CHECKING:
     from codeai_tui.console.model import CaseSnapshot
@@ -129,6 +130,15 @@ def test_the_live_check_carried_forward_equals_a_fresh_check(
         assert got.index is not None and fresh.index is not None
         assert got.index.complete_up_to == fresh.index.complete_up_to
         assert dict(got.index.by_pair) == dict(fresh.index.by_pair)
+        # as of every seq (time travel), from the check carried forward: a receipt is
+        # covered by an attempt started by then
+        started = coverage_pairs(projector.calls.values())
+        for n in range(seq + 1):
+            as_of = projector.receipt_check_as_of(log, n)
+            anew = check_coverage(log.receipts, started, upto=n, problems=log.problems,
+                                  log_present=True)
+            assert as_of == anew, n
+            assert list(as_of.covered_by.attempts) == list(anew.covered_by.attempts), n
 
 
 def test_a_following_console_reads_on_from_where_it_ended(tmp_path: Path) -> None:

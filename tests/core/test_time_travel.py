@@ -18,7 +18,10 @@ from ledgerfactory import append_rows
 from codeai_tui.console import model
 from codeai_tui.console.model import CaseFollower, TimeMachine
 from codeai_tui.console.severity import case_verdict
-from codeai_tui.workstate import WorkState
+from codeai_tui.ledger import LedgerReader
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.workstate import WorkState, project
+from codeai_tui.workstate.receipts import LiveReceiptCheck
 from tests.core.test_fast_path import SHA, _ev, _oracle, _write, drawn_case, ledgers
 
 
@@ -211,3 +214,122 @@ def test_what_the_projector_keeps_while_following_equals_projecting_anew(
                 conn.close()
         finally:
             follower.close()
+
+
+def _insert(conn: sqlite3.Connection, events: list[dict[str, Any]], unique_ids: bool) -> None:
+    for ev in events:
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", (
+            ev["seq"], ev["event_id"] if not unique_ids else f"u{ev['seq']}",
+            ev["recorded_at"], ev["kind"], ev["task_id"], ev["call_id"], ev["attempt_id"],
+            ev["compilation_id"], ev["payload"]))
+
+
+def _spy() -> tuple[list[bool], Any]:
+    """LiveReceiptCheck.as_of, recording what it answered (False: the cut was not its
+    log's, and the check was made anew)."""
+    answers: list[bool] = []
+    original = LiveReceiptCheck.as_of
+
+    def as_of(check: LiveReceiptCheck, log: Any, n: int) -> Any:
+        got = original(check, log, n)
+        answers.append(got is not None)
+        return got
+
+    return answers, as_of
+
+
+def _receipts_as_projected(case: Path, n: int) -> tuple[Any, list[str | None]]:
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    check = project(events, read_receipts(case), n).receipts
+    return check.as_json(), list(check.covered_by.attempts)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.integers(0, 30), st.booleans())
+def test_time_travel_reads_receipts_from_the_live_check_as_projecting_does(
+        ledger: Any, split: int, unique_ids: bool) -> None:
+    """As of every seq, the receipt check time travel derives from the live one (each
+    receipt's cover and when it started) equals the prefix's projection: the attempt
+    covering each receipt, the uncovered, the duplicates. Also after appends folded in
+    since the last live snapshot (attempts started that the live check has not seen)."""
+    events, receipts = ledger
+    head, tail = events[:split], events[split:]
+    answers, spy = _spy()
+    with tempfile.TemporaryDirectory() as tmp, patch.object(LiveReceiptCheck, "as_of", spy):
+        case = _write(Path(tmp), head, receipts, unique_ids)
+        follower = CaseFollower(case)
+        try:
+            with patch.object(model, "FAST_START_MIN", 0):
+                follower.catch_up()
+            follower.snapshot()  # the live check, as of the head
+            conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+            try:
+                _insert(conn, tail, unique_ids)
+            finally:
+                conn.close()
+            follower.catch_up()  # folded in, no snapshot since
+            last = events[-1]["seq"] if events else 0
+            for n in range(0, last + 1):
+                got = follower.as_of(n).state.receipts
+                assert (got.as_json(), list(got.covered_by.attempts)) == \
+                    _receipts_as_projected(case, n), n
+        finally:
+            follower.close()
+    # taken whenever it was asked (a hostile ledger whose keys moved is checked anew)
+    assert all(answers)
+
+
+def test_time_travel_with_receipts_out_of_order_takes_the_live_check(tmp_path: Path) -> None:
+    """A log whose receipts arrived out of time order is cut as of a seq into a subset,
+    not a prefix: the live check still answers, receipt by receipt, as projecting does,
+    with the attempts started since the live snapshot."""
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA},
+                  minute=5),
+              _ev(4, "call.requested", call="c2", payload={"idempotency_key": "k2"}, minute=7),
+              _ev(5, "call.manifest", call="c2",
+                  payload={"idempotency_key": "k2", "request_sha256": SHA}, minute=8),
+              _ev(6, "attempt.started", call="c2", attempt="b1",
+                  payload={"request_sha256": SHA}, minute=9)]
+    receipts = [
+        {"receipt_id": "r-late", "received_at": "2026-09-13T12:10:00Z",
+         "idempotency_key": "k2", "body_sha256": SHA, "bytes": 1},
+        {"receipt_id": "r-a1", "received_at": "2026-09-13T12:05:30Z",
+         "idempotency_key": "k", "body_sha256": SHA, "bytes": 1},
+        {"receipt_id": "r-a1-again", "received_at": "2026-09-13T12:06:00Z",
+         "idempotency_key": "k", "body_sha256": SHA, "bytes": 1},
+        {"receipt_id": "r-none", "received_at": "2026-09-13T12:05:45Z",
+         "idempotency_key": "nobody", "body_sha256": SHA, "bytes": 1},
+    ]
+    case = _write(tmp_path, events[:3], receipts, unique_ids=True)
+    answers, spy = _spy()
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        follower.snapshot()  # the live check: b1 has not started
+        conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        try:
+            _insert(conn, events[3:], unique_ids=True)
+        finally:
+            conn.close()
+        follower.catch_up()  # b1 started since the live snapshot
+        with patch.object(LiveReceiptCheck, "as_of", spy):
+            at_4 = follower.as_of(4)
+            at_6 = follower.as_of(6)
+        assert answers == [True, True]
+        # as of 4 (c2 requested at 12:07): the three receipts before it, a1's twice
+        assert [r.receipt_id for r in at_4.receipts.receipts] == ["r-a1", "r-a1-again", "r-none"]
+        check = at_4.state.receipts
+        assert list(check.covered_by.attempts) == ["a1", "a1", None]
+        assert check.uncovered == ("r-none",)
+        assert check.duplicates == (("r-a1", "r-a1-again"),)
+        assert (check.as_json(), list(check.covered_by.attempts)) == \
+            _receipts_as_projected(case, 4)
+        # as of the last seq: every receipt, r-late covered by b1
+        assert list(at_6.state.receipts.covered_by.attempts) == ["b1", "a1", "a1", None]
+        assert (at_6.state.receipts.as_json(), list(at_6.state.receipts.covered_by.attempts)) \
+            == _receipts_as_projected(case, 6)
+    finally:
+        follower.close()
