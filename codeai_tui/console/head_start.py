@@ -71,6 +71,8 @@ class HeadStart:
         try:
             follower = CaseFollower(self.case, self._stopped)
         except Exception:  # noqa: BLE001 - see above
+            if reads is not None:
+                reads.close()
             return
         try:
             skeleton = follower.skeleton(reads)

@@ -246,16 +246,21 @@ class CaseFollower:
         the effect-unknown set in about the time of one scan, before the projection.
         None where the fast path does not apply (the projection then answers).
         `reads`: the skeleton's reads begun before this follower was opened (the head
-        start's), as of a seq no later than this follower's."""
-        if self.projector.last_seq or self.max_seq < FAST_START_MIN:
-            return None
-        if reads is not None and reads.limit > self.max_seq:
-            reads = None  # (the ledger was replaced by a longer one meanwhile)
+        start's), as of a seq no later than this follower's; whatever of them is not
+        taken is let go here (children of a split read are killed)."""
         try:
-            self._skeleton = build_skeleton(self.sql, self.max_seq, reads=reads)
-        except FastPathUnfit:
-            return None
-        return self._skeleton
+            if self.projector.last_seq or self.max_seq < FAST_START_MIN:
+                return None
+            taken = reads if reads is not None and reads.limit <= self.max_seq else None
+            # (a longer ledger's reads: the ledger was replaced meanwhile)
+            try:
+                self._skeleton = build_skeleton(self.sql, self.max_seq, reads=taken)
+            except FastPathUnfit:
+                return None
+            return self._skeleton
+        finally:
+            if reads is not None:
+                reads.close()
 
     def _fast_start(self) -> None:
         """The first catch-up through the fast path, when the ledger allows it."""

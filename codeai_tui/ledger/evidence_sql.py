@@ -259,7 +259,8 @@ class EvidenceSQL:
               AND kind IN ({_in(call_kinds)})
             GROUP BY call_id""", (as_of,))  # type: ignore[return-value]
 
-    def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]]
+    def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]],
+                        ids: tuple[object, object] = (None, None),
                         ) -> list[tuple[str, int, int, int, int | None, int]]:
         """Per call id, in first-seq order: (call_id, first seq, last seq, flags, last
         started attempt as `started seq << 5 | its kind bits`, started attempts), read
@@ -269,7 +270,13 @@ class EvidenceSQL:
         `ATTEMPT_OBSERVED`/`ATTEMPT_RECONCILED` of any started attempt, `NULL_ATTEMPT`
         (attempt evidence without an attempt id: each such event is its own attempt) and
         `ODD_KIND` (a kind or attempt id cell that is not text: the event path reads
-        those ledgers)."""
+        those ledgers). `ids`: only call ids at or above the first and below the second
+        (None: no bound), so two processes can each read a part (SQLite orders every
+        value: the parts of a split cover every call once)."""
+        lo, hi = ids
+        bounds = ("" if lo is None else " AND call_id >= ?") + (
+            "" if hi is None else " AND call_id < ?")
+        params = (as_of, *(b for b in ids if b is not None))
         whens = " ".join(f"WHEN {_in([k])} THEN {int(c)}" for k, c in codes)
         call_bits = " | ".join(f"max(b & {c})" for _k, c in codes if c >= 32)
         return self._all(f"""
@@ -279,7 +286,7 @@ class EvidenceSQL:
                      sum(DISTINCT CASE WHEN typeof(kind) != 'text' THEN {ODD_KIND}
                                   ELSE CASE kind {whens} ELSE 0 END END) AS b
               FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
-              WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
+              WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?{bounds}
                 AND (kind IN ({_in([k for k, _c in codes])}) OR typeof(kind) != 'text')
               GROUP BY call_id, attempt_id)
             SELECT c, min(fs) AS f, max(ls),
@@ -291,7 +298,24 @@ class EvidenceSQL:
                    | max(CASE WHEN st IS NOT NULL AND b & 16 THEN {ATTEMPT_RECONCILED}
                          ELSE 0 END),
                    max(st * 32 + (b & 31)), count(st)
-            FROM g GROUP BY c ORDER BY f""", (as_of,))  # type: ignore[return-value]
+            FROM g GROUP BY c ORDER BY f""", params)  # type: ignore[return-value]
+
+    def middle_call_id(self, as_of: int, samples: int = 31) -> str | None:
+        """A call id near the middle of the calls' id order, weighted by their events:
+        the median of the ids named at `samples` evenly spaced seqs (point reads by
+        seq). A bound that splits `call_stage_rows` into two parts of similar size; None
+        when too few events name a call by a text id."""
+        step = max(1, as_of // (samples + 1))
+        found = sorted(str(r[0]) for r in self._all(
+            f"SELECT call_id FROM events WHERE seq IN "
+            f"({', '.join(str(step * k) for k in range(1, samples + 1))}) AND seq <= ? "
+            f"AND typeof(call_id) = 'text' AND call_id != ''", (as_of,)))
+        return found[len(found) // 2] if len(found) >= 3 else None
+
+    def stop_requested(self) -> bool:
+        """True once this connection's `stop` (abort_when) has turned true."""
+        stop = self._stop
+        return stop is not None and stop()
 
     def calls_observed_mentioning(self, as_of: int, word: str) -> set[str]:
         """Call ids with an attempt.observed whose payload text contains `word` or any
