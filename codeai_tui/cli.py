@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -353,8 +354,12 @@ def _confirm(plan: ResumePlan) -> tuple[bool, bool]:
     """Ask on the terminal: (resume?, send the credential?)."""
     for label, value in _plan_rows(plan):
         print(f"  {label:<17} {visible(value, one_line=True)}", file=sys.stderr)
+    active = plan.still_active(datetime.now(UTC))
+    if active is not None:
+        print(f"  WARNING: {visible(active, one_line=True)}", file=sys.stderr)
     if not plan.drift_check_possible:
         print("  WARNING: no manifest was recorded, so no drift check is possible.", file=sys.stderr)
+    if not plan.drift_check_possible or active is not None:
         answer = input(f"Type the call id ({visible(plan.call_id, one_line=True)}) to resume: ")
         if answer.strip() != plan.call_id:
             return False, False
@@ -472,6 +477,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
             if not plan.drift_check_possible:
                 print("codeai-tui: note: no manifest recorded, so no drift check was possible",
                       file=sys.stderr)
+            active = plan.still_active(datetime.now(UTC))
+            if active is not None:
+                print(f"codeai-tui: note: {visible(active, one_line=True)}", file=sys.stderr)
         line = plan.destination.credential_line(send_credential)
         _err(f"note: sending to {plan.destination.base_url}; {line}")
         result = resume_call(

@@ -18,6 +18,7 @@ import socket
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.request_bytes import build_request, intent_for
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
+from codeai_tui.workstate.receipts import parse_time
 
 Progress = Callable[[str], None]
 
@@ -76,6 +78,28 @@ class ResumePlan:
     intent: dict[str, Any]
     rendered_context: str | None
     destination: Destination
+    # when the call's last event was recorded (as the ledger says): a call that moved
+    # seconds ago may still belong to a live process (`still_active`)
+    last_recorded_at: str | None = None
+
+    def still_active(self, now: datetime) -> str | None:
+        """Why the process that requested this call may still be running, when its last
+        event is less than ACTIVE_WITHIN_S old at `now` (or later than `now`: a clock
+        that cannot be compared is no proof the process stopped); None otherwise.
+        Resume is for a process that stopped: resuming a live one's call sends its
+        request twice."""
+        at = self.last_recorded_at
+        recorded = parse_time(at) if isinstance(at, str) else None
+        if recorded is None:
+            return None
+        age = (now - recorded).total_seconds()
+        if age >= ACTIVE_WITHIN_S:
+            return None
+        when = (f"{age:.0f} s ago" if age >= 0 else
+                f"at {at}, later than this machine's clock")
+        return (f"this call's last event (seq {self.evidence[1]:,}) was recorded {when}: "
+                "the process that requested it may still be running, and would then send "
+                "this request itself. Resume only a call whose process has stopped.")
 
     @property
     def base_url(self) -> str:
@@ -98,6 +122,10 @@ class ResumeResult:
     drift_check_possible: bool
     status: str
     notes: tuple[str, ...] = ()  # what the runner waited for, or why it stopped early
+
+
+# a call whose last event is younger than this may belong to a process still running
+ACTIVE_WITHIN_S = 120.0
 
 
 def _evidence(events: Sequence[Event]) -> tuple[int, int]:
@@ -235,6 +263,7 @@ def plan_resume(
         rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
         drift=tuple(drift), evidence=_evidence(events), intent=intent,
         rendered_context=rendered_now_text, destination=destination,
+        last_recorded_at=events[-1].recorded_at if events else None,
     )
 
 

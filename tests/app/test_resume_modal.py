@@ -24,7 +24,15 @@ from textual.widgets import Button, Input, Static
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.ledger import LedgerReader, read_receipts
-from tests.core.cases import make_case as make_real_case
+from tests.core.cases import make_case
+
+# ten minutes before the frozen clock's now: the calls stopped long enough ago that no
+# warning says their process may still be running (one test asks for that warning)
+EARLIER = "2026-09-13T11:55:00.000Z"
+
+
+def make_real_case(case: Path, base_url: str, **kwargs: Any) -> Path:
+    return make_case(case, base_url, recorded_at=EARLIER, **kwargs)
 
 
 def modal_text(modal: ResumeModal) -> str:
@@ -168,6 +176,44 @@ async def test_rung_4_requires_typing_the_call_id(tmp_path: Path, provider: Any)
         await pilot.press("enter")
         await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
         assert len(read_receipts(case).receipts) == 1
+
+
+async def test_a_call_that_moved_moments_ago_needs_its_id_typed(tmp_path: Path,
+                                                                provider: Any) -> None:
+    """A call whose last event is seconds old (a live writer's, a moment between two of
+    its events) may still be sent by its own process: the dialog says so before the
+    match, and asks for the id typed out; then the resume goes ahead."""
+    case = make_case(tmp_path / "c4b", provider.base_url, recorded_at="2026-09-13T12:04:57.000Z")
+    app = create_app(case, clock=frozen_clock)  # 12:05:00: three seconds later
+    async with app.run_test(size=SIZE) as pilot:
+        before = ledger_digest(case)
+        modal = await open_modal(pilot)
+        text = modal_text(modal)
+        assert "still running?" in text and "recorded 3 s ago" in text, text
+        assert text.index("still running?") < text.index("match")
+        assert "Resume only a call whose process has stopped" in text
+        confirm = modal.query_one("#resume-confirm", Button)
+        assert confirm.disabled
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "type the call id first" in modal_text(modal),
+                       what="typed-id hint")
+        assert ledger_digest(case) == before
+        await pilot.press(*"call-1", "enter")
+        await wait_for(pilot, lambda: app.focused is confirm, what="Resume focused")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
+        assert len(read_receipts(case).receipts) == 1
+
+
+async def test_a_call_stopped_minutes_ago_asks_only_yes(tmp_path: Path, provider: Any) -> None:
+    """Past the window (ten minutes here), no warning and no typed id: `y` resumes."""
+    case = make_real_case(tmp_path / "c4c", provider.base_url)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await open_modal(pilot)
+        assert "still running?" not in modal_text(modal)
+        assert not modal.query_one("#resume-confirm", Button).disabled
+        assert not modal.query("#resume-typed-id")
 
 
 def start_attempt_elsewhere(case: Path, attempt_id: str) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
+from codeai_tui.ledger.writer import utc_now
 from codeai_tui.request_bytes import intent_for
 from codeai_tui.runner import CallRunner
 
@@ -13,9 +14,11 @@ PARAGRAPH = "The committee, having met, decided that the decision was decided."
 
 
 def make_case(case: Path, base_url: str, *, upto: str = "manifest", model: str = "synthetic-small",
-              case_model: str | None = None) -> Path:
+              case_model: str | None = None, recorded_at: str | None = None) -> Path:
     """A task with a compiled context and one call stopped after `upto`
-    ("requested" or "manifest"). case.json points at `base_url` in bundle mode."""
+    ("requested" or "manifest"). case.json points at `base_url` in bundle mode.
+    `recorded_at`: every event's time (else now: a call that moved seconds ago, which
+    resume warns may belong to a process still running)."""
     case.mkdir(parents=True, exist_ok=True)
     (case / "case.json").write_text(json.dumps({
         "provider": {"base_url": f"{base_url.rsplit('/v1', 1)[0]}/c/{case.name}/v1",
@@ -23,7 +26,8 @@ def make_case(case: Path, base_url: str, *, upto: str = "manifest", model: str =
         "description": "test case",
     }))
     config = CaseConfig(ProviderConfig(base_url=base_url, model=model))
-    with LedgerWriter.create(case) as writer:
+    clock = (lambda: recorded_at) if recorded_at is not None else utc_now
+    with LedgerWriter.create(case, clock) as writer:
         runner = CallRunner(case, writer, config)
         writer.append("task.created", "task-1", {"title": "review a paragraph"})
         writer.append("task.objective", "task-1", {"objective": "flag unclear sentences"})

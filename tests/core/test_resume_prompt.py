@@ -39,10 +39,14 @@ def _run_on_pty(args: list[str], answer: str) -> tuple[int, str]:
     return rc, b"".join(chunks).decode("utf-8", "replace")
 
 
+# long before now: a call whose process stopped long ago (no "may still be running")
+LONG_AGO = "2000-01-01T00:00:00.000Z"
+
+
 @pytest.mark.parametrize(("answer", "rc", "receipts"), [("n\n", 3, 0), ("y\n", 0, 1)])
 def test_manifest_recorded_asks_yes_no(tmp_path: Path, provider: Any, answer: str, rc: int,
                                        receipts: int) -> None:
-    case = make_case(tmp_path / "case", provider.base_url)
+    case = make_case(tmp_path / "case", provider.base_url, recorded_at=LONG_AGO)
     code, screen = _run_on_pty(["resume", str(case), "call-1"], answer)
     assert code == rc, screen
     assert "request sha256" in screen and "verdict" in screen and "match" in screen
@@ -53,6 +57,20 @@ def test_no_manifest_requires_typing_the_call_id(tmp_path: Path, provider: Any) 
     case = make_case(tmp_path / "case", provider.base_url, upto="requested")
     code, screen = _run_on_pty(["resume", str(case), "call-1"], "y\n")
     assert code == 3 and "no drift check is possible" in screen
+    assert read_receipts(case).receipts == ()
+    code, screen = _run_on_pty(["resume", str(case), "call-1"], "call-1\n")
+    assert code == 0, screen
+    assert len(read_receipts(case).receipts) == 1
+
+
+def test_a_call_that_moved_moments_ago_requires_typing_the_call_id(tmp_path: Path,
+                                                                   provider: Any) -> None:
+    """Its events were recorded just now: its process may still be running, so `y` is
+    not enough (nothing sent), and the typed id is."""
+    case = make_case(tmp_path / "case", provider.base_url)
+    code, screen = _run_on_pty(["resume", str(case), "call-1"], "y\n")
+    assert code == 3, screen
+    assert "may still be running" in screen and "s ago" in screen, screen
     assert read_receipts(case).receipts == ()
     code, screen = _run_on_pty(["resume", str(case), "call-1"], "call-1\n")
     assert code == 0, screen

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,6 +52,7 @@ class FlowHost(Protocol):
     shown: CaseSnapshot | None
     selected_call_id: str | None
     service: ResumeService
+    clock: Callable[[], datetime]  # now, as the console shows it (frozen in tests)
 
     # what the status bar shows and the one-action-at-a-time flags (read and written)
     activity: str | None

@@ -8,6 +8,7 @@ if the call's evidence changes while the modal is open, the modal says so and re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
@@ -45,11 +46,14 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         Binding("y", "confirm", "Confirm", id="resume.confirm"),
     ]
 
-    def __init__(self, plan: ResumePlan) -> None:
+    def __init__(self, plan: ResumePlan, now: datetime) -> None:
         super().__init__()
         self.plan = plan
         self.reason: str | None = None
         self.refused: str | None = None
+        # the call moved moments ago (a live process may still send it): say so, and
+        # ask for its id typed out, as where no drift check is possible
+        self.still_active = plan.still_active(now)
 
     # ---- what the operator sees
 
@@ -59,7 +63,7 @@ class ResumeModal(ModalScreen[ResumeDecision]):
 
     @property
     def needs_typed_id(self) -> bool:
-        return not self.plan.drift_check_possible
+        return not self.plan.drift_check_possible or self.still_active is not None
 
     def _pair(self, label: str, recorded: Any, now: Any, *, compare: bool = True) -> Static:
         if not compare or not self.plan.drift_check_possible:
@@ -157,6 +161,15 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         self.query_one("#resume-destination", Static).update(self._destination())
 
     def _verdict(self) -> Content:
+        verdict = self._drift_verdict()
+        if self.still_active is None or self.drift:
+            return verdict
+        return Content.assemble(
+            ("\u26a0 still running?", "bold $warning"), ": ",
+            (visible(self.still_active, one_line=True, limit=400), "$warning"),
+            " Type the call id to confirm.\n", verdict)
+
+    def _drift_verdict(self) -> Content:
         plan = self.plan
         if not plan.drift_check_possible:
             return Content.assemble(

@@ -122,7 +122,7 @@ class ResumeFlow:
             host.paint_status()
             return  # the operator moved on (another case, time travel) first
         host.show_drift(check_from_plan(plan))
-        modal = ResumeModal(plan)
+        modal = ResumeModal(plan, host.clock())
         self.modal = modal
         if host.live is not None:
             self.check_evidence(host.live)
