@@ -24,15 +24,13 @@ from textual.widgets import Button, Input, Static
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.ledger import LedgerReader, read_receipts
-from tests.core.cases import make_case
-
-# ten minutes before the frozen clock's now: the calls stopped long enough ago that no
-# warning says their process may still be running (one test asks for that warning)
-EARLIER = "2026-09-13T11:55:00.000Z"
+from tests.core.cases import STOPPED_AT, make_case
 
 
 def make_real_case(case: Path, base_url: str, **kwargs: Any) -> Path:
-    return make_case(case, base_url, recorded_at=EARLIER, **kwargs)
+    """A call stopped ten minutes before the frozen clock (one test asks for a call
+    that moved seconds ago, and the warning it gets)."""
+    return make_case(case, base_url, recorded_at=STOPPED_AT, **kwargs)
 
 
 def modal_text(modal: ResumeModal) -> str:

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.ledger import LedgerReader, read_receipts
+from tests.core.cases import STOPPED_AT
 from tests.core.cases import make_case as make_real_case
 
 
@@ -47,7 +48,7 @@ def resumed_events(case: Path) -> list[str]:
 
 async def test_the_other_console_sees_it_live_and_its_open_dialog_refuses(
         tmp_path: Path, provider: Any) -> None:
-    case = make_real_case(tmp_path / "c1", provider.base_url)
+    case = make_real_case(tmp_path / "c1", provider.base_url, recorded_at=STOPPED_AT)
     a, b = create_app(case, clock=frozen_clock), create_app(case, clock=frozen_clock)
     async with a.run_test(size=SIZE) as pa, b.run_test(size=SIZE) as pb:
         modal_b = await open_modal(pb)  # B looks at the same call, dialog open
@@ -69,7 +70,7 @@ async def test_the_other_console_sees_it_live_and_its_open_dialog_refuses(
 
 async def test_a_console_that_has_not_seen_it_yet_is_refused_by_the_gate(
         tmp_path: Path, provider: Any) -> None:
-    case = make_real_case(tmp_path / "c2", provider.base_url)
+    case = make_real_case(tmp_path / "c2", provider.base_url, recorded_at=STOPPED_AT)
     a, b = create_app(case, clock=frozen_clock), create_app(case, clock=frozen_clock)
     async with a.run_test(size=SIZE) as pa, b.run_test(size=SIZE) as pb:
         await ready(pb)

@@ -13,6 +13,12 @@ from codeai_tui.runner import CallRunner
 PARAGRAPH = "The committee, having met, decided that the decision was decided."
 
 
+# ten minutes before the app tests' frozen clock (apphelpers.FROZEN_NOW) and long before
+# the real one: a call recorded then stopped long enough ago that resume does not warn its
+# process may still be running
+STOPPED_AT = "2026-09-13T11:55:00.000Z"
+
+
 def make_case(case: Path, base_url: str, *, upto: str = "manifest", model: str = "synthetic-small",
               case_model: str | None = None, recorded_at: str | None = None) -> Path:
     """A task with a compiled context and one call stopped after `upto`

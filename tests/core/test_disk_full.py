@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.cases import make_case
+from tests.core.cases import STOPPED_AT, make_case
 from tests.support import cli
 
 FS_BYTES = 1024 * 1024
@@ -57,7 +57,7 @@ def plain_provider(tmp_path: Path) -> Iterator[Any]:
 def test_resume_on_a_full_disk_says_so_and_leaves_a_consistent_ledger(
     tiny_disk: Path, tmp_path: Path, plain_provider: Any, leave: int
 ) -> None:
-    case = make_case(tiny_disk / f"c{leave}", plain_provider.base_url)
+    case = make_case(tiny_disk / f"c{leave}", plain_provider.base_url, recorded_at=STOPPED_AT)
     filler = _fill(tiny_disk, leave)
     proc = cli("resume", str(case), "call-1", "--yes", "--base-url", plain_provider.base_url)
     assert "Traceback" not in proc.stderr and "cannot rollback" not in proc.stderr

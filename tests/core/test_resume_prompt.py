@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from codeai_tui.ledger import read_receipts
-from tests.core.cases import make_case
+from tests.core.cases import STOPPED_AT, make_case
 
 
 def _run_on_pty(args: list[str], answer: str) -> tuple[int, str]:
@@ -39,14 +39,10 @@ def _run_on_pty(args: list[str], answer: str) -> tuple[int, str]:
     return rc, b"".join(chunks).decode("utf-8", "replace")
 
 
-# long before now: a call whose process stopped long ago (no "may still be running")
-LONG_AGO = "2000-01-01T00:00:00.000Z"
-
-
 @pytest.mark.parametrize(("answer", "rc", "receipts"), [("n\n", 3, 0), ("y\n", 0, 1)])
 def test_manifest_recorded_asks_yes_no(tmp_path: Path, provider: Any, answer: str, rc: int,
                                        receipts: int) -> None:
-    case = make_case(tmp_path / "case", provider.base_url, recorded_at=LONG_AGO)
+    case = make_case(tmp_path / "case", provider.base_url, recorded_at=STOPPED_AT)
     code, screen = _run_on_pty(["resume", str(case), "call-1"], answer)
     assert code == rc, screen
     assert "request sha256" in screen and "verdict" in screen and "match" in screen

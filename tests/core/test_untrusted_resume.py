@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codeai_tui.ledger import ArtifactStore, LedgerReader
-from tests.core.cases import file_hashes, make_case
+from tests.core.cases import STOPPED_AT, file_hashes, make_case
 from tests.core.test_resume_prompt import _run_on_pty
 from tests.support import Capture, capture_server, cli
 
@@ -226,7 +226,7 @@ def test_the_prompt_shows_url_and_variable_and_asks_before_sending_a_credential(
 ) -> None:
     url, captured = capture
     # (stopped long ago: a call that moved seconds ago asks for its id, not y)
-    case = make_case(tmp_path / "c", url, recorded_at="2000-01-01T00:00:00.000Z")
+    case = make_case(tmp_path / "c", url, recorded_at=STOPPED_AT)
     _point_case_at(case, url, "MY_DB_PASSWORD")
     code, screen = _run_on_pty(["resume", str(case), "call-1"], answers)
     assert code == 0, screen

@@ -25,7 +25,7 @@ from ptyrun import run_on_pty
 
 from codeai_tui.app import create_app
 from codeai_tui.ledger import LedgerReader, read_receipts
-from tests.core.cases import make_case
+from tests.core.cases import STOPPED_AT, make_case
 from tests.support import Capture, capture_server
 
 CREDENTIAL = "sk-cred-5f1e9a7b3c2d"  # in CODEAI_API_KEY, the credential variable
@@ -54,7 +54,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def build(tmp_path: Path, capture: Capture, *, url: str, api_key_env: str) -> Path:
     """call-1 at manifest_recorded; case.json names `url` and `api_key_env`."""
-    case = make_case(tmp_path / "case", capture.url)
+    case = make_case(tmp_path / "case", capture.url, recorded_at=STOPPED_AT)
     (case / "case.json").write_text(json.dumps({"provider": {
         "base_url": url, "model": "synthetic-small", "api_key_env": api_key_env}}))
     capture.receipts = case / "provider" / "receipts.jsonl"

@@ -164,9 +164,9 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         verdict = self._drift_verdict()
         if self.still_active is None or self.drift:
             return verdict
+        why = visible(self.still_active, one_line=True, limit=400)
         return Content.assemble(
-            ("\u26a0 still running?", "bold $warning"), ": ",
-            (visible(self.still_active, one_line=True, limit=400), "$warning"),
+            ("\u26a0 still running? ", "bold $warning"), (why[:1].upper() + why[1:], "$warning"),
             " Type the call id to confirm.\n", verdict)
 
     def _drift_verdict(self) -> Content:
