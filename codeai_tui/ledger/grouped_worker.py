@@ -119,4 +119,3 @@ class GroupedChild:
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
-

@@ -344,7 +344,7 @@ def check_coverage(
     `duplicate_groups`: the receipts' index, ByKey table and `_repeat_groups` when the
     caller built them already (else the index builds its table when first read: time
     travel checks at every step, and reads no index). `started_seqs`: filled with the
-    attempt.started seq of each receipt's cover (0: none), whatever `upto`."""
+    attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = Blocks()
     pairs = zip(rs.keys, rs.shas, strict=True)
@@ -356,7 +356,7 @@ def check_coverage(
     else:
         for key, sha in pairs:
             have = covering(started, key, sha)
-            seq: int = have.started_seq if have is not None else 0  # type: ignore[assignment]
+            seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]
             started_seqs.append(seq)
             covers.append(have.attempt_id if have is not None
                           and (upto is None or seq <= upto) else None)
@@ -445,6 +445,11 @@ def _share_hash(rs: Receipts, i: int, att: AttemptEvidence) -> None:
         rs.shas.share(i, att.request_sha256)
 
 
+# a receipt no attempt covers, in a column of its covers' started seqs: later than any
+# seq but the very last an int64 holds (a seq may be 0 or below on a hostile ledger)
+NO_COVER = (1 << 63) - 1
+
+
 class CoversAsOf(Sequence["str | None"]):
     """A cut's covers as a view of the whole log's column (which its owner then copies
     before it changes it): the cover at each taken position, None where it had not
@@ -491,8 +496,8 @@ class LiveReceiptCheck:
         self._by_key = by_key_of(log) if log else ByKey(())
         # (key, hash) -> positions of duplicate receipts, kept for `grow`
         self._duplicate_groups = _repeat_groups(self._by_key.receipts, self._by_key)
-        # the attempt.started seq of each receipt's cover (0: none): as of a seq, a
-        # receipt is covered when its cover started by then (`as_of`)
+        # the attempt.started seq of each receipt's cover (NO_COVER: none): as of a seq,
+        # a receipt is covered when its cover started by then (`as_of`)
         self._seqs = array("q")
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
@@ -515,7 +520,7 @@ class LiveReceiptCheck:
             for i in self._by_key.matching(*pair):
                 self._own_covers()
                 self._covers.set(i, have.attempt_id if have else None)
-                self._seqs[i] = have.started_seq if have else 0  # type: ignore[assignment]
+                self._seqs[i] = have.started_seq if have else NO_COVER  # type: ignore[assignment]
                 if have is None:
                     self._uncovered[i] = None
                 else:
@@ -550,7 +555,7 @@ class LiveReceiptCheck:
         for i in range(before, len(rs)):
             have = covering(started, rs.keys[i], rs.shas[i])
             self._covers.append(have.attempt_id if have is not None else None)
-            self._seqs.append(have.started_seq if have is not None else 0)  # type: ignore[arg-type]
+            self._seqs.append(have.started_seq if have is not None else NO_COVER)  # type: ignore[arg-type]
             if have is None:
                 self._uncovered[i] = None
             else:
@@ -574,8 +579,11 @@ class LiveReceiptCheck:
         when its cover (the earliest attempt started with its key and hash) started by
         n, and a duplicate when two receipts of its pair are in the cut. Equals
         `check_coverage(log.receipts, started, upto=n)` for the coverage this check was
-        last updated with. None when `log` is not cut from this check's log."""
+        last updated with. None when `log` is not cut from this check's log (or `n`
+        reaches NO_COVER, where "no cover" and "started at n" read alike)."""
         rs = log.receipts
+        if n >= NO_COVER:
+            return None
         if rs is self._receipts:
             positions: Sequence[int] | None = None
         elif isinstance(rs, Receipts) and rs.origin is not None \
@@ -585,9 +593,9 @@ class LiveReceiptCheck:
             return None
         k, seqs = len(rs), self._seqs
         if positions is None:
-            blank = [j for j in range(k) if not 0 < seqs[j] <= n]
+            blank = [j for j in range(k) if seqs[j] > n]
         else:
-            blank = [j for j, p in enumerate(positions) if not 0 < seqs[p] <= n]
+            blank = [j for j, p in enumerate(positions) if seqs[p] > n]
         groups: dict[Pair, list[int]] = {}
         if positions is None:
             for pair, group in self._duplicate_groups.items():

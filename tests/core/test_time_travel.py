@@ -333,3 +333,29 @@ def test_time_travel_with_receipts_out_of_order_takes_the_live_check(tmp_path: P
             == _receipts_as_projected(case, 6)
     finally:
         follower.close()
+
+
+def test_an_attempt_started_at_seq_zero_covers_as_of_zero(tmp_path: Path) -> None:
+    """Seqs of 0 and below (a hostile ledger, flagged) still order the evidence: a receipt
+    whose attempt started at seq 0 is covered as of 0, from the live check as anew."""
+    events = [_ev(-2, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(-1, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(0, "attempt.started", attempt="a1", payload={"request_sha256": SHA}),
+              _ev(1, "attempt.observed", attempt="a1", payload={"transport": {"status": 200}},
+                  minute=9)]
+    receipts = [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:05:00Z",
+                 "idempotency_key": "k", "body_sha256": SHA, "bytes": 1}]
+    case = _write(tmp_path, events, receipts, unique_ids=True)
+    answers, spy = _spy()
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        follower.snapshot()
+        with patch.object(LiveReceiptCheck, "as_of", spy):
+            at_0 = follower.as_of(0).state.receipts
+        assert answers == [True]
+        assert list(at_0.covered_by.attempts) == ["a1"] and at_0.uncovered == ()
+        assert (at_0.as_json(), list(at_0.covered_by.attempts)) == \
+            _receipts_as_projected(case, 0)
+    finally:
+        follower.close()
