@@ -5,7 +5,7 @@ frees stays in its arena for that thread to reuse. The console's work moves betw
 threads (the head start, the follower, Textual's thread workers for time travel), so
 what one thread freed was not reused by the next: on the 1M-event ledger, `codeai-tui
 CASE` in tmux peaked at 244.5-246.1 MB once the projection was in and at 260.6 MB
-after time travel to the end. With at most two arenas: 239.3-241.1 MB and 251.8 MB, and
+after time travel to the end. With at most two arenas: 239.3-241.1 MB and 251.8-256.5 MB, and
 no slower (the answer on screen and the full projection within the runs' spread; one
 arena, 237-241 MB and 248.6 MB, looked slower). Set before the console starts its first
 thread; a MALLOC_ARENA_MAX the operator set is left alone.
