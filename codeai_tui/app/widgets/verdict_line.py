@@ -74,17 +74,10 @@ class VerdictLine(Static):
             parts += [": ", (EFFECT_UNKNOWN_TEXT, "bold $error")]
             act = [] if self.read_only or self.as_of is not None else ["x: reconcile"]
             phrase = self.log_phrase or ("", "")
-            room = max(self.size.width - 2, 40) - sum(
-                len(p if isinstance(p, str) else p[0]) for p in parts)
-            # the widest that fits: the receipt evidence matters more than the
-            # operation's name (reconcile_effect), and its words more than the key
-            choices = ([call.next_operation.value, phrase[0], *act], [phrase[0], *act],
-                       [phrase[1], *act], [phrase[1]])
-            tail: list[str] = []
-            for choice in choices:
-                tail = [t for t in choice if t]
-                if sum(3 + len(t) for t in tail) <= room:
-                    break
+            # the receipt evidence matters more than the operation's name
+            # (reconcile_effect), and its words more than the key
+            tail = self._widest(parts, ([call.next_operation.value, phrase[0], *act],
+                                        [phrase[0], *act], [phrase[1], *act], [phrase[1]]))
             parts += [f" \u00b7 {cell(t, 120)}" for t in tail]
         elif call.resumable:
             status = drift_status(call, self.drift)
@@ -122,17 +115,25 @@ class VerdictLine(Static):
             detail = early.next_operation.value if early.effect_unknown else (
                 f"next {early.next_operation.value}"
                 f" \u00b7 effect {early.provider_effect.value}")
+        # that the rest is still being read always shows, last
+        reading = "reading its evidence\u2026"
+        *shown, rest = self._widest(parts, ([detail, reading], [reading], ["reading\u2026"]))
+        parts += [f" \u00b7 {t}" for t in shown]
+        parts += [" \u00b7 ", (rest, "$text-muted")]
+        self.show(*parts)
+
+    def _widest(self, parts: list[str | tuple[str, str]], choices: tuple[list[str], ...]
+                ) -> list[str]:
+        """The first of `choices` (its empty items left out) that fits, each item after
+        a " · ", on the line beside `parts`; else the last."""
         room = max(self.size.width - 2, 40) - sum(
             len(p if isinstance(p, str) else p[0]) for p in parts)
-        # the widest that fits; that the rest is still being read always shows
-        reading = "reading its evidence\u2026"
-        for tail in ((detail, reading), ("", reading), ("", "reading\u2026")):
-            if sum(3 + len(t) for t in tail if t) <= room:
+        tail: list[str] = []
+        for choice in choices:
+            tail = [t for t in choice if t]
+            if sum(3 + len(t) for t in tail) <= room:
                 break
-        if tail[0]:
-            parts.append(f" \u00b7 {tail[0]}")
-        parts += [" \u00b7 ", (tail[1], "$text-muted")]
-        self.show(*parts)
+        return tail
 
     def show(self, *parts: str | tuple[str, str]) -> None:
         """Update only when the parts differ from those on screen: every live snapshot
