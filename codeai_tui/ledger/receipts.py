@@ -117,9 +117,9 @@ class Receipts(ValueSequence[Receipt]):
         self._odd: dict[int, str] = {}  # received_at kept as text, by position
         self._sizes: Blocks[int] = Blocks((), "q")  # (a size beyond 64 bits: a tuple block)
         self._lines: Blocks[int] = Blocks((), "q")
-        # `take`'s: the receipts these were taken from, and the positions taken (None:
-        # the first len(self)), so a check of that whole log can answer for these
-        self.origin: tuple[Receipts, Sequence[int] | None] | None = None
+        # `take`'s: the receipts these were taken from, and the positions taken (rising),
+        # so a check of that whole log can answer for these
+        self.origin: tuple[Receipts, Sequence[int]] | None = None
         self.extend((r.receipt_id, r.received_at, r.idempotency_key, r.body_sha256, r.bytes,
                      r.line_no) for r in receipts)
 
@@ -224,7 +224,7 @@ class Receipts(ValueSequence[Receipt]):
             out.origin = (self, picked)
         else:
             out = self._head(k)
-            out.origin = (self, None)
+            out.origin = (self, range(k))
         return out
 
     def copy(self) -> Receipts:

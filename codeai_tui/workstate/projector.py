@@ -42,7 +42,7 @@ from codeai_tui.workstate.receipts import (
     LiveReceiptCheck,
     Pair,
     add_coverage,
-    check_coverage,
+    check_log,
     check_receipts,
     coverage_pairs,
     receipts_before,
@@ -578,9 +578,7 @@ class Projector:
             check = live.as_of(cut, n)
             if check is not None:
                 return check
-        return check_coverage(cut.receipts if cut else (), self._pairs, upto=n,
-                              problems=cut.problems if cut else (),
-                              log_present=bool(cut and cut.exists))
+        return check_log(cut, self._pairs, upto=n)
 
     def _kept_as_of(self, calls: tuple[CallState, ...], redone: set[int]
                     ) -> tuple[frozenset[str], tuple[int, ...], tuple[int, ...], int]:

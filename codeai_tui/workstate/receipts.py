@@ -347,19 +347,13 @@ def check_coverage(
     attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = Blocks()
-    pairs = zip(rs.keys, rs.shas, strict=True)
-    if started_seqs is None:
-        for key, sha in pairs:
-            have = covering(started, key, sha)
-            covers.append(have.attempt_id if have is not None
-                          and (upto is None or have.started_seq <= upto) else None)  # type: ignore[operator]
-    else:
-        for key, sha in pairs:
-            have = covering(started, key, sha)
-            seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]
+    for key, sha in zip(rs.keys, rs.shas, strict=True):
+        have = covering(started, key, sha)
+        seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]
+        if started_seqs is not None:
             started_seqs.append(seq)
-            covers.append(have.attempt_id if have is not None
-                          and (upto is None or seq <= upto) else None)
+        covers.append(have.attempt_id if have is not None
+                      and (upto is None or seq <= upto) else None)
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
@@ -428,9 +422,9 @@ def check_receipts(
 
 
 def check_log(log: ReceiptLog | None, started: Coverage,
-              index: ReceiptIndex | None = None) -> ReceiptCheck:
+              index: ReceiptIndex | None = None, *, upto: int | None = None) -> ReceiptCheck:
     return check_coverage(
-        log.receipts if log else (), started,
+        log.receipts if log else (), started, upto=upto,
         problems=log.problems if log else (), log_present=bool(log and log.exists),
         index=index,
     )
@@ -458,7 +452,7 @@ class CoversAsOf(Sequence["str | None"]):
 
     __slots__ = ("_blank", "_covers", "_len", "_positions")
 
-    def __init__(self, covers: Blocks[str | None], positions: Sequence[int] | None,
+    def __init__(self, covers: Blocks[str | None], positions: Sequence[int],
                  blank: set[int], length: int) -> None:
         self._covers, self._positions = covers, positions
         self._blank, self._len = blank, length
@@ -478,7 +472,7 @@ class CoversAsOf(Sequence["str | None"]):
         j = range(self._len)[i]  # (IndexError beyond the cut, negatives from its end)
         if j in self._blank:
             return None
-        return self._covers[j if self._positions is None else self._positions[j]]
+        return self._covers[self._positions[j]]
 
 
 class LiveReceiptCheck:
@@ -585,30 +579,23 @@ class LiveReceiptCheck:
         if n >= NO_COVER:
             return None
         if rs is self._receipts:
-            positions: Sequence[int] | None = None
+            positions: Sequence[int] = range(len(rs))
         elif isinstance(rs, Receipts) and rs.origin is not None \
                 and rs.origin[0] is self._receipts:
             positions = rs.origin[1]
         else:
             return None
         k, seqs = len(rs), self._seqs
-        if positions is None:
-            blank = [j for j in range(k) if seqs[j] > n]
-        else:
-            blank = [j for j, p in enumerate(positions) if seqs[p] > n]
+        blank = [j for j, p in enumerate(positions) if seqs[p] > n]
         groups: dict[Pair, list[int]] = {}
-        if positions is None:
-            for pair, group in self._duplicate_groups.items():
-                kept = [i for i in group if i < k]
-                if len(kept) > 1:
-                    groups[pair] = kept
-        else:
-            grouped = {i for group in self._duplicate_groups.values() for i in group}
-            at = {p: j for j, p in enumerate(positions) if p in grouped}
-            for pair, group in self._duplicate_groups.items():
-                kept = [at[i] for i in group if i in at]
-                if len(kept) > 1:
-                    groups[pair] = kept
+        for pair, group in self._duplicate_groups.items():
+            kept = []
+            for i in group:  # (its place in the cut: the positions taken rise)
+                j = bisect_left(positions, i)
+                if j < k and positions[j] == i:
+                    kept.append(j)
+            if len(kept) > 1:
+                groups[pair] = kept
         self._shared = True  # the cut's covers read this column: copy it before a change
         problems = tuple(log.problems)
         return ReceiptCheck(
