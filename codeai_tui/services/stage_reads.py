@@ -73,7 +73,7 @@ class StageReads:
         weakref.finalize(self, _close_all, list(self._children))
         jobs = [("observations", self._observations)]
         if not self._parts:
-            jobs.append(("grouped", self._grouped))
+            jobs.append(("grouped", self._unsplit))
         self._threads = [threading.Thread(target=self._run, args=(which, job), daemon=True,
                                           name=f"codeai-skeleton-{which}")
                          for which, job in jobs]
@@ -93,10 +93,13 @@ class StageReads:
             own.for_one_pass()
             self._sent = own.calls_observed_mentioning(self.limit, "sent")
 
-    def _grouped(self, ids: tuple[object, object] = (None, None)) -> None:
+    def _unsplit(self) -> None:
+        self._rows = self._grouped((None, None))
+
+    def _grouped(self, ids: tuple[object, object]) -> list[StageRow]:
         with self._sql.sibling() as own:
             own.for_one_pass()
-            self._rows = own.call_stage_rows(self.limit, CODES, ids)
+            return own.call_stage_rows(self.limit, CODES, ids)
 
     def _split_rows(self) -> list[StageRow]:
         """The children's rows, in first-seq order; a part a child could not give is read
@@ -105,10 +108,7 @@ class StageReads:
         for i, ids in enumerate(self._parts):
             child, self._children[i] = self._children[i], None
             part = child.rows(self._sql.stop_requested) if child is not None else None
-            if part is None:
-                self._grouped(ids)
-                part = self._rows or []
-            rows += part
+            rows += part if part is not None else self._grouped(ids)
         rows.sort(key=itemgetter(1))
         return rows
 
