@@ -275,8 +275,6 @@ asyncio.run(main())
 """
 
 
-# what any Python projection must do at least: read and parse every payload whose fields
-# a verdict or the document needs (the fast path's own kinds), and nothing else
 # inspect --json in-process, to read its own peak and its helper's apart (wait4 on the
 # command gives only the larger of the two)
 _INSPECT_APART = """
@@ -290,6 +288,8 @@ helper = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(f"{own:.1f} {helper:.1f}")
 """
 
+# what any Python projection must do at least: read and parse every payload whose fields
+# a verdict or the document needs (the fast path's own kinds), and nothing else
 _PAYLOAD_FLOOR = """
 import sys, orjson
 from codeai_tui.ledger.evidence_sql import EvidenceSQL

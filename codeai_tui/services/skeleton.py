@@ -214,8 +214,8 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
     """The skeleton of the ledger as of `as_of` (all when None), or as of `reads.limit`
     from reads begun earlier (services/stage_reads.py). Raises FastPathUnfit (or a
     LedgerError) where the fast path would: the caller then waits for the projection.
-    The observations' payload scan runs beside the grouped read, each on its own
-    connection (SQLite works outside the GIL: the two use both cores)."""
+    The reads themselves (services/stage_reads.py) run beside each other: the grouped
+    read in two child processes on a big ledger, else each in a thread."""
     problem = sql.fast_path_problem()
     if problem is not None:
         raise FastPathUnfit(problem)
