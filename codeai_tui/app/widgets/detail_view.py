@@ -31,6 +31,16 @@ from codeai_tui.ledger import Event, Receipt
 from codeai_tui.workstate import CallState, CompilationState, TaskState
 
 
+def verdict_lines(stage: str, op: str, effect: str, effect_unknown: bool
+                  ) -> list[tuple[str, str]]:
+    """A call's verdict and provider effect, as the detail's first lines."""
+    verdict = f"stage {stage}, next operation {op}"
+    if effect_unknown:
+        return [(f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"),
+                ("provider effect", effect)]
+    return [("verdict", verdict), ("provider effect", effect)]
+
+
 @dataclass(frozen=True)
 class Subject:
     """What is selected: one of call, early call (the skeleton's, before the projection),
@@ -128,19 +138,13 @@ class DetailView(VerticalScroll):
     def _describe_early(early: SkeletonCall) -> tuple[str, list[tuple[str, str]], Any]:
         """A call before the projection: the verdict its events' kinds decide, what is
         still being read, and why nothing acts on it yet."""
-        lines: list[tuple[str, str]] = []
         reading = "reading\u2026"
-        if early.stage is None or early.next_operation is None:
-            lines.append(("verdict", f"{reading} (a payload decides)"))
+        stage, op, effect = early.stage, early.next_operation, early.provider_effect
+        if stage is None or op is None or effect is None:
+            lines = [("verdict", f"{reading} (a payload decides)"),
+                     ("provider effect", reading)]
         else:
-            verdict = (f"stage {early.stage.value}, "
-                       f"next operation {early.next_operation.value}")
-            if early.effect_unknown:
-                lines.append((f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"))
-            else:
-                lines.append(("verdict", verdict))
-        effect = early.provider_effect
-        lines.append(("provider effect", effect.value if effect is not None else reading))
+            lines = verdict_lines(stage.value, op.value, effect.value, early.effect_unknown)
         lines.append(("why", f"{reading} the kinds of this call's events are counted; "
                              "its payloads, anomalies and the provider's receipts are "
                              "still being read, and nothing acts on it until they are"))
@@ -156,12 +160,8 @@ class DetailView(VerticalScroll):
             return self._describe_early(obj)
         if kind == "call":
             call: CallState = (snap.call(obj.call_id) if snap else None) or obj
-            verdict = f"stage {call.stage.value}, next operation {call.next_operation.value}"
-            if call.effect_unknown:
-                lines.append((f"{WARN} verdict", f"effect unknown: duplicate risk ({verdict})"))
-            else:
-                lines.append(("verdict", verdict))
-            lines.append(("provider effect", call.provider_effect.value))
+            lines += verdict_lines(call.stage.value, call.next_operation.value,
+                                   call.provider_effect.value, call.effect_unknown)
             index = receipt_index(snap)
             lines.append(("why", call.reason_with(index)))
             lines += call_detail_lines(call, snap)
