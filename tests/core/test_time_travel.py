@@ -191,10 +191,7 @@ def test_what_the_projector_keeps_while_following_equals_projecting_anew(
             try:
                 for ev in [None, *tail]:
                     if ev is not None:
-                        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", (
-                            ev["seq"], ev["event_id"] if not unique_ids else f"u{ev['seq']}",
-                            ev["recorded_at"], ev["kind"], ev["task_id"], ev["call_id"],
-                            ev["attempt_id"], ev["compilation_id"], ev["payload"]))
+                        _insert(conn, [ev], unique_ids)
                         follower.poll()
                     state = follower.snapshot().state
                     assert state.resumable_positions is not None
