@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeai_tui.app.malloc_arenas import limit_malloc_arenas
+from codeai_tui.app.glibc_malloc import limit_malloc_arenas
 from codeai_tui.console.head_start import HeadStart, single_case
 
 if TYPE_CHECKING:  # (importing these costs ~0.1 s the head start would wait for)

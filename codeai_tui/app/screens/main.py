@@ -35,6 +35,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
+from codeai_tui.app.glibc_malloc import release_free_memory
 from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.advance import AdvanceFinished, AdvanceFlow, AdvanceReady
 from codeai_tui.app.screens.error import ErrorScreen
@@ -442,7 +443,10 @@ class MainScreen(Screen[None]):
                         follower.catch_up(progress, stopped)
                         if stopped():
                             return
-                        ready(follower.snapshot())
+                        snap = follower.snapshot()
+                        # what building it freed, back to the system (app/glibc_malloc.py)
+                        release_free_memory()
+                        ready(snap)
                         ever_opened = True
                         # The projection is now long-lived; keep the cyclic GC from
                         # re-walking it on every full collection (0.5 s spikes otherwise).
@@ -995,6 +999,7 @@ class MainScreen(Screen[None]):
                 last = now
                 self.post_message(m.ProjectionProgress(case, done, total, "re-projecting"))
 
+        release_free_memory()  # (what the screen freed since: time travel reuses it)
         machine = self._time_machine
         if machine is None or machine.case_dir != case:
             machine = self._time_machine = TimeMachine(case)
@@ -1006,6 +1011,7 @@ class MainScreen(Screen[None]):
             self.post_message(m.LedgerTrouble(case, exc, True))
             return
         if snap is not None:
+            release_free_memory()
             warm(snap)
             self.post_message(m.AsOfReady(case, snap, case_verdict(snap.state,
                                                                    snap.event_count)))

@@ -1,0 +1,71 @@
+"""The console tunes glibc's malloc: fewer arenas (unless the operator chose a number),
+and free pages handed back once a projection or a time travel is built."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import pytest
+
+from codeai_tui.app.glibc_malloc import limit_malloc_arenas, release_free_memory
+
+GLIBC = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
+
+
+@GLIBC
+def test_glibc_takes_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert limit_malloc_arenas() is True
+
+
+def test_an_arena_count_the_operator_set_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
+    assert limit_malloc_arenas() is False
+
+
+def _rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@GLIBC
+def test_free_pages_among_kept_chunks_go_back() -> None:
+    # 48 MB of 1 KB chunks (malloc's, not Python's small-object pools); one in sixteen
+    # kept, so the pages freed between them stay with malloc until trimmed
+    release_free_memory()
+    chunks = [bytes(1000) for _ in range(48_000)]
+    kept = chunks[::16]
+    del chunks
+    before = _rss_kb()
+    assert release_free_memory() is True
+    assert before - _rss_kb() > 20_000  # of the ~45 MB freed, most was whole pages
+    assert len(kept) == 3000
+
+
+async def test_the_console_gives_free_pages_back_once_a_projection_is_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once after the live projection, and before and after each time travel (the free
+    pages of the screen's painting, then of the travel's own reads)."""
+    from apphelpers import SIZE, frozen_clock, make_case, ready, wait_for
+
+    from codeai_tui.app import create_app
+    from codeai_tui.app.screens import main as main_screen
+
+    released: list[str] = []
+    monkeypatch.setattr(main_screen, "release_free_memory",
+                        lambda: released.append("released") is None)
+    case = make_case(tmp_path / "case", "completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert len(released) == 1
+        timeline = app.main.pane("timeline")
+        timeline.focus()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: app.main.shown is not None
+                       and app.main.shown.as_of == timeline.row_count,
+                       what="the projection as of the newest event")
+        assert len(released) == 3
