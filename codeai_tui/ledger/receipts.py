@@ -369,6 +369,13 @@ def read_receipts(case_dir: str | os.PathLike[str]) -> ReceiptLog:
     return read_more_receipts(case_dir, None)
 
 
+def read_receipts_later(case_dir: str | os.PathLike[str]) -> Callable[[], ReceiptLog]:
+    """The case's receipt log as `read_receipts` gives it, its bytes read now and parsed
+    when the result is called. A reader that pins a ledger only after reading the log
+    (so every receipt's attempt.started is in its prefix) parses meanwhile."""
+    return _fetch_receipts(case_dir, None)
+
+
 def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
                        ) -> ReceiptLog:
     """The case's receipt log again, after `log` was read: when the file is the same one
@@ -377,6 +384,12 @@ def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
     lines took ~1 s on every poll of a live console). Else, or without `log`, all of
     it. Equal to reading it all, but for a last line taken before its newline was
     written (`_parse_into`): what follows it then starts a line of its own."""
+    return _fetch_receipts(case_dir, log)()
+
+
+def _fetch_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
+                    ) -> Callable[[], ReceiptLog]:
+    """Read the bytes `read_more_receipts` needs now; parse them when called."""
     path = Path(case_dir) / RECEIPTS_RELPATH
     # only a log read from disk has a tail, and only its columns can be appended to
     tail = log.tail if log is not None and isinstance(log.receipts, Receipts) else None
@@ -384,18 +397,24 @@ def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
         got = read_regular_since(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT,
                                  since=(tail.file, tail.offset) if tail is not None else None)
     except LedgerError as exc:
-        return ReceiptLog(True, problems=((0, f"unreadable: {exc}"),), path=path)
+        unreadable = ReceiptLog(True, problems=((0, f"unreadable: {exc}"),), path=path)
+        return lambda: unreadable
     if got is None:
-        return ReceiptLog(False, path=path)
+        absent = ReceiptLog(False, path=path)
+        return lambda: absent
     data, file, start = got
-    if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
-        assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
-        if not data:
-            return log
-        receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
-                                              tail.line, tail.lineage)
-    else:
-        receipts, problems, first, lineage = Receipts(), [], 1, object()
-    used, line, truncated = _parse_into(data, receipts, problems, first)
-    return ReceiptLog(True, receipts, tuple(problems), truncated, path,
-                      LogTail(file, start + used, line, lineage))
+    del got
+
+    def parse() -> ReceiptLog:
+        if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
+            assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
+            if not data:
+                return log
+            receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
+                                                  tail.line, tail.lineage)
+        else:
+            receipts, problems, first, lineage = Receipts(), [], 1, object()
+        used, line, truncated = _parse_into(data, receipts, problems, first)
+        return ReceiptLog(True, receipts, tuple(problems), truncated, path,
+                          LogTail(file, start + used, line, lineage))
+    return parse

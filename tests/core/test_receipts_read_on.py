@@ -18,7 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
-from codeai_tui.ledger.receipts import ReceiptLog, read_more_receipts, read_receipts
+from codeai_tui.ledger.receipts import (
+    ReceiptLog,
+    read_more_receipts,
+    read_receipts,
+    read_receipts_later,
+)
 from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate import Projector, check_receipts
 from codeai_tui.workstate.receipts import check_coverage, coverage_pairs
@@ -91,6 +96,26 @@ def test_a_log_replaced_or_cut_short_is_read_again(tmp_path: Path) -> None:
     assert [r.receipt_id for r in swapped.receipts] == ["r3", "r4", "r5"]
     path.unlink()
     assert not read_more_receipts(tmp_path, swapped).exists
+
+
+def test_a_log_read_later_is_the_log_as_it_was_when_asked(tmp_path: Path) -> None:
+    """`read_receipts_later` reads the bytes when asked and parses them when called: a
+    receipt the provider appends in between is not in it (`inspect` pins the ledger
+    between the two: every receipt it reads had its attempt.started written before)."""
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    line = '{"receipt_id": "r%d", "idempotency_key": "k", "body_sha256": "h", "bytes": 1}\n'
+    path.write_text(line % 1 + line % 2)
+    parse = read_receipts_later(tmp_path)
+    asked = read_receipts(tmp_path)
+    with path.open("a") as log:
+        log.write(line % 3)
+    _same(parse(), asked)
+    assert [r.receipt_id for r in parse().receipts] == ["r1", "r2"]
+    path.unlink()
+    unread = read_receipts_later(tmp_path)
+    path.write_text(line % 4)
+    assert not unread().exists
 
 
 _coverage_events = st.lists(
