@@ -115,7 +115,7 @@ def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO,
     Key order differs from `WorkState.as_json` (calls come first); the content is the
     same, which tests/core/test_fast_path.py checks."""
     with building(), EvidenceSQL(case_dir) as sql:
-        streamed = stream_case(sql, case_dir, as_of)
+        streamed = stream_case(sql, case_dir, as_of, plan)
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
         tool_receipts = read_tool_receipts(case_dir)

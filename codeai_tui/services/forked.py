@@ -25,6 +25,7 @@ from typing import IO, Generic, TypeVar
 S = TypeVar("S")
 
 HELPER_MIN_CALLS = 10_000  # below, the whole document takes a second or two anyway
+SCAN_MIN_EVENTS = 100_000  # below, the suspect scan takes a few tenths of a second
 _FRAME = struct.Struct("<I")
 _POLL = 0.005
 _CHECK_EVERY = 256  # lines (~20 ms of a helper's work)
@@ -32,12 +33,14 @@ _CHECK_EVERY = 256  # lines (~20 ms of a helper's work)
 
 @dataclass(frozen=True, slots=True)
 class HelperPlan:
-    """When to fork a helper: from `min_calls` calls on. Once the parent's own half is
-    done, it waits for the helper at most `grace` seconds or twice what that half took,
-    whichever is longer."""
+    """When to fork helpers: one rendering half the calls from `min_calls` calls on,
+    two scanning half the ledger each for suspect rows from `min_events` events on
+    (services/gather.py). Once the parent's own part is done, it waits for a helper at
+    most `grace` seconds or twice what that part took, whichever is longer."""
 
     min_calls: int = HELPER_MIN_CALLS
     grace: float = 10.0
+    min_events: int = SCAN_MIN_EVENTS
 
 
 def helper_plan(min_calls: int = HELPER_MIN_CALLS) -> HelperPlan | None:

@@ -16,10 +16,11 @@ document byte for byte (tests/core/test_helper_process.py).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +150,80 @@ def _joined(first: _Suspects, rest: _Suspects) -> _Suspects:
     return _Suspects(0, rest.odd_text_seq, first.rows + rest.rows)
 
 
+class _SuspectScan:
+    """The suspect scan in two halves by seq, each on a connection of its own, while the
+    caller reads the rest. In threads, or (`forked`: a process with no other thread, a
+    plan that lets it fork) in two forked helpers: two threads' SQLite reads barely run
+    at once (SQLite's allocator, and the stop check that waits for the GIL), two
+    processes do. A helper that fails, dies or hangs leaves its half to this process."""
+
+    def __init__(self, sql: EvidenceSQL, limit: int, forked: HelperPlan | None) -> None:
+        self.sql, self.limit = sql, limit
+        self.mid = limit // 2 if limit > 0 else limit
+        self._plan = forked
+        self._started = time.monotonic()
+        self._abandoned = threading.Event()
+        self._helpers: list[Helper[_Suspects]] = []
+        self._threads: list[Future[_Suspects]] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._connections: list[EvidenceSQL] = []
+        if forked is not None:
+            with contextlib.suppress(OSError):  # no process to be had: threads
+                self._fork()
+                return
+        self._pool = ThreadPoolExecutor(2)
+        for scan, connection in zip(self._halves(), (self._sibling(), self._sibling()),
+                                    strict=True):
+            self._threads.append(self._pool.submit(scan, connection))
+
+    def _halves(self) -> tuple[Callable[[EvidenceSQL], _Suspects], ...]:
+        limit, mid = self.limit, self.mid
+        return (lambda sql: _find_suspects(sql, limit, mid),
+                lambda sql: _suspects_in(sql, mid, limit))
+
+    def _sibling(self) -> EvidenceSQL:
+        connection = self.sql.sibling(self._abandoned.is_set)
+        self._connections.append(connection)
+        return connection
+
+    def _fork(self) -> None:
+        path, parent = self.sql.path, os.getpid()
+
+        def connect() -> EvidenceSQL:
+            sql = EvidenceSQL(path)  # (a connection must not be used across a fork)
+            sql.abort_when(lambda: os.getppid() != parent)  # stop once the parent is gone
+            return sql
+        try:
+            for scan in self._halves():
+                self._helpers.append(Helper(lambda _lines, scan=scan: scan(connect())))
+        except OSError:
+            self.close()
+            raise
+
+    def result(self) -> _Suspects:
+        """Both halves joined, as if read in one pass (raises what a half raised)."""
+        if self._threads:
+            head, tail = (future.result() for future in self._threads)
+            return _joined(head, tail)
+        assert self._plan is not None  # (helpers run only with one)
+        grace = max(self._plan.grace, 2 * (time.monotonic() - self._started))
+        halves = []
+        for helper, scan in zip(self._helpers, self._halves(), strict=True):
+            found = helper.summary() if helper.ended_well(grace) else None
+            halves.append(found if isinstance(found, _Suspects) else scan(self.sql))
+        return _joined(*halves)
+
+    def close(self) -> None:
+        """Stop what still runs (the caller failed, or is done)."""
+        self._abandoned.set()
+        for helper in self._helpers:
+            helper.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        for connection in self._connections:
+            connection.close()
+
+
 @dataclass(frozen=True, slots=True)
 class Sharing:
     """What a long-lived projection keeps instead of equal copies: the receipt log's key
@@ -207,11 +282,17 @@ class Gathered:
 
     def __init__(self, sql: EvidenceSQL, as_of: int | None = None,
                  receipt_log: ReceiptLog | None = None, *, share: Sharing | None = None,
-                 ) -> None:
+                 plan: HelperPlan | None = None,
+                 load_receipts: Callable[[], ReceiptLog] | None = None) -> None:
         """Raises FastPathUnfit (before anything was produced) when the ledger must be
         read event by event. `share`: objects a long-lived projection keeps instead of
-        equal copies (the console's)."""
+        equal copies (the console's). `plan`: this process may fork helpers (it runs no
+        other thread): from `plan.min_events` events, the suspect scan runs in two.
+        `load_receipts`: reads the receipt log (instead of `receipt_log`) while the
+        scans run."""
         self.sql = sql
+        self._plan = plan
+        self._load_receipts = load_receipts
         self.share = share
         # pinned at the start: every grouped read sees the same prefix of a live ledger
         self.limit = sql.max_seq() if as_of is None else as_of
@@ -232,24 +313,20 @@ class Gathered:
 
     def _prepare(self) -> None:
         sql, limit, an = self.sql, self.limit, self.anomalies
-        # the longest scans run at once: the suspects (every cell of every row) in two
-        # halves by seq, each on a connection and thread of its own, the extents and
-        # skeletons here. The suspect scan was the longest (2.5 s at 10^6 events
-        # against 1.7 s for the rest); halved, the three share both cores.
-        abandoned = threading.Event()
-        mid = limit // 2 if limit > 0 else limit
-        with (sql.sibling(abandoned.is_set) as first, sql.sibling(abandoned.is_set) as rest,
-              ThreadPoolExecutor(2) as pool):
-            head = pool.submit(_find_suspects, first, limit, mid)
-            tail = pool.submit(_suspects_in, rest, mid, limit)
-            try:
-                extents = sql.task_extents(limit)
-                packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS,
-                                                 PAYLOAD_CALL_KINDS))
-                suspects = _joined(head.result(), tail.result())
-            except BaseException:
-                abandoned.set()  # (the other half, or the scans here, stop at once)
-                raise
+        # the longest reads run at once: the suspect scan (every cell of every row) in
+        # two halves (_SuspectScan); the receipt log, extents and skeletons here
+        forked = self._plan if self._plan is not None and limit >= self._plan.min_events \
+            else None
+        scan = _SuspectScan(sql, limit, forked)
+        try:
+            load, self._load_receipts = self._load_receipts, None  # (it holds the bytes)
+            if load is not None:
+                self.receipt_log = load()
+            extents = sql.task_extents(limit)
+            packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS))
+            suspects = scan.result()
+        finally:
+            scan.close()  # (on a failure, the other half and the scans stop at once)
         if suspects.odd:
             raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types LEDGER.md does "
                                 "not give them")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.ledger.receipts import ReceiptLog, read_receipts
+from codeai_tui.ledger.receipts import ReceiptLog, read_receipts, read_receipts_later
 from codeai_tui.services.forked import HelperPlan
 from codeai_tui.services.gather import Gathered, Sharing
 from codeai_tui.services.heap import building
@@ -30,13 +30,16 @@ from codeai_tui.workstate.verdicts import ToolCounts
 
 
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None,
-           share: Sharing | None = None) -> Gathered | str:
-    """The fast path's projection, or why this ledger must be read event by event."""
+           share: Sharing | None = None, *, plan: HelperPlan | None = None,
+           load_receipts: Callable[[], ReceiptLog] | None = None) -> Gathered | str:
+    """The fast path's projection, or why this ledger must be read event by event
+    (`plan`, `load_receipts`: see Gathered)."""
     try:
         problem = sql.fast_path_problem()
         if problem is not None:
             return problem
-        return Gathered(sql, as_of, receipts, share=share)
+        return Gathered(sql, as_of, receipts, share=share, plan=plan,
+                        load_receipts=load_receipts)
     except FastPathUnfit as exc:
         return str(exc)
 
@@ -116,11 +119,21 @@ class StreamedCase:
 
 
 def stream_case(sql: EvidenceSQL, case_dir: str | os.PathLike[str],
-                as_of: int | None = None) -> StreamedCase:
-    """The projection of an open ledger, calls streamed (fast path) or all at once."""
-    receipts = read_receipts(case_dir)
-    got = gather(sql, as_of, receipts)
+                as_of: int | None = None, plan: HelperPlan | None = None) -> StreamedCase:
+    """The projection of an open ledger, calls streamed (fast path) or all at once.
+    `plan`: this process may fork helpers (see Gathered). The receipt log is read
+    before the ledger's prefix is pinned (a receipt's attempt.started is written before
+    its request is sent, so each receipt's attempt is in it), and parsed while the fast
+    path's first scans run."""
+    parse = read_receipts_later(case_dir)
+    read: list[ReceiptLog] = []
+
+    def load_receipts() -> ReceiptLog:
+        read.append(parse())
+        return read[0]
+
+    got = gather(sql, as_of, None, plan=plan, load_receipts=load_receipts)
     if isinstance(got, Gathered):
         return StreamedCase(got.as_of_seq, got.event_count, got.calls(), "sql", got, None)
-    st = project_events(case_dir, as_of, receipts, got)
+    st = project_events(case_dir, as_of, read[0] if read else parse(), got)
     return StreamedCase(st.as_of_seq, st.event_count, iter(st.calls), st.gathered, None, st)

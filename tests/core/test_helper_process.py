@@ -31,7 +31,7 @@ from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState
 from tests.core.test_fast_path import drawn_case, ledgers
 
-EVERY_CALL = HelperPlan(min_calls=2, grace=5.0)
+EVERY_CALL = HelperPlan(min_calls=2, grace=5.0, min_events=0)  # and the suspect scan forked
 
 
 def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
@@ -198,3 +198,63 @@ def test_a_helper_whose_parent_is_gone_stops_within_a_few_hundred_lines(tmp_path
         kept = LineWriter(file, parent=os.getppid())
         for _ in range(1000):
             kept.write("{}")
+
+
+def _suspect_case(root: Path) -> Path:
+    """Calls whose suspect rows the scan must find in both halves: broken payloads of
+    kinds the payload scan skips, the first near the start, the second near the end."""
+    events = _events(40)
+    kinds = [e["kind"] for e in events]
+    events[kinds.index("attempt.interpreted")]["payload"] = "{"
+    events[len(kinds) - 1 - kinds[::-1].index("attempt.completed")]["payload"] = "[1"
+    return write_ledger(root / "case", events).parent
+
+
+def _scanning_in(monkeypatch: pytest.MonkeyPatch, pids: Path,
+                 act: Callable[[], object] | None = None) -> None:
+    """Each suspect scan writes its process id to `pids`; in another process than this
+    one it does `act` first."""
+    parent, scan = os.getpid(), EvidenceSQL.suspect_rows
+
+    def suspect_rows(self: EvidenceSQL, *args: Any, **kwargs: Any) -> Any:
+        if act is not None and os.getpid() != parent:
+            act()
+        with pids.open("a") as file:
+            file.write(f"{os.getpid()}\n")
+        return scan(self, *args, **kwargs)
+    monkeypatch.setattr(EvidenceSQL, "suspect_rows", suspect_rows)
+
+
+def test_the_suspect_scan_runs_in_two_helpers_and_finds_what_one_process_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = _suspect_case(tmp_path)
+    alone = _document(case, None, None)
+    found = [(a["seq"], a["problem"].split(":")[0])
+             for a in json.loads(alone)["anomalies"] if "not valid JSON" in a["problem"]]
+    assert [kind for _seq, kind in found] == [
+        "attempt.interpreted", "call.manifest", "attempt.completed"]
+    assert found[0][0] < 100 < 250 < found[-1][0]  # (of 260 events: one in each half)
+    pids = tmp_path / "pids"
+    _scanning_in(monkeypatch, pids)
+    assert _document(case, None, EVERY_CALL) == alone
+    scanned_by = pids.read_text().split()
+    assert len(scanned_by) == 2
+    assert str(os.getpid()) not in scanned_by and scanned_by[0] != scanned_by[1]
+
+
+def test_a_scan_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = _suspect_case(tmp_path)
+    alone = _document(case, None, None)
+    hang = HelperPlan(min_calls=2, grace=0.5, min_events=0)
+    for act, plan in ((_fail, EVERY_CALL),
+                      (lambda: os.kill(os.getpid(), signal.SIGKILL), EVERY_CALL),
+                      (lambda: time.sleep(60), hang)):
+        pids = tmp_path / "pids"
+        pids.unlink(missing_ok=True)
+        with monkeypatch.context() as patched:
+            _scanning_in(patched, pids, act)
+            started = time.monotonic()
+            assert _document(case, None, plan) == alone
+            assert time.monotonic() - started < 20
+        assert pids.read_text().split() == [str(os.getpid())] * 2  # both halves here
