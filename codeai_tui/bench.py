@@ -275,8 +275,8 @@ asyncio.run(main())
 """
 
 
-# inspect --json in-process, to read its own peak and its helper's apart (wait4 on the
-# command gives only the larger of the two)
+# inspect --json in-process, to read its own peak and its helpers' apart (wait4 on the
+# command gives only the largest of them)
 _INSPECT_APART = """
 import os, sys
 from codeai_tui.inspection import write_json
@@ -508,8 +508,8 @@ def _measure(case: Path, runs: int) -> list[tuple[str, str, str, str]]:
     apart = [_run(_py(_INSPECT_APART) + [str(case)], capture=True)[2].split()
              for _ in range(runs)]
     own, helper = (max(float(a[i]) for a in apart) for i in (0, 1))
-    rows.append(("inspect --json max RSS apart: the process / its helper (0: none forked; "
-                 "they share the pages the fork copied until either writes them)",
+    rows.append(("inspect --json max RSS apart: the process / its largest helper (0: none "
+                 "forked; they share the pages the fork copied until either writes them)",
                  f"{own:.0f} / {helper:.0f} MB", "", "<= 250 MB"))
     floor = _median([_run(_py(_PAYLOAD_FLOOR) + [str(case)])[0] for _ in range(runs)])
     rows.append(("floor: a Python process that only reads and parses (orjson) the payloads "
