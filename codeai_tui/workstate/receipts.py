@@ -598,6 +598,10 @@ class LiveReceiptCheck:
                 groups[pair] = kept
         self._shared = True  # the cut's covers read this column: copy it before a change
         problems = tuple(log.problems)
+        # nothing cut (time travel past the last receipt): this check's own index, built
+        # already, instead of a second table of every receipt's key
+        index = self._index if log is self.log and self._index is not None \
+            else index_receipts(rs, problems, log.exists)
         return ReceiptCheck(
             count=k,
             uncovered=_ids_at(rs, blank),
@@ -605,7 +609,7 @@ class LiveReceiptCheck:
             covered_by=Covers(rs, CoversAsOf(self._covers, positions, set(blank), k)),
             problems=problems,
             log_present=log.exists,
-            index=index_receipts(rs, problems, log.exists),
+            index=index,
         )
 
     def check(self) -> ReceiptCheck:

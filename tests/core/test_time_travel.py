@@ -21,7 +21,7 @@ from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.workstate import WorkState, project
-from codeai_tui.workstate.receipts import LiveReceiptCheck
+from codeai_tui.workstate.receipts import LiveReceiptCheck, index_for
 from tests.core.test_fast_path import SHA, _ev, _oracle, _write, drawn_case, ledgers
 
 
@@ -328,6 +328,36 @@ def test_time_travel_with_receipts_out_of_order_takes_the_live_check(tmp_path: P
         assert list(at_6.state.receipts.covered_by.attempts) == ["b1", "a1", "a1", None]
         assert (at_6.state.receipts.as_json(), list(at_6.state.receipts.covered_by.attempts)) \
             == _receipts_as_projected(case, 6)
+    finally:
+        follower.close()
+
+
+def test_time_travel_past_the_last_receipt_reads_the_live_index(tmp_path: Path) -> None:
+    """Nothing cut (every receipt arrived before the seq's next event): the check as of
+    the seq names receipts from the live check's own index, not a second table of every
+    receipt's key (+7-10 MB at the 1M-event ledger's end); it finds what a fresh index of
+    the log finds."""
+    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}, minute=5),
+              _ev(4, "attempt.observed", attempt="a1", payload={"response_sha256": SHA},
+                  minute=6)]
+    receipts = [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:05:30Z",
+                 "idempotency_key": "k", "body_sha256": SHA, "bytes": 1}]
+    case = _write(tmp_path, events, receipts, unique_ids=True)
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        live = follower.snapshot().state.receipts.index
+        past = follower.as_of(3).state.receipts.index  # (r-a1 came before seq 4: all kept)
+        before = follower.as_of(2).state.receipts.index  # (r-a1 came after seq 3: cut)
+        assert past is live
+        assert before is not live
+        fresh = index_for(read_receipts(case))
+        assert dict(past.by_pair) == dict(fresh.by_pair) == {("k", SHA): (
+            ("r-a1", "2026-09-13T12:05:30Z"),)}
+        assert past.complete_up_to == fresh.complete_up_to
+        assert dict(before.by_pair) == {}
     finally:
         follower.close()
 
