@@ -146,13 +146,23 @@ def test_a_tool_operation_in_flight_at_n_counts_as_of_n(tmp_path: Path) -> None:
         follower.close()
 
 
-def test_the_snapshot_as_of_shows_the_receipt_log_as_of_that_seq(tmp_path: Path) -> None:
+def _started_call(root: Path, receipt: str, received_at: str, *, observed: bool = False
+                  ) -> Path:
+    """A case of one call whose attempt a1 started at 12:05 (and was observed at 12:06),
+    and the provider's receipt `receipt` for it."""
     events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
               _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
               _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}, minute=5)]
-    receipts = [{"receipt_id": "r-late", "received_at": "2026-09-13T12:06:00Z",
+    if observed:
+        events.append(_ev(4, "attempt.observed", attempt="a1",
+                          payload={"response_sha256": SHA}, minute=6))
+    receipts = [{"receipt_id": receipt, "received_at": received_at,
                  "idempotency_key": "k", "body_sha256": SHA, "bytes": 1}]
-    case = _write(tmp_path, events, receipts, unique_ids=True)
+    return _write(root, events, receipts, unique_ids=True)
+
+
+def test_the_snapshot_as_of_shows_the_receipt_log_as_of_that_seq(tmp_path: Path) -> None:
+    case = _started_call(tmp_path, "r-late", "2026-09-13T12:06:00Z")
     follower = CaseFollower(case)
     try:
         follower.catch_up()
@@ -337,14 +347,7 @@ def test_time_travel_past_the_last_receipt_reads_the_live_index(tmp_path: Path) 
     the seq names receipts from the live check's own index, not a second table of every
     receipt's key (+7-10 MB at the 1M-event ledger's end); it finds what a fresh index of
     the log finds."""
-    events = [_ev(1, "call.requested", payload={"idempotency_key": "k"}),
-              _ev(2, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
-              _ev(3, "attempt.started", attempt="a1", payload={"request_sha256": SHA}, minute=5),
-              _ev(4, "attempt.observed", attempt="a1", payload={"response_sha256": SHA},
-                  minute=6)]
-    receipts = [{"receipt_id": "r-a1", "received_at": "2026-09-13T12:05:30Z",
-                 "idempotency_key": "k", "body_sha256": SHA, "bytes": 1}]
-    case = _write(tmp_path, events, receipts, unique_ids=True)
+    case = _started_call(tmp_path, "r-a1", "2026-09-13T12:05:30Z", observed=True)
     follower = CaseFollower(case)
     try:
         follower.catch_up()
