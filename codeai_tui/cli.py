@@ -319,17 +319,15 @@ def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from codeai_tui.inspection import inspect_path, render_table, write_json
+    from codeai_tui.inspection import write_json, write_table
     from codeai_tui.services.forked import helper_plan
 
     if args.as_of is not None and args.as_of < 0:
         raise CliError("--as-of must be a seq >= 0")
-    if args.json:  # streamed: calls are written as the projection finishes them
-        # a big case's calls are rendered by two processes where two cores are ours
-        write_json(args.path, args.as_of, sys.stdout, helper_plan())
-        return EXIT_OK
-    _is_bundle, inspections = inspect_path(args.path, args.as_of)
-    print("\n\n".join(render_table(i) for i in inspections))
+    # streamed: calls are written (the table: spooled) as the projection finishes them;
+    # a big case's calls are rendered by two processes where two cores are ours
+    write = write_json if args.json else write_table
+    write(args.path, args.as_of, sys.stdout, helper_plan())
     return EXIT_OK
 
 

@@ -83,6 +83,7 @@ class StreamedCase:
     _gathered: Gathered | None
     _state: WorkState | None
     _counts: ToolCounts = field(default_factory=ToolCounts)
+    receipt_log: ReceiptLog | None = None  # the case's log as read (before any cut)
 
     def call_lines(self, render: Callable[[CallState], str],
                    plan: HelperPlan | None = None) -> Iterator[str]:
@@ -134,6 +135,9 @@ def stream_case(sql: EvidenceSQL, case_dir: str | os.PathLike[str],
 
     got = gather(sql, as_of, None, plan=plan, load_receipts=load_receipts)
     if isinstance(got, Gathered):
-        return StreamedCase(got.as_of_seq, got.event_count, got.calls(), "sql", got, None)
-    st = project_events(case_dir, as_of, read[0] if read else parse(), got)
-    return StreamedCase(st.as_of_seq, st.event_count, iter(st.calls), st.gathered, None, st)
+        return StreamedCase(got.as_of_seq, got.event_count, got.calls(), "sql", got, None,
+                            receipt_log=got.receipt_log)
+    log = read[0] if read else parse()
+    st = project_events(case_dir, as_of, log, got)
+    return StreamedCase(st.as_of_seq, st.event_count, iter(st.calls), st.gathered, None, st,
+                        receipt_log=log)

@@ -23,15 +23,18 @@ from hypothesis import strategies as st
 from ledgerfactory import write_ledger
 
 from codeai_tui.bench import write_ledger as write_bench_ledger
-from codeai_tui.inspection import write_json
+from codeai_tui.inspection import inspect_path, render_table, write_json, write_table
 from codeai_tui.ledger import read_receipts
+from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helper_plan
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState
 from tests.core.test_fast_path import drawn_case, ledgers
 
-EVERY_CALL = HelperPlan(min_calls=2, grace=5.0, min_events=0)  # and the suspect scan forked
+EVERY_CALL = HelperPlan(min_calls=2, grace=5.0)
+SCANS_FORKED = HelperPlan(min_calls=1 << 40, grace=5.0, min_events=0)  # the suspect scan only
+EVERYTHING_FORKED = HelperPlan(min_calls=2, grace=5.0, min_events=0)
 
 
 def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
@@ -46,6 +49,60 @@ def test_a_helper_writes_the_same_document_at_every_as_of(ledger: Any, unique_id
     with drawn_case(ledger, unique_ids) as (case, as_ofs):
         for as_of in as_ofs:
             assert _document(case, as_of, EVERY_CALL) == _document(case, as_of, None), as_of
+
+
+def _table(path: Path, as_of: int | None, plan: HelperPlan | None) -> str:
+    out = io.StringIO()
+    write_table(str(path), as_of, out, plan)
+    return out.getvalue()
+
+
+def _whole_table(path: Path, as_of: int | None) -> str:
+    """The table as `inspect` printed it from the whole projection held in memory."""
+    _is_bundle, inspections = inspect_path(str(path), as_of)
+    return "\n\n".join(render_table(i) for i in inspections) + "\n"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_the_streamed_table_is_the_whole_projections_table(ledger: Any, unique_ids: bool
+                                                          ) -> None:
+    """`inspect` without --json spools the calls' rows as the projection streams them
+    (a helper rendering half): the same text, at every as_of, on random and hostile
+    ledgers (those read event by event too)."""
+    with drawn_case(ledger, unique_ids) as (case, as_ofs):
+        for as_of in as_ofs:
+            whole = _whole_table(case, as_of)
+            assert _table(case, as_of, None) == whole, as_of
+            assert _table(case, as_of, EVERY_CALL) == whole, as_of
+
+
+def test_a_bundles_streamed_table_reports_a_failing_case_in_place(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    _case(bundle / "a", calls=12)
+    broken = bundle / "b" / "case"
+    broken.mkdir(parents=True)
+    (broken / "ledger.sqlite3").write_bytes(b"not a database, " * 64)
+    _case(bundle / "c", calls=30)
+    whole = _whole_table(bundle, None)
+    assert whole.count("\ncase ") == 2 and "  error: " in whole
+    assert _table(bundle, None, None) == whole
+    assert _table(bundle, None, EVERYTHING_FORKED) == whole
+    out = io.StringIO()
+    with pytest.raises(LedgerError):  # a single case: its error, and nothing written
+        write_table(str(broken), None, out, None)
+    assert out.getvalue() == ""
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_forked_scans_find_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool
+                                                           ) -> None:
+    """The suspect scan in two forked helpers finds what two threads find (fewer
+    examples: each document forks twice)."""
+    with drawn_case(ledger, unique_ids) as (case, as_ofs):
+        for as_of in as_ofs:
+            assert _document(case, as_of, SCANS_FORKED) == _document(case, as_of, None), as_of
 
 
 def _events(calls: int) -> list[dict[str, Any]]:
@@ -236,7 +293,7 @@ def test_the_suspect_scan_runs_in_two_helpers_and_finds_what_one_process_finds(
     assert found[0][0] < 100 < 250 < found[-1][0]  # (of 260 events: one in each half)
     pids = tmp_path / "pids"
     _scanning_in(monkeypatch, pids)
-    assert _document(case, None, EVERY_CALL) == alone
+    assert _document(case, None, EVERYTHING_FORKED) == alone
     scanned_by = pids.read_text().split()
     assert len(scanned_by) == 2
     assert str(os.getpid()) not in scanned_by and scanned_by[0] != scanned_by[1]
@@ -247,8 +304,8 @@ def test_a_scan_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(
     case = _suspect_case(tmp_path)
     alone = _document(case, None, None)
     hang = HelperPlan(min_calls=2, grace=0.5, min_events=0)
-    for act, plan in ((_fail, EVERY_CALL),
-                      (lambda: os.kill(os.getpid(), signal.SIGKILL), EVERY_CALL),
+    for act, plan in ((_fail, EVERYTHING_FORKED),
+                      (lambda: os.kill(os.getpid(), signal.SIGKILL), EVERYTHING_FORKED),
                       (lambda: time.sleep(60), hang)):
         pids = tmp_path / "pids"
         pids.unlink(missing_ok=True)
