@@ -361,9 +361,8 @@ def render_table(inspection: CaseInspection) -> str:
     """One case's table from its whole projection (`write_table` streams the same)."""
     st = inspection.state
     if st is None:
-        return "\n".join(visible(line) for line in (
-            f"case {visible(inspection.case, one_line=True)}",
-            f"  error: {visible(inspection.error, one_line=True)}"))
+        return "\n".join([f"case {visible(inspection.case, one_line=True)}",
+                          f"  error: {visible(inspection.error, one_line=True)}"])
     calls, tools = _Sheet(CALL_HEADERS), _Sheet(TOOL_HEADERS)
     for c in st.calls:
         calls.add(_call_row(c))
@@ -388,8 +387,8 @@ def _call_record(call: CallState, tool_receipts: ToolReceipts | None) -> str:
         call.evidence.tools is not None])
 
 
-def _streamed_tables(case_dir: Path, label: str, as_of: int | None,
-                     plan: HelperPlan | None) -> _Tables:
+def _streamed_tables(case_dir: Path, as_of: int | None, plan: HelperPlan | None
+                     ) -> _Tables:
     """A case's tables with the calls spooled as the projection streams them (raises
     LedgerError; FastPathUnfit when the ledger changed shape while read)."""
     calls, tools = _Sheet(CALL_HEADERS, spool=True), _Sheet(TOOL_HEADERS, spool=True)
@@ -423,7 +422,7 @@ def _case_table(case_dir: Path, label: str, as_of: int | None, plan: HelperPlan 
                 out: TextIO) -> None:
     """One case's table, written once its projection is done (raises LedgerError first)."""
     try:
-        tables = _streamed_tables(case_dir, label, as_of, plan)
+        tables = _streamed_tables(case_dir, as_of, plan)
     except FastPathUnfit:  # it changed under the fast path: read as render_table would
         out.write(render_table(_inspect_one(label, case_dir, as_of)) + "\n")
         return
