@@ -511,7 +511,11 @@ class MainScreen(Screen[None]):
                     if reader is None:
                         reader = await AsyncLedgerReader(case).open()
                         self._watch_reader = reader
-                    changed = await reader.changed()
+                        # its data_version counts commits from now on: one made since the
+                        # follower last read (while nothing watched) is polled for now
+                        changed = True
+                    else:
+                        changed = await reader.changed()
                     self._watching = True
                 except LedgerError:
                     # the follower thread reports it (it reads the same file); retry
