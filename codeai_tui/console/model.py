@@ -56,7 +56,8 @@ FAST_START_MIN = 5000
 PROJECT_PAGE = 2000  # events per projection page: ~2 MB in flight, ~1 ms per page read
 TIMELINE_PAGE = 256
 # a receipt log that grows is read on at most this often (seconds), not on every 100 ms
-# poll: a new receipt shows within a second, parsed and checked once, not ten times
+# poll: a new receipt shows within a second or two (the follower comes back for one it
+# left: `receipts_pending`), parsed and checked once, not ten times
 RECEIPTS_EVERY = 1.0
 
 Progress = Callable[[int, int], None]
@@ -331,6 +332,12 @@ class CaseFollower:
         recent = self._recent
         # only events that end where the projection does (a fast start reads none)
         return replace(snap, recent=recent) if recent and recent[-1].seq == snap.max_seq else snap
+
+    def receipts_pending(self) -> bool:
+        """True while the receipt log changed since it was last read on: a poll sooner
+        than RECEIPTS_EVERY after that read leaves the change for a later poll."""
+        return self._receipts is not None and \
+            _receipts_stamp(self.case_dir) != self._receipts_stamp
 
     def poll(self) -> CaseSnapshot | None:
         """A fresh snapshot if another process committed or the receipt log changed."""

@@ -469,7 +469,10 @@ class MainScreen(Screen[None]):
                 wake.clear()
                 if stopped():
                     return
-                if not self.following or (not woken and self._watching):
+                # unwoken, poll only when the watcher is down, or when a receipt change
+                # was left for later (the watcher will not report it again)
+                if not self.following or (not woken and self._watching
+                                          and not follower.receipts_pending()):
                     continue
                 try:
                     snap = follower.poll()
