@@ -49,6 +49,24 @@ HELPER_CHUNK = 25  # cases per message to a helper (~25 ms of work)
 MAX_HELPERS = 3
 
 
+CaseStamp = tuple[tuple[int, int, int] | None, ...]
+
+
+def case_stamp(case_dir: Path) -> CaseStamp:
+    """What a process writing the case changes: (inode, size, mtime) of its ledger, the
+    ledger's -wal and the receipt log (None where a file is missing). Taken before a
+    summary, so a write while summarising is seen at the next look."""
+    out: list[tuple[int, int, int] | None] = []
+    for name in ("ledger.sqlite3", "ledger.sqlite3-wal", "provider/receipts.jsonl"):
+        try:
+            st = os.stat(case_dir / name)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def summarize(case_dir: Path) -> CaseVerdict:
     """Project one case once and name its worst next operation; raises LedgerError."""
     with LedgerReader(case_dir) as reader:

@@ -1,12 +1,15 @@
 """The Cases pane of a bundle never misleads: a drifted case says the drift (issue 9,
-A2 in the Cases row), and under time travel the open case's row is as-of while every
-other row is marked live (issue 9, A6 in a bundle)."""
+A2 in the Cases row), under time travel the open case's row is as-of while every
+other row is marked live (issue 9, A6 in a bundle), and a case another process writes
+while the bundle is open is summarised again."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from apphelpers import SIZE, frozen_clock, make_case, ready, status_text, wait_for
+import pytest
+from apphelpers import SIZE, frozen_clock, make_case, ready, status_text, vector, wait_for
+from ledgerfactory import append_to_case
 
 from codeai_tui.app import create_app
 from tests.core.cases import make_case as make_real_case
@@ -75,3 +78,35 @@ async def test_time_travel_in_a_bundle_marks_the_other_rows_live(tmp_path: Path)
         assert not any(label.startswith(("\u23f2", "\u25cf")) for label in rows(app).values())
         assert "bundle: " in status_text(app) and "bundle (live)" not in status_text(app)
         assert "others live" not in str(main.cases_pane.border_title)
+
+
+async def test_a_case_another_process_writes_is_summarised_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in tmux on the demo bundle: an attempt.started appended to a case the
+    console was not showing left its row at "start_call (call call-1)", while the
+    header called the bundle live. The row now follows its files; the open case keeps
+    its live verdict."""
+    from codeai_tui.app.widgets import cases_pane
+
+    monkeypatch.setattr(cases_pane, "RESTAT_S", 0.2)
+    make_case(tmp_path / "bundle" / "a-completed", "completed_task")
+    other = make_case(tmp_path / "bundle" / "b-manifest", "killed_after_manifest")
+    manifest = vector("killed_after_manifest")["events"][-1]
+    app = create_app(tmp_path / "bundle", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        await wait_for(pilot, lambda: len(main.cases_pane.verdicts) == 2, what="summaries")
+        assert rows(app)["b-manifest"].startswith("start_call")
+        opened = rows(app)["a-completed"]
+        append_to_case(other, [{
+            "seq": 8, "kind": "attempt.started", "task_id": "task-1",
+            "call_id": manifest["call_id"], "attempt_id": f"{manifest['call_id']}-a1",
+            "payload": {"attempt_no": 1,
+                        "request_sha256": manifest["payload"]["request_sha256"]}}])
+        await wait_for(pilot, lambda: "effect unknown" in rows(app)["b-manifest"],
+                       what="the written case summarised again")
+        assert main.cases_pane.verdicts[other].event_count == 8
+        assert rows(app)["a-completed"] == opened
+        await wait_for(pilot, lambda: "1 of 2 cases have effect-unknown calls"
+                       in status_text(app), what="the bundle's counts")

@@ -5,6 +5,10 @@ a CPU-bound projection, so a big bundle is shared with helper processes, see
 console/fleet.summarize_all) and posts `Summarized` in batches. Under time travel the
 open case's row shows its as-of verdict ("⏲ seq N:") and every other row is marked "● live:" (time travel is per case: the others are not
 rewound), and the title says so, so no row can be read as the other's time.
+
+Other processes may still write the other cases. Every RESTAT_S the pane looks at each
+summarised case's files (a stat each, in a thread) and summarises again the ones that
+changed, so a row never shows a verdict its ledger has moved past.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from textual.worker import get_current_worker
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.table import Column, ListSource, Row
-from codeai_tui.console.fleet import CaseOrder, ordered, summarize_all
+from codeai_tui.console.fleet import CaseOrder, CaseStamp, case_stamp, ordered, summarize_all
 from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
 
 SUMMARY_BATCH_S = 0.25  # toolong's batching interval: a repaint per batch, not per case
+RESTAT_S = 2.0  # how often the other cases' files are looked at (27 ms at 1,000 cases)
 CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
 
 
@@ -66,6 +71,8 @@ class CasesPane(Pane):
         """Verdicts of some cases (batched by time: one repaint per batch, not per case)."""
 
         verdicts: dict[Path, CaseVerdict]
+        stamps: dict[Path, CaseStamp]  # each case's files as they were before its summary
+        again: bool = False  # summaries of cases that changed: they replace the old
 
     cases: reactive[tuple[Path, ...]] = reactive((), init=False)
     active: reactive[Path | None] = reactive(None, init=False)
@@ -76,7 +83,16 @@ class CasesPane(Pane):
         super().__init__(CASE_COLUMNS, empty_text="looking for cases\u2026", **kwargs)  # type: ignore[arg-type]
         self.root = root
         self.verdicts: dict[Path, CaseVerdict] = {}
+        self._stamps: dict[Path, CaseStamp] = {}
         self._by_name: dict[str, Path] = {}
+
+    def on_mount(self) -> None:
+        self.set_interval(RESTAT_S, self._look_again)
+
+    def _look_again(self) -> None:
+        others = {c: s for c, s in self._stamps.items() if c != self.active}
+        if others:
+            self._summarize_changed(others)
 
     def watch_cases(self) -> None:
         self._by_name = {case_name(c, self.root): c for c in self.cases}
@@ -87,7 +103,10 @@ class CasesPane(Pane):
             self._summarize(todo)
         self.paint()
 
-    def watch_active(self) -> None:
+    def watch_active(self, left: Path | None, _opened: Path | None) -> None:
+        if left is not None and left in self.verdicts:
+            # its row keeps the live verdict it had; from now on it is looked at again
+            self._stamps[left] = case_stamp(left)
         self.paint()
 
     def watch_order(self) -> None:
@@ -102,22 +121,42 @@ class CasesPane(Pane):
 
     def on_cases_pane_summarized(self, message: Summarized) -> None:
         for case, verdict in message.verdicts.items():
-            self.verdicts.setdefault(case, verdict)  # the open case's live verdict wins
+            if message.again and case != self.active:
+                self.verdicts[case] = verdict
+            else:
+                self.verdicts.setdefault(case, verdict)  # the open case's live verdict wins
+            self._stamps[case] = message.stamps[case]
         self.paint()
 
     @work(thread=True, exit_on_error=False, group="summaries", exclusive=True)
     def _summarize(self, cases: list[Path]) -> None:
+        self._post_summaries(cases, again=False)
+
+    @work(thread=True, exit_on_error=False, group="summaries-again", exclusive=True)
+    def _summarize_changed(self, stamps: dict[Path, CaseStamp]) -> None:
+        changed = [c for c, stamp in stamps.items() if case_stamp(c) != stamp]
+        if changed:
+            self._post_summaries(changed, again=True)
+
+    def _post_summaries(self, cases: list[Path], *, again: bool) -> None:
+        """Summarise `cases` (in this worker's thread) and post the verdicts in batches,
+        each with the stamps of the files it was read from."""
         worker = get_current_worker()
+        stamps = {case: case_stamp(case) for case in cases}
         batch: dict[Path, CaseVerdict] = {}
         sent = time.monotonic()
+
+        def post() -> None:
+            self.post_message(self.Summarized(batch, {c: stamps[c] for c in batch}, again))
+
         for case, summary in summarize_all(cases, lambda: worker.is_cancelled):
             batch[case] = (summary if isinstance(summary, CaseVerdict)
                            else unreadable_verdict(str(summary)))
             if time.monotonic() - sent >= SUMMARY_BATCH_S:
-                self.post_message(self.Summarized(batch))
+                post()
                 batch, sent = {}, time.monotonic()
         if batch and not worker.is_cancelled:
-            self.post_message(self.Summarized(batch))
+            post()
 
     def paint(self) -> None:
         rows: list[Row] = []
