@@ -54,8 +54,10 @@ CaseStamp = tuple[tuple[int, int, int] | None, ...]
 
 def case_stamp(case_dir: Path) -> CaseStamp:
     """What a process writing the case changes: (inode, size, mtime) of its ledger, the
-    ledger's -wal and the receipt log (None where a file is missing). Taken before a
-    summary, so a write while summarising is seen at the next look."""
+    ledger's -wal and the receipt log (None where a file is missing, and for an empty
+    -wal: SQLite makes one when a reader opens a ledger whose writer has gone, and a
+    commit leaves it longer). Taken before a summary, so a write while summarising is
+    seen at the next look."""
     out: list[tuple[int, int, int] | None] = []
     for name in ("ledger.sqlite3", "ledger.sqlite3-wal", "provider/receipts.jsonl"):
         try:
@@ -63,7 +65,8 @@ def case_stamp(case_dir: Path) -> CaseStamp:
         except OSError:
             out.append(None)
             continue
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        empty_wal = name.endswith("-wal") and st.st_size == 0
+        out.append(None if empty_wal else (st.st_ino, st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 
