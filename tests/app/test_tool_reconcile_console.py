@@ -28,6 +28,21 @@ def _dialog_text(app: Any) -> str:
     return "\n".join(str(s.render()) for s in app.screen.query("Static"))
 
 
+def _console_facts(app: Any, case: Path) -> str:
+    """What the console showed against what the ledger holds: the seq and state it
+    followed, the screen on top, the tool operations it judged."""
+    main = app.main
+    live = main.live
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    ops = [(op.subject, op.stage.value) for c in (live.state.calls if live else ())
+           if c.tools is not None for op in c.tools.operations]
+    return (f"console: state {main.state!r}, trouble {main.trouble!r}, following "
+            f"{main.following}, live seq {live.max_seq if live else None}, screen "
+            f"{type(app.screen).__name__}, operations {ops}; ledger: seq "
+            f"{events[-1].seq if events else 0} ({events[-1].kind if events else '-'})")
+
+
 async def _open_dialog(pilot: Any) -> None:
     app = pilot.app
     await ready(pilot)
@@ -168,8 +183,12 @@ async def test_the_dialog_refuses_once_another_process_reconciled_the_operation(
         other = cli("reconcile-tool", str(case), "ns/th/turn-1/tc-1", "--finding", "executed",
                     "--yes")
         assert other.returncode == 0, other.stderr
-        await wait_for(pilot, lambda: "evidence changed" in _dialog_text(app),
-                       what="the refusal in the dialog")
+        try:
+            await wait_for(pilot, lambda: "evidence changed" in _dialog_text(app),
+                           what="the refusal in the dialog")
+        except AssertionError as exc:  # (seen twice in CI, never alone: say what was seen)
+            raise AssertionError(f"{exc}; {_console_facts(app, case)}; the CLI said "
+                                 f"{other.stdout.strip()!r}") from None
         assert "now reconciled_executed" in _dialog_text(app)
         await _choose(pilot, 1)
         await pilot.press("y")
