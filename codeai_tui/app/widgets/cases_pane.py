@@ -21,7 +21,7 @@ from textual import work
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane, TitlePart
@@ -84,15 +84,19 @@ class CasesPane(Pane):
         self.root = root
         self.verdicts: dict[Path, CaseVerdict] = {}
         self._stamps: dict[Path, CaseStamp] = {}
+        self._looking: Worker[None] | None = None
         self._by_name: dict[str, Path] = {}
 
     def on_mount(self) -> None:
         self.set_interval(RESTAT_S, self._look_again)
 
     def _look_again(self) -> None:
+        looking = self._looking
+        if looking is not None and not looking.is_finished:
+            return  # (a look that takes longer than RESTAT_S finishes, not starts over)
         others = {c: s for c, s in self._stamps.items() if c != self.active}
         if others:
-            self._summarize_changed(others)
+            self._looking = self._summarize_changed(others)
 
     def watch_cases(self) -> None:
         self._by_name = {case_name(c, self.root): c for c in self.cases}
