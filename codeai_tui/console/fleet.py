@@ -38,10 +38,17 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from codeai_tui.console.model import PROJECT_PAGE, CaseFollower
+from codeai_tui.console.model import (
+    PROJECT_PAGE,
+    CaseFollower,
+    FileStamp,
+    file_stamp,
+    receipts_stamp,
+)
 from codeai_tui.console.severity import CaseVerdict, case_verdict
 from codeai_tui.ledger import LedgerError, LedgerReader, read_receipts
 from codeai_tui.ledger.errors import LedgerProblem
+from codeai_tui.ledger.schema import LEDGER_FILENAME
 from codeai_tui.workstate import Projector
 
 HELPER_MIN_CASES = 200  # fewer: a helper's start (~0.1 s) costs more than it saves
@@ -49,7 +56,7 @@ HELPER_CHUNK = 25  # cases per message to a helper (~25 ms of work)
 MAX_HELPERS = 3
 
 
-CaseStamp = tuple[tuple[int, int, int] | None, ...]
+CaseStamp = tuple[FileStamp | None, ...]
 
 
 def case_stamp(case_dir: Path) -> CaseStamp:
@@ -58,16 +65,10 @@ def case_stamp(case_dir: Path) -> CaseStamp:
     -wal: SQLite makes one when a reader opens a ledger whose writer has gone, and a
     commit leaves it longer). Taken before a summary, so a write while summarising is
     seen at the next look."""
-    out: list[tuple[int, int, int] | None] = []
-    for name in ("ledger.sqlite3", "ledger.sqlite3-wal", "provider/receipts.jsonl"):
-        try:
-            st = os.stat(case_dir / name)
-        except OSError:
-            out.append(None)
-            continue
-        empty_wal = name.endswith("-wal") and st.st_size == 0
-        out.append(None if empty_wal else (st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(out)
+    ledger = case_dir / LEDGER_FILENAME
+    wal = file_stamp(ledger.with_name(LEDGER_FILENAME + "-wal"))
+    return (file_stamp(ledger), wal if wal is not None and wal[1] else None,
+            receipts_stamp(case_dir))
 
 
 def summarize(case_dir: Path) -> CaseVerdict:

@@ -177,12 +177,22 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _receipts_stamp(case_dir: Path) -> tuple[int, int, int] | None:
+FileStamp = tuple[int, int, int]
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """(inode, size, mtime) of a file, None when it is missing: a change means another
+    process wrote (or replaced) it."""
     try:
-        st = os.stat(case_dir / RECEIPTS_RELPATH)
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def receipts_stamp(case_dir: Path) -> FileStamp | None:
+    """The receipt log's stamp: a change means new receipts to read."""
+    return file_stamp(case_dir / RECEIPTS_RELPATH)
 
 
 class CaseFollower:
@@ -238,7 +248,7 @@ class CaseFollower:
     def receipts(self) -> ReceiptLog:
         """The provider's receipt log as last read (read now if never read)."""
         if self._receipts is None:
-            self._receipts_stamp = _receipts_stamp(self.case_dir)
+            self._receipts_stamp = receipts_stamp(self.case_dir)
             self._receipts = read_receipts(self.case_dir)
         return self._receipts
 
@@ -337,12 +347,12 @@ class CaseFollower:
         """True while the receipt log changed since it was last read on: a poll sooner
         than RECEIPTS_EVERY after that read leaves the change for a later poll."""
         return self._receipts is not None and \
-            _receipts_stamp(self.case_dir) != self._receipts_stamp
+            receipts_stamp(self.case_dir) != self._receipts_stamp
 
     def poll(self) -> CaseSnapshot | None:
         """A fresh snapshot if another process committed or the receipt log changed."""
         ledger_changed = self.reader.changed()
-        stamp = _receipts_stamp(self.case_dir)
+        stamp = receipts_stamp(self.case_dir)
         now = time.monotonic()
         receipts_changed = (self._receipts is not None and stamp != self._receipts_stamp
                             and now - self._receipts_read_at >= RECEIPTS_EVERY)

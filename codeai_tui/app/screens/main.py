@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -75,26 +74,16 @@ from codeai_tui.console.model import (
     SkeletonCall,
     TimeMachine,
     discover_cases,
+    receipts_stamp,
 )
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
-from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
-
-
-def receipts_stamp(case: Path) -> tuple[int, int, int] | None:
-    """(inode, size, mtime) of the receipt log: a change means new receipts to read."""
-    try:
-        st = os.stat(case / RECEIPTS_RELPATH)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
 
 PANES = ("cases", "tasks", "calls", "compilations", "timeline", "receipts")
 ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news

@@ -134,26 +134,26 @@ class CasesPane(Pane):
 
     @work(thread=True, exit_on_error=False, group="summaries", exclusive=True)
     def _summarize(self, cases: list[Path]) -> None:
-        self._post_summaries(cases, again=False)
+        self._post_summaries({case: case_stamp(case) for case in cases}, again=False)
 
     @work(thread=True, exit_on_error=False, group="summaries-again", exclusive=True)
     def _summarize_changed(self, stamps: dict[Path, CaseStamp]) -> None:
-        changed = [c for c, stamp in stamps.items() if case_stamp(c) != stamp]
+        now = {case: case_stamp(case) for case in stamps}
+        changed = {case: stamp for case, stamp in now.items() if stamp != stamps[case]}
         if changed:
             self._post_summaries(changed, again=True)
 
-    def _post_summaries(self, cases: list[Path], *, again: bool) -> None:
-        """Summarise `cases` (in this worker's thread) and post the verdicts in batches,
-        each with the stamps of the files it was read from."""
+    def _post_summaries(self, stamps: dict[Path, CaseStamp], *, again: bool) -> None:
+        """Summarise the cases of `stamps` (their files' stamps, taken before) in this
+        worker's thread, and post the verdicts in batches, each with its cases' stamps."""
         worker = get_current_worker()
-        stamps = {case: case_stamp(case) for case in cases}
         batch: dict[Path, CaseVerdict] = {}
         sent = time.monotonic()
 
         def post() -> None:
             self.post_message(self.Summarized(batch, {c: stamps[c] for c in batch}, again))
 
-        for case, summary in summarize_all(cases, lambda: worker.is_cancelled):
+        for case, summary in summarize_all(list(stamps), lambda: worker.is_cancelled):
             batch[case] = (summary if isinstance(summary, CaseVerdict)
                            else unreadable_verdict(str(summary)))
             if time.monotonic() - sent >= SUMMARY_BATCH_S:
