@@ -31,6 +31,7 @@ from codeai_tui.workstate.verdicts import document_head
 
 if TYPE_CHECKING:  # (the tables' fields)
     from codeai_tui.workstate import Anomaly, CompilationState, ReceiptCheck, TaskState
+    from codeai_tui.workstate.tool_ops import ToolsState
     from codeai_tui.workstate.tool_receipts import ToolReceipts
 
 
@@ -270,8 +271,13 @@ def _call_row(c: CallState) -> list[str]:
     ]
 
 
-def _tool_rows(c: CallState, tool_receipts: ToolReceipts | None) -> list[list[str]]:
-    tools = c.tools if c.evidence.tools is not None else None
+def _tools(c: CallState) -> ToolsState | None:
+    """The call's tool rungs, judged once (None for a call with no tool evidence)."""
+    return c.tools if c.evidence.tools is not None else None
+
+
+def _tool_rows(c: CallState, tools: ToolsState | None, tool_receipts: ToolReceipts | None
+               ) -> list[list[str]]:
     rows = []
     for op in tools.operations if tools is not None else ():
         receipt = op.as_json(tool_receipts).get("receipt", {}).get("verdict", "-")
@@ -366,7 +372,7 @@ def render_table(inspection: CaseInspection) -> str:
     calls, tools = _Sheet(CALL_HEADERS), _Sheet(TOOL_HEADERS)
     for c in st.calls:
         calls.add(_call_row(c))
-        for row in _tool_rows(c, st.tool_receipts):
+        for row in _tool_rows(c, _tools(c), st.tool_receipts):
             tools.add(row)
     tables = _Tables(
         st.event_count, st.as_of_seq, st.effect_unknown_count, st.tool_effect_unknown_count,
@@ -379,10 +385,10 @@ def render_table(inspection: CaseInspection) -> str:
 def _call_record(call: CallState, tool_receipts: ToolReceipts | None) -> str:
     """One call's part of the table as one ASCII line (a helper process may render it):
     its cells, its tool operations' cells, and what the counts above the table need."""
-    tools = call.tools if call.evidence.tools is not None else None
+    tools = _tools(call)
     return _compact([
         _cells(CALL_HEADERS, _call_row(call)),
-        [_cells(TOOL_HEADERS, row) for row in _tool_rows(call, tool_receipts)],
+        [_cells(TOOL_HEADERS, row) for row in _tool_rows(call, tools, tool_receipts)],
         call.effect_unknown, tools.effect_unknown_count if tools is not None else 0,
         call.evidence.tools is not None])
 
