@@ -451,7 +451,7 @@ def _fmt_ratio(t: float, scan: float | None) -> str:
 def run_bench(n_events: int = 1_000_000, keep: str | None = None, runs: int = 3,
               bundle_cases: int = 1000, live_seconds: float = 30.0) -> int:
     if n_events < 100:
-        print("codeai-tui: --events must be >= 100")
+        print("codeai-tui: --events must be >= 100", file=sys.stderr)
         return 2
     runs = max(1, runs)
     tmp = tempfile.TemporaryDirectory(prefix="codeai-bench-")

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeai_tui import __version__
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
+from codeai_tui.ledger.reader import SEQ_MAX
 from codeai_tui.textsafe import visible
 
 if TYPE_CHECKING:
@@ -63,15 +65,43 @@ def _err(message: str) -> None:
     print(f"codeai-tui: {visible(message, one_line=True)}", file=sys.stderr)
 
 
-def _seconds(text: str) -> float:
-    """A finite, non-negative number of seconds (argparse turns the error into exit 2)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"seconds must be finite and >= 0: {text!r}")
-    return value
+def _finite(unit: str, *, positive: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number of `unit`, >= 0 (> 0 if `positive`); argparse
+    turns the error into one line and exit 2. NaN and inf never reach a sleep or a loop
+    bound (`time.sleep(nan)` raises deep inside a server)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+        in_range = value > 0 if positive else value >= 0  # (False for NaN)
+        if not in_range or math.isinf(value):
+            bound = "> 0" if positive else ">= 0"
+            raise argparse.ArgumentTypeError(f"{unit} must be finite and {bound}: {text!r}")
+        return value
+
+    return parse
+
+
+_seconds = _finite("seconds")
+
+
+def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` (to `high`): a count, a port or a seq that
+    SQLite's INTEGER can hold, named in one line instead of failing later."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"from {low:,} to {high:,}" if high is not None else f">= {low:,}"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}: {text!r}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="print the work-state projection")
     p.add_argument("path", help="a case directory, a ledger file, or a bundle")
     p.add_argument("--json", action="store_true", help="machine-readable (LEDGER.md section 7)")
-    p.add_argument("--as-of", type=int, default=None, metavar="SEQ",
+    p.add_argument("--as-of", type=_whole(0, SEQ_MAX), default=None, metavar="SEQ",
                    help="project only events with seq <= SEQ")
 
     p = sub.add_parser("resume", help="resume one call where the projection permits it")
@@ -138,26 +168,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("provider", help="run the synthetic provider on loopback")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8768)
+    p.add_argument("--port", type=_whole(0, 65535), default=8768)
     rec = p.add_mutually_exclusive_group(required=True)
     rec.add_argument("--receipts", type=Path, help="the receipt log to append to")
     rec.add_argument("--receipts-root", type=Path,
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
-    p.add_argument("--latency", type=float, default=0.0, help="seconds to hold each request")
-    p.add_argument("--fail-first", type=int, default=0,
+    p.add_argument("--latency", type=_seconds, default=0.0, help="seconds to hold each request")
+    p.add_argument("--fail-first", type=_whole(0), default=0,
                    help="answer --fail-status to the first N requests")
     p.add_argument("--fail-status", type=int, default=503, choices=(503, 429),
                    help="the status of those answers (default 503)")
     p.add_argument("--retry-after", default=None, metavar="VALUE",
                    help="send `Retry-After: VALUE` with them (seconds or an HTTP-date)")
-    p.add_argument("--truncate-after", type=int, default=None, metavar="N",
+    p.add_argument("--truncate-after", type=_whole(0), default=None, metavar="N",
                    help="cut every streamed answer after N chunks (connection closed mid-body)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
     p.add_argument("out_dir", nargs="?", default=None)
     p.add_argument("--open", action="store_true", help="open the console on the bundle")
     p.add_argument("--live", action="store_true", help="keep a producer appending until Ctrl-C")
-    p.add_argument("--rate", type=float, default=4.0, help="events per second with --live")
+    p.add_argument("--rate", type=_finite("events per second", positive=True), default=4.0, help="events per second with --live")
     p.add_argument("--kernel-key", type=Path, default=None, metavar="PATH",
                    help="keep the tool kernel's signing key at PATH (outside the bundle; "
                         "made if missing), so `replay` and the console's R can run the "
@@ -188,17 +218,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reliability", help="races, kills, faults, read-only, soak (minutes)")
     p.add_argument("--quick", action="store_true", help="a few of each (about a minute)")
-    p.add_argument("--rounds", type=int, default=None, help="race rounds (default 50)")
-    p.add_argument("--kills", type=int, default=None, help="kills per action (default 100)")
-    p.add_argument("--soak-minutes", type=float, default=None, help="default 10")
+    p.add_argument("--rounds", type=_whole(1), default=None, help="race rounds (default 50)")
+    p.add_argument("--kills", type=_whole(1), default=None, help="kills per action (default 100)")
+    p.add_argument("--soak-minutes", type=_finite("minutes", positive=True), default=None, help="default 10")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
 
     p = sub.add_parser("bench", help="print the speed and memory target table (issue 8)")
-    p.add_argument("--events", type=int, default=1_000_000,
+    p.add_argument("--events", type=_whole(100), default=1_000_000,
                    help="events in the interleaved ledger (default 1,000,000)")
-    p.add_argument("--runs", type=int, default=3, help="runs per measure (medians)")
-    p.add_argument("--cases", type=int, default=1000, help="cases in the bundle measure (0: skip)")
-    p.add_argument("--live-seconds", type=float, default=30.0,
+    p.add_argument("--runs", type=_whole(1), default=3, help="runs per measure (medians)")
+    p.add_argument("--cases", type=_whole(0), default=1000, help="cases in the bundle measure (0: skip)")
+    p.add_argument("--live-seconds", type=_seconds, default=30.0,
                    help="how long the live measure follows a writer (0: skip)")
     p.add_argument("--keep", default=None, help="write the ledgers here and keep them")
     return parser
@@ -322,8 +352,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from codeai_tui.inspection import write_json, write_table
     from codeai_tui.services.forked import helper_plan
 
-    if args.as_of is not None and args.as_of < 0:
-        raise CliError("--as-of must be a seq >= 0")
     # streamed: calls are written (the table: spooled) as the projection finishes them;
     # a big case's calls are rendered by two processes where two cores are ours
     write = write_json if args.json else write_table
@@ -589,10 +617,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_operator_flags(args: argparse.Namespace) -> None:
+    """What the operator typed for resume and replay is checked before the screen opens,
+    as `resume` checks it: a mistyped --base-url or --kernel-key is named now, not when
+    `r` or `R` is pressed in the middle of an incident."""
+    from codeai_tui.destination import DestinationError, check_base_url
+
+    if args.base_url is not None:
+        try:
+            check_base_url(args.base_url)
+        except DestinationError as exc:
+            raise CliError(f"--base-url: {exc}") from None
+    key = getattr(args, "kernel_key", None)
+    if key is not None:
+        path = Path(key)
+        if not path.is_file():
+            raise CliError(f"--kernel-key {key}: no such file (the tool kernel's signing key)")
+        if not os.access(path, os.R_OK):
+            raise CliError(f"--kernel-key {key}: not readable")
+
+
 def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     from codeai_tui.ledger.case import find_cases
 
     find_cases(args.path)  # a missing path fails here with one line, before the screen
+    _check_operator_flags(args)
     if args.theme is not None:
         from codeai_tui.app.themes import load_themes
 

@@ -25,11 +25,12 @@ def load_vectors() -> list[dict[str, Any]]:
 
 
 def cli(*args: str, input: str | None = None, timeout: float = 60,
-        env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        env_extra: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real command line in a separate process."""
     return subprocess.run(
         [sys.executable, "-m", "codeai_tui", *args],
-        capture_output=True, text=True, timeout=timeout, input=input,
+        capture_output=True, text=True, timeout=timeout, input=input, cwd=cwd,
         env={**os.environ, "PYTHONWARNINGS": "ignore", **(env_extra or {})},
     )
 

@@ -92,3 +92,60 @@ def test_demo_refuses_a_kernel_key_inside_its_bundle(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "must live outside the bundle" in done.stderr
     assert not out.exists()  # refused before anything was built
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["inspect", ".", "--as-of", str(2**63)], "argument --as-of: must be an integer from 0"),
+        (["inspect", ".", "--as-of", "-5"], "argument --as-of: must be an integer from 0"),
+        (["provider", "--port", "99999", "--receipts", "r.jsonl"],
+         "argument --port: must be an integer from 0 to 65,535"),
+        (["provider", "--latency", "nan", "--receipts", "r.jsonl"],
+         "argument --latency: seconds must be finite and >= 0"),
+        (["provider", "--latency", "-1", "--receipts", "r.jsonl"],
+         "argument --latency: seconds must be finite and >= 0"),
+        (["provider", "--fail-first", "-1", "--receipts", "r.jsonl"],
+         "argument --fail-first: must be an integer >= 0"),
+        (["demo", "--live", "--rate", "nan"],
+         "argument --rate: events per second must be finite and > 0"),
+        (["demo", "--live", "--rate", "0"],
+         "argument --rate: events per second must be finite and > 0"),
+        (["bench", "--events", "-1"], "argument --events: must be an integer >= 100"),
+        (["bench", "--runs", "0"], "argument --runs: must be an integer >= 1"),
+        (["bench", "--cases", "-1"], "argument --cases: must be an integer >= 0"),
+        (["bench", "--live-seconds", "inf"], "argument --live-seconds: seconds must be finite"),
+        (["reliability", "--rounds", "0"], "argument --rounds: must be an integer >= 1"),
+        (["reliability", "--kills", "-1"], "argument --kills: must be an integer >= 1"),
+        (["reliability", "--soak-minutes", "nan"],
+         "argument --soak-minutes: minutes must be finite and > 0"),
+    ],
+)
+def test_a_number_out_of_range_is_named_before_anything_runs(
+        tmp_path: Path, args: list[str], said: str) -> None:
+    """Not an internal error, and not a run that starts (a provider that serves, a bench
+    that writes a ledger, a reliability table that holds over zero rounds)."""
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--base-url", "ftp://x"], "--base-url: base URL 'ftp://x' is not usable"),
+        (["--kernel-key", "/definitely/not/here.key"],
+         "--kernel-key /definitely/not/here.key: no such file"),
+    ],
+)
+def test_the_console_names_an_unusable_operator_flag_before_the_screen_opens(
+        tmp_path: Path, flags: list[str], said: str) -> None:
+    """As `resume` does for --base-url: not first when `r` (or `R`) is pressed."""
+    v = next(x for x in load_vectors() if x["name"] == "killed_after_manifest")
+    write_ledger(tmp_path / "case", v["events"])
+    proc = cli(str(tmp_path / "case"), *flags)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and said in proc.stderr, proc.stderr
+    assert proc.stdout == ""
