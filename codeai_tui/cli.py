@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from codeai_tui import __version__
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
@@ -104,8 +104,45 @@ def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def _base_url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host. An empty value is an error, not "use
+    the case's": `--base-url "$URL"` with URL unset must not fall back to a destination
+    the case directory chose."""
+    from codeai_tui.destination import DestinationError, check_base_url
+
+    try:
+        check_base_url(text)
+    except DestinationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _env_name(text: str) -> str:
+    """An argparse type: the name of an environment variable (never empty, so an unset
+    `$VAR` cannot silently mean "the case's variable")."""
+    if not text.isascii() or not (text[:1].isalpha() or text[:1] == "_") \
+            or not all(c.isalnum() or c == "_" for c in text):
+        raise argparse.ArgumentTypeError(f"not an environment variable name: {text!r}")
+    return text
+
+
+def _model(text: str) -> str:
+    """An argparse type: a model name (never empty: an empty one was ignored)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the model name is empty")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors in one line, as every other bad input (the module's
+    contract): the command and what was wrong, without the usage block (`--help` has it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {visible(message, one_line=True)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="codeai-tui",
         description="Operator console for CodeAI ledgers: could the effect have happened?",
         epilog="`codeai-tui PATH` opens the console on a case directory or a bundle.",
@@ -117,9 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--theme", default=None, help="theme name (see themes/)")
     p.add_argument("--read-only", action="store_true", help="make every write path unreachable")
-    p.add_argument("--model", default=None, help="override case.json's model for resume")
-    p.add_argument("--base-url", default=None, help="override case.json's provider base_url")
-    p.add_argument("--api-key-env", default=None, metavar="VAR",
+    p.add_argument("--model", type=_model, default=None,
+                   help="override case.json's model for resume")
+    p.add_argument("--base-url", type=_base_url, default=None,
+                   help="override case.json's provider base_url")
+    p.add_argument("--api-key-env", type=_env_name, default=None, metavar="VAR",
                    help="the environment variable holding the provider credential")
     p.add_argument("--kernel-key", default=None, metavar="PATH",
                    help="the tool kernel's signing key: lets `R` replay a saved tool plan")
@@ -133,10 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="resume one call where the projection permits it")
     p.add_argument("case")
     p.add_argument("call_id")
-    p.add_argument("--model", default=None)
-    p.add_argument("--base-url", default=None,
+    p.add_argument("--model", type=_model, default=None)
+    p.add_argument("--base-url", type=_base_url, default=None,
                    help="where to send (trusted: given by you, not by the case directory)")
-    p.add_argument("--api-key-env", default=None, metavar="VAR",
+    p.add_argument("--api-key-env", type=_env_name, default=None, metavar="VAR",
                    help="the environment variable holding the credential (trusted)")
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -341,9 +380,9 @@ def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                                 "duplicate (retry) instead of finalizing as failed")
             p.add_argument("--note", default=None, help="recorded with the decision")
         if name == "next-attempt":
-            p.add_argument("--base-url", default=None,
+            p.add_argument("--base-url", type=_base_url, default=None,
                            help="where to send (trusted: given by you, not by the case directory)")
-            p.add_argument("--api-key-env", default=None, metavar="VAR",
+            p.add_argument("--api-key-env", type=_env_name, default=None, metavar="VAR",
                            help="the environment variable holding the credential (trusted)")
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -617,17 +656,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_operator_flags(args: argparse.Namespace) -> None:
-    """What the operator typed for resume and replay is checked before the screen opens,
-    as `resume` checks it: a mistyped --base-url or --kernel-key is named now, not when
-    `r` or `R` is pressed in the middle of an incident."""
-    from codeai_tui.destination import DestinationError, check_base_url
-
-    if args.base_url is not None:
-        try:
-            check_base_url(args.base_url)
-        except DestinationError as exc:
-            raise CliError(f"--base-url: {exc}") from None
+def _check_kernel_key(args: argparse.Namespace) -> None:
+    """The key `R` replays with is looked at before the screen opens (as --base-url is, by
+    its parser): a mistyped path is named now, not when `R` is pressed mid-incident."""
     key = getattr(args, "kernel_key", None)
     if key is not None:
         path = Path(key)
@@ -641,7 +672,7 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     from codeai_tui.ledger.case import find_cases
 
     find_cases(args.path)  # a missing path fails here with one line, before the screen
-    _check_operator_flags(args)
+    _check_kernel_key(args)
     if args.theme is not None:
         from codeai_tui.app.themes import load_themes
 

@@ -30,6 +30,7 @@ HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x1b[2J[@click=app.quit]\u202e"
 def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
     proc = cli(*args)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("codeai-tui"), proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
 
@@ -127,25 +128,57 @@ def test_a_number_out_of_range_is_named_before_anything_runs(
     that writes a ledger, a reliability table that holds over zero rounds)."""
     proc = cli(*args, cwd=tmp_path)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert said in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and said in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []
 
 
+_DESTINATION_FLAGS = [
+    (["--base-url", "ftp://x"], "argument --base-url: base URL 'ftp://x' is not usable"),
+    # an unset $URL in a script: never "use the destination the case chose"
+    (["--base-url", ""], "argument --base-url: base URL '' is not usable"),
+    (["--api-key-env", ""], "argument --api-key-env: not an environment variable name"),
+    (["--api-key-env", "A=B"], "argument --api-key-env: not an environment variable name"),
+    (["--model", ""], "argument --model: the model name is empty"),
+]
+
+
+# (next-attempt sends the recorded request again: it takes no --model)
 @pytest.mark.parametrize(
-    ("flags", "said"),
-    [
-        (["--base-url", "ftp://x"], "--base-url: base URL 'ftp://x' is not usable"),
-        (["--kernel-key", "/definitely/not/here.key"],
-         "--kernel-key /definitely/not/here.key: no such file"),
-    ],
+    ("command", "flags", "said"),
+    [(command, flags, said) for command in ("open", "resume", "next-attempt")
+     for flags, said in _DESTINATION_FLAGS
+     if not (command == "next-attempt" and flags[0] == "--model")],
 )
-def test_the_console_names_an_unusable_operator_flag_before_the_screen_opens(
-        tmp_path: Path, flags: list[str], said: str) -> None:
-    """As `resume` does for --base-url: not first when `r` (or `R`) is pressed."""
+def test_an_empty_or_unusable_destination_flag_is_refused_before_anything_is_sent(
+        tmp_path: Path, command: str, flags: list[str], said: str) -> None:
+    """`resume` with `--base-url ""` sent to the case's own URL: an empty value is not
+    an absent one. The console names it before its screen opens."""
     v = next(x for x in load_vectors() if x["name"] == "killed_after_manifest")
-    write_ledger(tmp_path / "case", v["events"])
-    proc = cli(str(tmp_path / "case"), *flags)
+    case = tmp_path / "case"
+    write_ledger(case, v["events"])
+    args = [str(case)] if command == "open" else [command, str(case), "call-1", "--yes"]
+    proc = cli(*args, *flags)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert proc.stderr.count("\n") == 1 and said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert [e["kind"] for e in _events(case)] == [e["kind"] for e in v["events"]]
+
+
+def test_the_console_names_a_missing_kernel_key_before_the_screen_opens(
+        tmp_path: Path) -> None:
+    """Not first when `R` is pressed in the middle of an incident."""
+    v = next(x for x in load_vectors() if x["name"] == "killed_after_manifest")
+    write_ledger(tmp_path / "case", v["events"])
+    proc = cli(str(tmp_path / "case"), "--kernel-key", "/definitely/not/here.key")
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr == ("codeai-tui: --kernel-key /definitely/not/here.key: no such file "
+                           "(the tool kernel's signing key)\n"), proc.stderr
     assert proc.stdout == ""
+
+
+def _events(case: Path) -> list[dict[str, object]]:
+    from codeai_tui.ledger import LedgerReader
+
+    with LedgerReader(case) as reader:
+        return [{"kind": e.kind} for e in reader.events()]

@@ -271,7 +271,8 @@ def test_resume_refuses_unusable_limits_in_one_line(tmp_path: Path, flag: str,
     before = (case / "ledger.sqlite3").read_bytes()
     proc = cli("resume", str(case), "call-1", "--yes", flag, value)
     assert proc.returncode == 2
-    # argparse's usage, then one error line naming the value
-    assert proc.stderr.strip().splitlines()[-1].endswith(f"{value!r}")
+    # one line naming the flag and the value (no usage block)
+    assert proc.stderr.startswith(f"codeai-tui resume: argument {flag}: ")
+    assert proc.stderr.count("\n") == 1 and proc.stderr.rstrip().endswith(f"{value!r}")
     assert "Traceback" not in proc.stderr
     assert (case / "ledger.sqlite3").read_bytes() == before
