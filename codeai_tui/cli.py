@@ -104,6 +104,19 @@ def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def _path(text: str) -> str:
+    """An argparse type: a path, never empty. "" is not ".": `inspect "$CASE"` with CASE
+    unset read whatever lay below the working directory, and `resume "$CASE" ...` would
+    act on the case it stood in."""
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty")
+    return text
+
+
+def _path_obj(text: str) -> Path:
+    return Path(_path(text))
+
+
 def _base_url(text: str) -> str:
     """An argparse type: an http(s) URL with a host. An empty value is an error, not "use
     the case's": `--base-url "$URL"` with URL unset must not fall back to a destination
@@ -151,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("open", help="open the console on a case or bundle (the default)")
-    p.add_argument("path")
+    p.add_argument("path", type=_path)
     p.add_argument("--theme", default=None, help="theme name (see themes/)")
     p.add_argument("--read-only", action="store_true", help="make every write path unreachable")
     p.add_argument("--model", type=_model, default=None,
@@ -160,17 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override case.json's provider base_url")
     p.add_argument("--api-key-env", type=_env_name, default=None, metavar="VAR",
                    help="the environment variable holding the provider credential")
-    p.add_argument("--kernel-key", default=None, metavar="PATH",
+    p.add_argument("--kernel-key", type=_path, default=None, metavar="PATH",
                    help="the tool kernel's signing key: lets `R` replay a saved tool plan")
 
     p = sub.add_parser("inspect", help="print the work-state projection")
-    p.add_argument("path", help="a case directory, a ledger file, or a bundle")
+    p.add_argument("path", type=_path, help="a case directory, a ledger file, or a bundle")
     p.add_argument("--json", action="store_true", help="machine-readable (LEDGER.md section 7)")
     p.add_argument("--as-of", type=_whole(0, SEQ_MAX), default=None, metavar="SEQ",
                    help="project only events with seq <= SEQ")
 
     p = sub.add_parser("resume", help="resume one call where the projection permits it")
-    p.add_argument("case")
+    p.add_argument("case", type=_path)
     p.add_argument("call_id")
     p.add_argument("--model", type=_model, default=None)
     p.add_argument("--base-url", type=_base_url, default=None,
@@ -186,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "stops the call (default 30)")
 
     p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
-    p.add_argument("case")
+    p.add_argument("case", type=_path)
     p.add_argument("call_id")
     p.add_argument("--finding", required=True, choices=("received", "not_received"),
                    help="did the provider receive the last attempt (ledger/RECONCILE.md)")
@@ -195,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reconcile-tool",
                        help="record whether a tool operation whose effect is unknown ran")
-    p.add_argument("case")
+    p.add_argument("case", type=_path)
     p.add_argument("operation_key", help="namespace/thread/turn/tool_call_id")
     p.add_argument("--finding", required=True, choices=("executed", "not_executed"),
                    help="what the tool's own records say (ledger/TOOLS.md); not_executed "
@@ -209,8 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_whole(0, 65535), default=8768)
     rec = p.add_mutually_exclusive_group(required=True)
-    rec.add_argument("--receipts", type=Path, help="the receipt log to append to")
-    rec.add_argument("--receipts-root", type=Path,
+    rec.add_argument("--receipts", type=_path_obj, help="the receipt log to append to")
+    rec.add_argument("--receipts-root", type=_path_obj,
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
     p.add_argument("--latency", type=_seconds, default=0.0, help="seconds to hold each request")
     p.add_argument("--fail-first", type=_whole(0), default=0,
@@ -223,35 +236,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cut every streamed answer after N chunks (connection closed mid-body)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
-    p.add_argument("out_dir", nargs="?", default=None)
+    p.add_argument("out_dir", nargs="?", type=_path, default=None)
     p.add_argument("--open", action="store_true", help="open the console on the bundle")
     p.add_argument("--live", action="store_true", help="keep a producer appending until Ctrl-C")
-    p.add_argument("--rate", type=_finite("events per second", positive=True), default=4.0, help="events per second with --live")
-    p.add_argument("--kernel-key", type=Path, default=None, metavar="PATH",
+    p.add_argument("--rate", type=_finite("events per second", positive=True), default=4.0,
+                   help="events per second with --live")
+    p.add_argument("--kernel-key", type=_path_obj, default=None, metavar="PATH",
                    help="keep the tool kernel's signing key at PATH (outside the bundle; "
                         "made if missing), so `replay` and the console's R can run the "
                         "bundle's tool plans later; by default it is deleted (with --open: "
                         "when the console closes)")
 
     p = sub.add_parser("export", help="a consistent, self-contained copy of a case to share")
-    p.add_argument("case")
-    p.add_argument("out", help="a new (or empty) directory")
+    p.add_argument("case", type=_path)
+    p.add_argument("out", type=_path, help="a new (or empty) directory")
 
     p = sub.add_parser("verify", help="independently verify a demo bundle's claims")
-    p.add_argument("path")
+    p.add_argument("path", type=_path)
 
     p = sub.add_parser("receipts", help="tool receipts: verify every signed receipt of a case")
     rsub = p.add_subparsers(dest="receipts_command", metavar="ACTION", required=True)
     v = rsub.add_parser("verify", help="check every receipt: exit 0 all valid, 1 any invalid or missing")
-    v.add_argument("case")
-    v.add_argument("--trusted-key", type=Path, default=None, metavar="PATH",
+    v.add_argument("case", type=_path)
+    v.add_argument("--trusted-key", type=_path_obj, default=None, metavar="PATH",
                    help="the kernel public key (PEM) to trust; default the case's tools/kernel.pub")
 
     p = sub.add_parser("replay", help="run a saved tool plan's never-admitted operations, "
                                       "without the provider")
-    p.add_argument("case")
+    p.add_argument("case", type=_path)
     p.add_argument("call_id", help="the call whose saved response holds the tool plan")
-    p.add_argument("--kernel-key", type=Path, required=True, metavar="PATH",
+    p.add_argument("--kernel-key", type=_path_obj, required=True, metavar="PATH",
                    help="the tool kernel's private key (kept outside the case)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -259,17 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a few of each (about a minute)")
     p.add_argument("--rounds", type=_whole(1), default=None, help="race rounds (default 50)")
     p.add_argument("--kills", type=_whole(1), default=None, help="kills per action (default 100)")
-    p.add_argument("--soak-minutes", type=_finite("minutes", positive=True), default=None, help="default 10")
+    p.add_argument("--soak-minutes", type=_finite("minutes", positive=True), default=None,
+                   help="default 10")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
 
     p = sub.add_parser("bench", help="print the speed and memory target table (issue 8)")
     p.add_argument("--events", type=_whole(100), default=1_000_000,
                    help="events in the interleaved ledger (default 1,000,000)")
     p.add_argument("--runs", type=_whole(1), default=3, help="runs per measure (medians)")
-    p.add_argument("--cases", type=_whole(0), default=1000, help="cases in the bundle measure (0: skip)")
+    p.add_argument("--cases", type=_whole(0), default=1000,
+                   help="cases in the bundle measure (0: skip)")
     p.add_argument("--live-seconds", type=_seconds, default=30.0,
                    help="how long the live measure follows a writer (0: skip)")
-    p.add_argument("--keep", default=None, help="write the ledgers here and keep them")
+    p.add_argument("--keep", type=_path, default=None,
+                   help="write the ledgers here and keep them")
     return parser
 
 
@@ -368,7 +385,7 @@ def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     }
     for name, text in helps.items():
         p = sub.add_parser(name, help=text)
-        p.add_argument("case")
+        p.add_argument("case", type=_path)
         p.add_argument("call_id")
         if name in ("redecide", "next-attempt"):
             p.add_argument("--max-attempts", type=int, default=2, metavar="N",

@@ -182,3 +182,37 @@ def _events(case: Path) -> list[dict[str, object]]:
 
     with LedgerReader(case) as reader:
         return [{"kind": e.kind} for e in reader.events()]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", ""],
+        [""],
+        ["resume", "", "call-1", "--yes"],
+        ["reconcile", "", "call-1", "--finding", "not_received", "--yes"],
+        ["finalize", "", "call-1", "--yes"],
+        ["export", "", "out"],
+        ["export", ".", ""],
+        ["verify", ""],
+        ["demo", ""],
+        ["receipts", "verify", ".", "--trusted-key", ""],
+        ["replay", ".", "call-1", "--kernel-key", "", "--yes"],
+        ["provider", "--receipts", ""],
+        ["bench", "--keep", ""],
+    ],
+)
+def test_an_empty_path_is_bad_input_not_the_working_directory(
+        tmp_path: Path, args: list[str]) -> None:
+    """`resume "$CASE" call-1 --yes` with CASE unset, run from inside a case, would have
+    resumed that case: "" is refused, whatever the working directory holds."""
+    v = next(x for x in load_vectors() if x["name"] == "killed_after_manifest")
+    case = tmp_path / "case"
+    write_ledger(case, v["events"])
+    before = sorted(p.name for p in case.iterdir())
+    proc = cli(*args, cwd=case)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and "the path is empty" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    assert sorted(p.name for p in case.iterdir()) == before
+    assert [e["kind"] for e in _events(case)] == [e["kind"] for e in v["events"]]
