@@ -67,8 +67,8 @@ def _err(message: str) -> None:
 
 def _finite(unit: str, *, positive: bool = False) -> Callable[[str], float]:
     """An argparse type: a finite number of `unit`, >= 0 (> 0 if `positive`); argparse
-    turns the error into one line and exit 2. NaN and inf never reach a sleep or a loop
-    bound (`time.sleep(nan)` raises deep inside a server)."""
+    turns the error into one line and exit 2. NaN or a negative value was taken silently
+    (the provider held no request for `--latency nan`) and inf never ends."""
 
     def parse(text: str) -> float:
         try:
