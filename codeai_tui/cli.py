@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retry-wait", type=_seconds, default=None, metavar="S",
                    help="the longest Retry-After honoured before a retry; a longer one "
                         "stops the call (default 30)")
+    p.add_argument("--deadline", type=_finite("seconds", positive=True), default=None,
+                   metavar="S", help="seconds for the whole answer, a stream included; past "
+                                     "it the effect is unknown (default 600)")
 
     p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
     p.add_argument("case", type=_path)
@@ -234,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="send `Retry-After: VALUE` with them (seconds or an HTTP-date)")
     p.add_argument("--truncate-after", type=_whole(0), default=None, metavar="N",
                    help="cut every streamed answer after N chunks (connection closed mid-body)")
+    p.add_argument("--stall-after", type=_whole(0), default=None, metavar="N",
+                   help="stop every streamed answer after N chunks but keep it open with "
+                        "keep-alive comments (a hung generation)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
     p.add_argument("out_dir", nargs="?", type=_path, default=None)
@@ -568,6 +574,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             case, args.call_id, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, send_credential=send_credential, reason=args.reason,
             expected=plan, timeout=args.timeout, max_retry_wait=args.max_retry_wait,
+            deadline=args.deadline,
         )
     except UnknownCall as exc:
         raise CliError(exc.reason) from None
@@ -591,6 +598,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
               receipts_root=args.receipts_root, truncate_after=args.truncate_after,
+              stall_after=args.stall_after,
               fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None

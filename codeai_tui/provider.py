@@ -9,7 +9,9 @@ Answers are scripted and deterministic, derived from the request bytes: a reques
 offers `tools` (and carries no tool results yet) is answered with tool calls whose ids
 derive from the request; `stream: true` is answered with server-sent events in the
 `chat.completion.chunk` format; `truncate_after` cuts every stream after N chunks by
-closing the connection mid-body, the way a dropped network link looks to a client.
+closing the connection mid-body, the way a dropped network link looks to a client;
+`stall_after` stops after N chunks but keeps the stream open with a keep-alive comment
+every STALL_PING_S, the way a generation that hung looks (no read ever times out).
 `fail_first` answers the first N requests with `fail_status` (503 overloaded, or 429 rate
 limited), carrying `Retry-After: <retry_after>` verbatim when one is given (seconds, an
 HTTP-date, or a broken value to test a client with). Every answer names its request with
@@ -45,6 +47,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 FAIL_STATUSES = {503: ("synthetic overload", "overloaded"),
                  429: ("synthetic rate limit", "rate_limit_exceeded")}
 MAX_BODY = 8 * 1024 * 1024
+STALL_PING_S = 0.5  # how often a stalled stream sends its keep-alive comment
 ARGUMENT_PIECE = 16  # characters of tool-call arguments per streamed chunk
 
 JsonObject = dict[str, Any]
@@ -264,6 +267,7 @@ class ProviderServer:
         truncate_after: int | None = None,
         fail_status: int = 503,
         retry_after: str | None = None,
+        stall_after: int | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
@@ -271,6 +275,8 @@ class ProviderServer:
             raise ValueError("give exactly one of --receipts and --receipts-root")
         if truncate_after is not None and truncate_after < 0:
             raise ValueError("--truncate-after must be >= 0")
+        if stall_after is not None and (stall_after < 0 or truncate_after is not None):
+            raise ValueError("--stall-after must be >= 0, and not with --truncate-after")
         if fail_status not in FAIL_STATUSES:
             raise ValueError(f"--fail-status must be one of {sorted(FAIL_STATUSES)}")
         if retry_after is not None and (
@@ -286,6 +292,7 @@ class ProviderServer:
         self.latency = latency
         self.fail_first = fail_first
         self.truncate_after = truncate_after
+        self.stall_after = stall_after
         self.fail_status = fail_status
         self.retry_after = retry_after
         self._served = 0
@@ -381,9 +388,23 @@ class ProviderServer:
                 if request.transport is not None:
                     request.transport.close()
                 return resp
+            if self.stall_after is not None and sent >= self.stall_after:
+                return await self._stall(request, resp)
             await resp.write(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        return resp
+
+    async def _stall(self, request: web.Request, resp: web.StreamResponse
+                     ) -> web.StreamResponse:
+        """Keep the stream open with SSE comments (which carry no data) until the client
+        goes away: only a deadline on the whole answer ends the wait."""
+        while request.transport is not None and not request.transport.is_closing():
+            try:
+                await resp.write(b": keep-alive\n\n")
+            except (ConnectionError, RuntimeError):
+                break  # the client closed the connection
+            await asyncio.sleep(STALL_PING_S)
         return resp
 
     def app(self) -> web.Application:
@@ -454,10 +475,11 @@ def serve(
     truncate_after: int | None = None,
     fail_status: int = 503,
     retry_after: str | None = None,
+    stall_after: int | None = None,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
     server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
-                            truncate_after, fail_status, retry_after)
+                            truncate_after, fail_status, retry_after, stall_after)
     aiohttp_log = logging.getLogger("aiohttp")
     aiohttp_log.addHandler(_OneLineLog(logging.WARNING))
     aiohttp_log.propagate = False
@@ -497,6 +519,7 @@ class ProviderProcess:
         truncate_after: int | None = None,
         fail_status: int = 503,
         retry_after: str | None = None,
+        stall_after: int | None = None,
     ) -> None:
         self.receipts = Path(receipts) if receipts is not None else None
         self.receipts_root = Path(receipts_root) if receipts_root is not None else None
@@ -504,6 +527,7 @@ class ProviderProcess:
         self.fail_first = fail_first
         self.port = port
         self.truncate_after = truncate_after
+        self.stall_after = stall_after
         self.fail_status = fail_status
         self.retry_after = retry_after
         self.proc: object | None = None
@@ -527,6 +551,8 @@ class ProviderProcess:
             cmd += ["--receipts-root", str(self.receipts_root)]
         if self.truncate_after is not None:
             cmd += ["--truncate-after", str(self.truncate_after)]
+        if self.stall_after is not None:
+            cmd += ["--stall-after", str(self.stall_after)]
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             text=True,

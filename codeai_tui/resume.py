@@ -290,6 +290,7 @@ def resume_call(
     operator_config: Path | None = None,
     timeout: float | None = None,
     max_retry_wait: float | None = None,
+    deadline: float | None = None,
 ) -> ResumeResult:
     """Resume one call or raise ResumeRefused having appended nothing.
 
@@ -320,7 +321,8 @@ def resume_call(
     new_id = new_call_id or f"call-{uuid.uuid4().hex[:12]}"
     say("writing call.resumed and the new call")
     with LedgerWriter.open(case) as writer:
-        limits = {k: v for k, v in (("timeout", timeout), ("max_retry_wait", max_retry_wait))
+        limits = {k: v for k, v in (("timeout", timeout), ("max_retry_wait", max_retry_wait),
+                                    ("deadline", deadline))
                   if v is not None}  # the runner's documented defaults otherwise
         runner = CallRunner(
             case, writer, config, credential=credential_for(plan.destination, send_credential),

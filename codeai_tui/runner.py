@@ -35,6 +35,11 @@ from codeai_tui.responses import (
 from codeai_tui.retry_after import MAX_RETRY_WAIT_S, RetryAfter, kept_headers, parse_retry_after
 
 SEND_TIMEOUT_S = 30.0
+# The whole answer, a stream included: a provider whose generation hangs while it keeps
+# the stream open with keep-alive comments never lets a read time out, and the caller
+# (a resume, a console's worker) would wait for ever. Past it the attempt stays unobserved:
+# the provider may have served it (effect unknown), as for a stream cut off.
+SEND_DEADLINE_S = 600.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 CommitHook = Callable[[Event], None]
@@ -70,6 +75,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooLate(Exception):
+    pass
+
+
 def _ssl_context() -> ssl.SSLContext:
     """One verifying context per process (httpx builds one per client otherwise, ~20 ms);
     honours SSL_CERT_FILE / SSL_CERT_DIR like httpx does."""
@@ -88,12 +97,14 @@ def send_request(
     api_key: str | None,
     timeout: float,
     on_text: TextCallback | None = None,
+    deadline: float = SEND_DEADLINE_S,
 ) -> Transport:
     """POST the exact bytes to `{base_url}/chat/completions` and read the whole answer.
 
     httpx (the OpenAI SDK's own client family): https with certificate checks, proxies
     from the environment (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY), `timeout` seconds for the
-    connect and for each read or write, no automatic retry. An event-stream answer is
+    connect and for each read or write, `deadline` seconds for the whole answer (checked
+    as each piece arrives, so at most `timeout` later), no automatic retry. An event-stream answer is
     consumed as it arrives (`on_text` sees text deltas) and assembled. Headers are never
     logged and never part of an error text, so the key stays out of the ledger.
 
@@ -122,6 +133,7 @@ def send_request(
     asked = RetryAfter(None)
     received = bytearray()
     assembler: StreamAssembler | None = None
+    ends = time.monotonic() + deadline
     try:
         with (
             httpx.Client(timeout=timeout, verify=_ssl_context(), follow_redirects=False) as client,
@@ -135,12 +147,18 @@ def send_request(
                 received += piece
                 if len(received) > MAX_RESPONSE_BYTES:
                     raise _TooLarge
+                if time.monotonic() > ends:
+                    raise _TooLate
                 if assembler is not None:
                     assembler.feed(piece)
             if assembler is not None:
                 assembler.finish()
     except _TooLarge:
         return Transport(status, b"", f"response larger than {MAX_RESPONSE_BYTES} bytes: "
+                         "not journaled", stream=assembler is not None, complete=False,
+                         headers=kept)
+    except _TooLate:
+        return Transport(status, b"", f"no whole answer within {deadline:g} s (the deadline): "
                          "not journaled", stream=assembler is not None, complete=False,
                          headers=kept)
     except not_sent as exc:
@@ -195,6 +213,7 @@ class CallRunner:
         credential: str | None = None,
         on_text: TextCallback | None = None,
         max_retry_wait: float = MAX_RETRY_WAIT_S,
+        deadline: float = SEND_DEADLINE_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.on_text = on_text  # streamed text as it arrives (provisional until journaled)
@@ -204,6 +223,7 @@ class CallRunner:
         self.artifacts = ArtifactStore(case_dir)
         self.on_commit = on_commit
         self.timeout = timeout
+        self.deadline = deadline  # the whole answer (send_request)
         # the longest Retry-After honoured; a longer one stops the call (never slept)
         self.max_retry_wait = max_retry_wait
         self._sleep = sleep
@@ -376,12 +396,15 @@ class CallRunner:
             self.append("attempt.started", task_id,
                         {"attempt_no": attempt_no, "request_sha256": request_sha256}, **ids)
             transport = send_request(self.config.provider.base_url, body, key, api_key,
-                                     self.timeout, self.on_text)
+                                     self.timeout, self.on_text, self.deadline)
             if (transport.status is None and transport.maybe_sent) or not transport.complete:
                 # Connected, then no whole answer (timeout, reset, a stream cut off): the
                 # provider may have served it. Record nothing we do not know, above all no
                 # tool plan from half a response; the projection says effect_unknown and
-                # nothing regenerates a different plan automatically.
+                # nothing regenerates a different plan automatically. The operator hears
+                # why (a timeout, a cut stream, the deadline); the ledger keeps no guess.
+                self.notes.append(f"attempt {attempt_no}: {transport.error or 'no whole answer'}"
+                                  "; the provider may have served it (effect unknown)")
                 return "effect_unknown"
             self.append("attempt.observed", task_id, self.observed_payload(transport), **ids)
             outcome = interpret(transport)

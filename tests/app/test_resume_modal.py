@@ -407,3 +407,20 @@ async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
                        what="the dialog says it will send")
         await pilot.press("y")
         await wait_for(pilot, lambda: service.sent == [False, True], what="run with it")
+
+
+async def test_the_outcome_says_what_the_runner_waited_for(tmp_path: Path) -> None:
+    """The runner's notes (a Retry-After waited out; why no whole answer came) reach the
+    operator in the console as `resume` prints them."""
+    from codeai_tui.provider import ProviderProcess
+
+    with ProviderProcess(receipts_root=tmp_path, fail_first=1, retry_after="1") as slow:
+        case = make_real_case(tmp_path / "c1", slow.base_url)
+        app = create_app(case, clock=frozen_clock)
+        async with app.run_test(size=SIZE) as pilot:
+            await open_modal(pilot)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: resumed(app) is not None, timeout=20,
+                           what="resume done")
+            assert "waited 1 s before attempt 2" in resumed(app)
+            assert any("waited 1 s before attempt 2" in t for t in log_texts(app))

@@ -20,11 +20,13 @@ STOPPED_AT = "2026-09-13T11:55:00.000Z"
 
 
 def make_case(case: Path, base_url: str, *, upto: str = "manifest", model: str = "synthetic-small",
-              case_model: str | None = None, recorded_at: str | None = None) -> Path:
+              case_model: str | None = None, recorded_at: str | None = None,
+              request: dict[str, object] | None = None) -> Path:
     """A task with a compiled context and one call stopped after `upto`
     ("requested" or "manifest"). case.json points at `base_url` in bundle mode.
     `recorded_at`: every event's time (else now: a call that moved seconds ago, which
-    resume warns may belong to a process still running)."""
+    resume warns may belong to a process still running). `request`: top-level request
+    fields the manifest asks for (e.g. {"stream": True})."""
     case.mkdir(parents=True, exist_ok=True)
     (case / "case.json").write_text(json.dumps({
         "provider": {"base_url": f"{base_url.rsplit('/v1', 1)[0]}/c/{case.name}/v1",
@@ -46,7 +48,8 @@ def make_case(case: Path, base_url: str, *, upto: str = "manifest", model: str =
         runner.request("task-1", "call-1", "key-1", "review")
         if upto == "manifest":
             runner.manifest("task-1", "call-1", "key-1",
-                            intent_for("review", "flag unclear sentences"), package)
+                            intent_for("review", "flag unclear sentences",
+                                       {"request": request} if request else None), package)
     return case
 
 

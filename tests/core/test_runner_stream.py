@@ -268,3 +268,49 @@ def test_assembly_is_independent_of_how_the_bytes_are_cut(
     assert asm.completion()["choices"][0]["message"] == whole["choices"][0]["message"]
     assert [p.tool_call_id for p in tool_plan(asm.completion())] == [
         c["id"] for c in whole["choices"][0]["message"].get("tool_calls") or []]
+
+
+def test_a_stream_kept_open_past_the_deadline_leaves_the_attempt_unobserved(
+        tmp_path: Path) -> None:
+    """A generation that hung while its stream sends keep-alive comments never lets a
+    read time out: the deadline on the whole answer ends the wait, and the attempt stays
+    unobserved (the provider logged a receipt: the effect may have happened)."""
+    case = tmp_path / "case"
+    texts: list[str] = []
+    with ProviderProcess(case / "provider" / "receipts.jsonl", stall_after=2) as prov:
+        config = CaseConfig(ProviderConfig(base_url=prov.base_url))
+        with LedgerWriter.create(case) as writer:
+            runner = CallRunner(case, writer, config, timeout=10, deadline=1.0,
+                                on_text=texts.append)
+            writer.append("task.created", "t1", {"title": "x"})
+            runner.request("t1", "c1", "k1", "report")
+            intent = intent_for("report", None, {"request": {"stream": True}})
+            manifest = runner.manifest("t1", "c1", "k1", intent, None)
+            outcome = runner.execute("t1", "c1", "k1", manifest.payload["request_sha256"])
+    assert outcome == "effect_unknown"
+    with LedgerReader(case) as reader:
+        kinds = [e.kind for e in reader.events() if e.call_id == "c1"]
+    assert kinds == ["call.requested", "call.manifest", "attempt.started"]
+    assert texts == ["synthetic "]  # shown as it came, provisional: nothing journaled
+    assert len(read_receipts(case).receipts) == 1
+    state = project_case(case).call("c1")
+    assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
+
+
+def test_resume_takes_its_deadline_from_the_command_line(tmp_path: Path) -> None:
+    """`resume --deadline 1` against a provider whose stream never ends: exit 5 (the
+    effect is unknown), with nothing journaled beyond attempt.started."""
+    from tests.core.cases import make_case
+    from tests.support import cli
+
+    with ProviderProcess(tmp_path / "receipts.jsonl", stall_after=2) as prov:
+        case = make_case(tmp_path / "c1", prov.base_url, recorded_at="2026-09-13T11:55:00.000Z",
+                         request={"stream": True})
+        done = cli("resume", str(case), "call-1", "--yes", "--base-url", prov.base_url,
+                   "--deadline", "1", "--timeout", "10")
+    assert done.returncode == 5, (done.returncode, done.stderr)
+    assert "note: attempt 1: no whole answer within 1 s (the deadline)" in done.stderr
+    with LedgerReader(case) as reader:
+        new = [e.kind for e in reader.events() if e.call_id not in (None, "call-1")]
+    assert new == ["call.requested", "call.manifest", "attempt.started"]
+    assert len(read_receipts_file(tmp_path / "receipts.jsonl")) == 1  # it may have happened

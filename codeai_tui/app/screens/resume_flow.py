@@ -210,8 +210,11 @@ class ResumeFlow:
         host = self.host
         r = message.result
         host.resuming = False
+        # what the runner waited for, or why no whole answer came (a timeout, a stream
+        # cut off, the deadline): `resume` prints the same notes
+        notes = "".join(f"; {note}" for note in r.notes)
         text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
-                       f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}",
-                       one_line=True, limit=300)
+                       f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}"
+                       f"{notes}", one_line=True, limit=500)
         host.report_outcome(message.case, r.old_call_id, Outcome.RESUMED, text, ok=True,
                             title="resume done")
