@@ -84,7 +84,7 @@ def summarize(case_dir: Path) -> CaseVerdict:
 
 
 def _summarize_big(case_dir: Path) -> CaseVerdict:
-    follower = CaseFollower(case_dir)
+    follower = CaseFollower(case_dir, keep=False)  # read once and dropped: never frozen
     try:
         follower.catch_up()
         snap = follower.snapshot()

@@ -204,8 +204,13 @@ class CaseFollower:
     held while the projector changes; time travel reads the projector under it.
     """
 
-    def __init__(self, case_dir: Path, stop: Callable[[], bool] | None = None) -> None:
+    def __init__(self, case_dir: Path, stop: Callable[[], bool] | None = None, *,
+                 keep: bool = True) -> None:
         self.case_dir = case_dir
+        # `keep`: the projection lives on (the console's live one): frozen once built
+        # (services/heap.py). A follower read once and dropped (a bundle case's summary)
+        # is not, or its leftovers could never be collected.
+        self.keep = keep
         # `stop`: when it turns true (the console quits, the worker is cancelled) every
         # read in progress ends within a millisecond with a LedgerError ("interrupted"),
         # even deep inside the fast path's grouped reads; the caller may swap it later
@@ -305,7 +310,7 @@ class CaseFollower:
             # it left the heap 25 MB larger), so time travel and the first snapshot never
             # pay for it, and the fast path shares its strings
             _ = self.receipts
-            with building():
+            with building(freeze=self.keep):
                 self._fast_start()
         fed = self.projector.event_count - before
         if fed and progress is not None:
@@ -474,7 +479,7 @@ class TimeMachine:
 
 def summarize_case(case_dir: Path) -> tuple[Worst, int]:
     """(worst state, event count) of one case of a bundle; raises LedgerError."""
-    follower = CaseFollower(case_dir)
+    follower = CaseFollower(case_dir, keep=False)
     try:
         follower.catch_up()
         snap = follower.snapshot()
