@@ -75,6 +75,7 @@ from codeai_tui.console.model import (
     TimeMachine,
     discover_cases,
     receipts_stamp,
+    release_frozen,
 )
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
@@ -358,6 +359,7 @@ class MainScreen(Screen[None]):
         self._clear_filters()
         self.workers.cancel_group(self, "as_of")
         self.workers.cancel_group(self, "drift")
+        release_frozen()  # the last case's projection, before this one's is frozen
         cases = self.cases_pane
         cases.active = case
         cases.select_case(case)
@@ -391,6 +393,7 @@ class MainScreen(Screen[None]):
 
         follower: CaseFollower | None = None
         ever_opened = False
+        frozen = False  # this run froze a projection (a reopened ledger's replaces it)
         identity: tuple[int, int] | None = None  # the file the projection was built from
         last_progress = 0.0
 
@@ -409,6 +412,9 @@ class MainScreen(Screen[None]):
         try:
             while not worker.is_cancelled:
                 if follower is None:
+                    if frozen:
+                        release_frozen()
+                        frozen = False
                     head_start, self._head_start = self._head_start, None
                     got = None
                     if head_start is not None:
@@ -440,6 +446,7 @@ class MainScreen(Screen[None]):
                         # The projection is now long-lived; keep the cyclic GC from
                         # re-walking it on every full collection (0.5 s spikes otherwise).
                         gc.freeze()
+                        frozen = True
                     except LedgerError as exc:
                         if follower is not None:
                             follower.close()
