@@ -71,12 +71,8 @@ MAX_RESPONSE_BYTES = MAX_ARTIFACT_BYTES
 _SSL_CONTEXT: ssl.SSLContext | None = None
 
 
-class _TooLarge(Exception):
-    pass
-
-
-class _TooLate(Exception):
-    pass
+class _NotJournaled(Exception):
+    """Reading stopped: what arrived cannot be journaled (too large, or too late)."""
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -146,21 +142,16 @@ def send_request(
             for piece in resp.iter_bytes():
                 received += piece
                 if len(received) > MAX_RESPONSE_BYTES:
-                    raise _TooLarge
+                    raise _NotJournaled(f"response larger than {MAX_RESPONSE_BYTES} bytes")
                 if time.monotonic() > ends:
-                    raise _TooLate
+                    raise _NotJournaled(f"no whole answer within {deadline:g} s (the deadline)")
                 if assembler is not None:
                     assembler.feed(piece)
             if assembler is not None:
                 assembler.finish()
-    except _TooLarge:
-        return Transport(status, b"", f"response larger than {MAX_RESPONSE_BYTES} bytes: "
-                         "not journaled", stream=assembler is not None, complete=False,
-                         headers=kept)
-    except _TooLate:
-        return Transport(status, b"", f"no whole answer within {deadline:g} s (the deadline): "
-                         "not journaled", stream=assembler is not None, complete=False,
-                         headers=kept)
+    except _NotJournaled as exc:
+        return Transport(status, b"", f"{exc}: not journaled", stream=assembler is not None,
+                         complete=False, headers=kept)
     except not_sent as exc:
         return Transport(None, b"", _describe(exc), maybe_sent=False)
     except httpx.HTTPError as exc:
