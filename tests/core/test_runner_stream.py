@@ -300,11 +300,11 @@ def test_a_stream_kept_open_past_the_deadline_leaves_the_attempt_unobserved(
 def test_resume_takes_its_deadline_from_the_command_line(tmp_path: Path) -> None:
     """`resume --deadline 1` against a provider whose stream never ends: exit 5 (the
     effect is unknown), with nothing journaled beyond attempt.started."""
-    from tests.core.cases import make_case
+    from tests.core.cases import STOPPED_AT, make_case
     from tests.support import cli
 
     with ProviderProcess(tmp_path / "receipts.jsonl", stall_after=2) as prov:
-        case = make_case(tmp_path / "c1", prov.base_url, recorded_at="2026-09-13T11:55:00.000Z",
+        case = make_case(tmp_path / "c1", prov.base_url, recorded_at=STOPPED_AT,
                          request={"stream": True})
         done = cli("resume", str(case), "call-1", "--yes", "--base-url", prov.base_url,
                    "--deadline", "1", "--timeout", "10")
