@@ -216,12 +216,22 @@ class CaseFollower:
         # read in progress ends within a millisecond with a LedgerError ("interrupted"),
         # even deep inside the fast path's grouped reads; the caller may swap it later
         self.stop = stop
+        # The readers ask through a weak reference: `self.stopped` itself, held by them,
+        # made this follower a reference cycle, so that dropping it freed nothing until
+        # the cyclic collector ran (its projection with it: 460,805 objects on the
+        # 1M-event ledger), and never once frozen (services/heap.py).
+        me = weakref.ref(self)
+
+        def stopped() -> bool:
+            follower = me()
+            return follower is not None and follower.stopped()
+
         self.reader = LedgerReader(case_dir)
-        self.reader.abort_when(self.stopped)
+        self.reader.abort_when(stopped)
         # which file this follower reads; the reader keeps reading it even if replaced
         self.identity = file_identity(self.reader.path)
         self.sql = EvidenceSQL(case_dir)
-        self.sql.abort_when(self.stopped)
+        self.sql.abort_when(stopped)
         self.lock = threading.Lock()
         try:
             unique = self.sql.event_ids_unique()

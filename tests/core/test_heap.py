@@ -50,3 +50,25 @@ def test_a_bundle_case_read_once_is_never_frozen(tmp_path: Path) -> None:
     summarize_case(case)
     summarize(case)  # the Cases pane's look, every 2 s while a bundle is live
     assert gc.get_freeze_count() <= before
+
+
+def test_a_follower_let_go_is_freed_without_the_cyclic_collector(tmp_path: Path) -> None:
+    """Its readers held `follower.stopped` (a bound method): the follower was a cycle, so
+    dropping it freed nothing until a collection, and nothing ever once it was frozen:
+    the console kept every case it had opened."""
+    import weakref
+
+    case = _big_case(tmp_path)
+    follower = CaseFollower(case)
+    follower.catch_up()
+    follower.snapshot()
+    gone = weakref.ref(follower)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        follower.close()
+        del follower
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
