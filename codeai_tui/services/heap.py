@@ -33,10 +33,10 @@ def building(*, freeze: bool = False) -> Iterator[None]:
 
 def release_frozen() -> None:
     """Give everything frozen back to the collector and collect: when the projection
-    that was frozen is let go (another case opened, the ledger reopened). Frozen, its
-    cycles and whatever the screen held when it was frozen were kept for good: switching
-    away from the 1M-event ledger left 460,805 objects; between demo cases the console
-    grew 0.28 MB a switch (66 to 89 MB over 80 switches; flat at 51 MB with this). The
-    collection walks what is left (0.5-0.9 s after the 1M-event ledger, once a switch)."""
+    that was frozen is let go (another case opened, the ledger reopened). Frozen, the
+    cycles among what the screen held when it was frozen were kept for good: between
+    demo cases the console grew 0.28 MB a switch (66 to 89 MB over 80 switches; flat at
+    51 MB with this). The collection walks what is left (up to 0.5-0.9 s when the
+    1M-event ledger's projection is still being let go, once a switch)."""
     gc.unfreeze()
     gc.collect()
