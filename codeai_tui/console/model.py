@@ -48,8 +48,7 @@ __all__ = [  # the names the app imports from here (the console's model API)
     "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "Skeleton",
     "SkeletonCall", "TimeMachine",
     "Worst",
-    "discover_cases", "parse_time", "project_as_of", "release_frozen", "summarize_case",
-    "worst_state",
+    "discover_cases", "parse_time", "project_as_of", "release_frozen", "worst_state",
 ]
 
 # below this many events the event path is as quick as the fast path's dozen queries
@@ -486,17 +485,6 @@ class TimeMachine:
                 self._own.stop = stop  # this call's worker, not the one that opened it
                 self._own.catch_up()
             return self._own.as_of(seq)
-
-
-def summarize_case(case_dir: Path) -> tuple[Worst, int]:
-    """(worst state, event count) of one case of a bundle; raises LedgerError."""
-    follower = CaseFollower(case_dir, keep=False)
-    try:
-        follower.catch_up()
-        snap = follower.snapshot()
-    finally:
-        follower.close()
-    return snap.worst, snap.event_count
 
 
 class PageReader:
