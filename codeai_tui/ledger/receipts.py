@@ -317,8 +317,7 @@ def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]]
     (33 MB) were ~100 MB more at once, the console's peak on the 1M-event ledger, and
     left behind in pieces the next projection had to grow around."""
     truncated = False
-    size = len(data)
-    tail = data.rfind(b"\n") + 1  # where the last line begins (size: it ended clean)
+    size = used = len(data)
     line_no = first_line
     pos = 0
     while pos < size:
@@ -328,17 +327,16 @@ def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]]
         lines = data[pos:end].split(b"\n")
         if cut >= 0:
             lines.pop()  # (the empty piece after the batch's last newline)
-        for raw in lines:
-            begins, idx = pos, line_no
-            pos += len(raw) + 1
-            line_no += 1
+        open_last = len(lines) - 1 if cut < 0 else -1  # the log's last line, no newline
+        for i, raw in enumerate(lines):
+            idx = line_no + i
             if not raw.strip():
                 continue
             try:
                 obj = _loads(raw)
             except (UnicodeDecodeError, ValueError):
-                if begins == tail:  # (tail < size here: the last line has no newline)
-                    truncated = True
+                if i == open_last:
+                    truncated, used = True, size - len(raw)
                     continue
                 problems.append((idx, "not a JSON line"))
                 continue
@@ -349,8 +347,8 @@ def _parse_into(data: bytes, receipts: Receipts, problems: list[tuple[int, str]]
             if missing:
                 problems.append((idx, "receipt lacks or mistypes " + ", ".join(missing)))
         receipts.extend(rows)
+        line_no += len(lines)
         pos = end
-    used = tail if truncated else size
     return used, first_line + data.count(b"\n"), truncated
 
 
