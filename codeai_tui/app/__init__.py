@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeai_tui.app.glibc_malloc import limit_malloc_arenas
+from codeai_tui.app.glibc_malloc import fix_mmap_threshold, limit_malloc_arenas
 from codeai_tui.console.head_start import HeadStart, single_case
 
 if TYPE_CHECKING:  # (importing these costs ~0.1 s the head start would wait for)
@@ -32,6 +32,7 @@ def create_app(
     A single case's first reads begin here, in a thread, while Textual is imported and
     the screen mounted (console/head_start.py)."""
     limit_malloc_arenas()  # (before the first thread: the head start's)
+    fix_mmap_threshold()
     case = single_case(path)
     head_start = HeadStart(case) if case is not None else None
     try:
