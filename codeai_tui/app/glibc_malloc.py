@@ -30,6 +30,9 @@ first and 245.3-247.5 MB on the reopen, against 234.3-238.1 MB and 259.4-264.9 M
 answer and the full projection were within the runs' spread (6 alternating headless
 pairs: answer medians 2.70 s and 2.73 s). glibc's own 128 KiB, fixed, gave the same
 peaks but looked slower to the answer (medians 2.57 s against 2.48 s over 8 rounds).
+Following a writer at 1,000 events/s, where the projection's lists and tables keep
+growing (a table that grows is copied and the old one freed), the whole console's RSS
+grew 81.1 MB in ten minutes instead of 117.2 MB (one run each, headless).
 """
 
 from __future__ import annotations
