@@ -32,7 +32,7 @@ pairs: answer medians 2.70 s and 2.73 s). glibc's own 128 KiB, fixed, gave the s
 peaks but looked slower to the answer (medians 2.57 s against 2.48 s over 8 rounds).
 Following a writer at 1,000 events/s, where the projection's lists and tables keep
 growing (a table that grows is copied and the old one freed), the whole console's RSS
-grew 81.1 MB in ten minutes instead of 117.2 MB (one run each, headless).
+grew 81.1-81.6 MB in ten minutes instead of 115.4-117.2 MB (two runs each, headless).
 """
 
 from __future__ import annotations
