@@ -19,7 +19,7 @@ from apphelpers import (
     wait_for,
 )
 from bigledger import rows
-from ledgerfactory import SCHEMA
+from ledgerfactory import SCHEMA, write_ledger
 
 from codeai_tui.app import create_app
 from codeai_tui.console import model as data
@@ -118,3 +118,38 @@ async def test_no_skeleton_outlives_the_projection(tmp_path: Path) -> None:
         gc.collect()
         assert not [o for o in gc.get_objects() if isinstance(o, SkeletonCalls)]
 
+
+
+async def test_an_empty_pane_says_not_projected_until_the_projection(
+        tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Before its case is projected a pane does not say "no calls" (which reads as a
+    verdict under a header that already counts the events); once projected, an empty
+    case's panes say there is nothing."""
+    case = tmp_path / "empty"
+    write_ledger(case, [])
+    release = threading.Event()
+    catch_up = data.CaseFollower.catch_up
+
+    def held(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        release.wait(30)
+        return catch_up(self, *args, **kwargs)
+
+    monkeypatch.setattr(data.CaseFollower, "catch_up", held)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        names = ("tasks", "calls", "compilations", "receipts")
+        try:
+            await pilot.pause()
+            assert main.live is None
+            for name in names:
+                assert main.pane(name).render_line(1).text.strip() == "not projected yet"
+        finally:
+            release.set()
+        await wait_for(pilot, lambda: main.live is not None, timeout=30,
+                       what="the projection")
+        await pilot.pause()
+        shown = {name: main.pane(name).render_line(1).text.strip() for name in names}
+        assert shown == {"tasks": "no tasks", "calls": "no calls",
+                         "compilations": "no compilations",
+                         "receipts": "no provider receipts"}

@@ -162,6 +162,9 @@ class CallsPane(Pane):
         self.set_source(LazySource(calls, skeleton_row, lambda c: c.call_id, indices))
         super().paint()
 
+    def rows_known(self) -> bool:
+        return self.snapshot is not None or self.skeleton is not None
+
     def title_marks(self) -> list[TitlePart]:
         snap = self.snapshot
         unknown = snap.unknown_ids if snap is not None else (

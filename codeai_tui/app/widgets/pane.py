@@ -14,6 +14,11 @@ from codeai_tui.console.model import CaseSnapshot
 
 TitlePart = str | tuple[str, str]
 
+# what an empty pane says before its case is projected: "no calls" under a header that
+# counts 400,000 events would read as a verdict (and the ledger may be unreadable, so
+# not "reading…" either)
+NOT_PROJECTED = "not projected yet"
+
 
 class Pane(TableView):
     """Set `snapshot` and `needle` from above; the pane repaints itself."""
@@ -27,6 +32,7 @@ class Pane(TableView):
 
     _title_parts: list[TitlePart] | None = None
     _subtitle: Content | None = None
+    _nothing_text: str | None = None  # the empty text once the case is known
 
     def on_mount(self) -> None:
         self.paint()
@@ -39,7 +45,17 @@ class Pane(TableView):
 
     def paint(self) -> None:
         """Rebuild the source from `snapshot` and `needle`; subclasses fill rows."""
+        if self._nothing_text is None:
+            self._nothing_text = self.empty_text
+        text = self._nothing_text if self.rows_known() else NOT_PROJECTED
+        if text != self.empty_text:
+            self.empty_text = text
+            self.refresh()
         self.paint_title()
+
+    def rows_known(self) -> bool:
+        """Whether the rows shown are the case's (else an empty pane says so)."""
+        return self.snapshot is not None
 
     def title_marks(self) -> list[TitlePart]:
         """Warnings after the count in the border title."""
