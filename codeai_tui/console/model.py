@@ -29,7 +29,7 @@ from codeai_tui.ledger import (
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.gather import Sharing, projector_from
-from codeai_tui.services.heap import building, release_frozen
+from codeai_tui.services.heap import building, freeze_heap, release_frozen
 from codeai_tui.services.projection import gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
 from codeai_tui.services.stage_reads import StageReads
@@ -48,7 +48,8 @@ __all__ = [  # the names the app imports from here (the console's model API)
     "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "Skeleton",
     "SkeletonCall", "TimeMachine",
     "Worst",
-    "discover_cases", "parse_time", "project_as_of", "release_frozen", "worst_state",
+    "discover_cases", "freeze_heap", "parse_time", "project_as_of", "release_frozen",
+    "worst_state",
 ]
 
 # below this many events the event path is as quick as the fast path's dozen queries

@@ -5,7 +5,9 @@ demo cases; 460,805 objects switching away from the 1M-event ledger)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import time
 import weakref
 from pathlib import Path
 
@@ -40,3 +42,20 @@ async def test_what_was_frozen_with_a_case_is_collected_once_another_opens(
         await wait_for(pilot, lambda: app.main.case.name == "b" and app.main.live is not None,
                        what="case b open")
         assert gone() is None
+
+
+async def test_the_console_leaves_nothing_frozen_when_it_exits(tmp_path: Path) -> None:
+    """A process that opens another console (the tests do) does not inherit this one's
+    freeze, and the next console's first open runs no full collection for it."""
+    make_case(tmp_path / "case", "killed_in_flight")
+    gc.unfreeze()
+    app = create_app(tmp_path / "case", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: gc.get_freeze_count() > 0,
+                       what="the projection frozen")
+        await pilot.press("q")
+    deadline = time.monotonic() + 10  # (the follower thread may still be on its way out)
+    while gc.get_freeze_count() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert gc.get_freeze_count() == 0

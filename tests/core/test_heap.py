@@ -11,6 +11,7 @@ from pathlib import Path
 from codeai_tui.bench import write_ledger
 from codeai_tui.console.fleet import summarize
 from codeai_tui.console.model import FAST_START_MIN, PROJECT_PAGE, CaseFollower
+from codeai_tui.services.heap import freeze_heap, release_frozen
 
 
 def _big_case(root: Path) -> Path:
@@ -72,3 +73,44 @@ def test_a_follower_let_go_is_freed_without_the_cyclic_collector(tmp_path: Path)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _full_collections() -> list[int]:
+    """A list that grows by one at the end of every full (generation 2) collection."""
+    seen: list[int] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            seen.append(1)
+
+    gc.callbacks.append(callback)
+    return seen
+
+
+def test_release_collects_only_after_a_freeze_of_its_own() -> None:
+    """The console's first open released "what was frozen" with a full collection when
+    nothing was (0.1 s at startup; 9.5 s of tests/app/test_pilot.py); a freeze that is
+    not the projection's (another library's) is not this module's to undo."""
+    release_frozen(collect=False)
+    gc.unfreeze()
+    seen = _full_collections()
+    try:
+        release_frozen()
+        assert seen == []
+        gc.freeze()  # someone else's
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        release_frozen()
+        assert seen == [] and gc.get_freeze_count() == frozen
+        gc.unfreeze()
+
+        freeze_heap()
+        assert gc.get_freeze_count() > 0
+        release_frozen(collect=False)  # the console's exit: give back, collect later
+        assert gc.get_freeze_count() == 0 and seen == []
+        freeze_heap()
+        release_frozen()  # another case opens: give back and collect now
+        assert gc.get_freeze_count() == 0 and seen == [1]
+    finally:
+        gc.callbacks.pop()
+        gc.unfreeze()

@@ -12,7 +12,6 @@ through aiosqlite in the timeline pane's async workers.
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
 import time
 from collections.abc import Callable
@@ -74,6 +73,7 @@ from codeai_tui.console.model import (
     SkeletonCall,
     TimeMachine,
     discover_cases,
+    freeze_heap,
     receipts_stamp,
     release_frozen,
 )
@@ -230,6 +230,9 @@ class MainScreen(Screen[None]):
         reader, self._watch_reader = self._watch_reader, None
         if reader is not None:
             await reader.close()
+        # the collector as the console found it: a process that opens another console
+        # (the tests do) must not pay a full collection for this one's projection
+        release_frozen(collect=False)
 
     # ------------------------------------------------------------------ painting
 
@@ -445,7 +448,7 @@ class MainScreen(Screen[None]):
                         ever_opened = True
                         # The projection is now long-lived; keep the cyclic GC from
                         # re-walking it on every full collection (0.5 s spikes otherwise).
-                        gc.freeze()
+                        freeze_heap()
                         frozen = True
                     except LedgerError as exc:
                         if follower is not None:
@@ -485,6 +488,8 @@ class MainScreen(Screen[None]):
         finally:
             if follower is not None:
                 follower.close()
+            if frozen and self._closing:  # frozen after `on_unmount` released: release
+                release_frozen(collect=False)
 
     async def _watch(self, case: Path, wake: threading.Event) -> None:
         """The follow poll, through aiosqlite: `PRAGMA data_version` on its own read-only
