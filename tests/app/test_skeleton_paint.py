@@ -123,18 +123,19 @@ async def test_no_skeleton_outlives_the_projection(tmp_path: Path) -> None:
 async def test_an_empty_pane_says_not_projected_until_the_projection(
         tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """Before its case is projected a pane does not say "no calls" (which reads as a
-    verdict under a header that already counts the events); once projected, an empty
-    case's panes say there is nothing."""
+    verdict under a header that already counts the events), and a case still opening
+    has no error cross beside it; once projected, an empty case's panes say there is
+    nothing."""
     case = tmp_path / "empty"
     write_ledger(case, [])
     release = threading.Event()
-    catch_up = data.CaseFollower.catch_up
+    init = data.CaseFollower.__init__
 
     def held(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        release.wait(30)
-        return catch_up(self, *args, **kwargs)
+        release.wait(30)  # the case stays "opening" until the test has looked
+        init(self, *args, **kwargs)
 
-    monkeypatch.setattr(data.CaseFollower, "catch_up", held)
+    monkeypatch.setattr(data.CaseFollower, "__init__", held)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         main = app.main
@@ -142,6 +143,8 @@ async def test_an_empty_pane_says_not_projected_until_the_projection(
         try:
             await pilot.pause()
             assert main.live is None
+            assert "\u25cb opening" in status_text(app)
+            assert "\u2716" not in status_text(app)
             for name in names:
                 assert main.pane(name).render_line(1).text.strip() == "not projected yet"
         finally:
@@ -149,6 +152,7 @@ async def test_an_empty_pane_says_not_projected_until_the_projection(
         await wait_for(pilot, lambda: main.live is not None, timeout=30,
                        what="the projection")
         await pilot.pause()
+        assert "\u25cf following" in status_text(app)
         shown = {name: main.pane(name).render_line(1).text.strip() for name in names}
         assert shown == {"tasks": "no tasks", "calls": "no calls",
                          "compilations": "no compilations",

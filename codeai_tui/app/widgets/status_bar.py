@@ -87,7 +87,9 @@ class StatusBar(Static):
         else:
             style = {"following": "bold $success", "paused": "bold $warning",
                      "opening": "$text-muted"}.get(f.state, "bold $error")
-            glyph = {"following": "\u25cf ", "paused": "\u2016 "}.get(f.state, "\u2716 ")
+            # a case still opening is not in trouble: no cross beside it
+            glyph = {"following": "\u25cf ", "paused": "\u2016 ",
+                     "opening": "\u25cb "}.get(f.state, "\u2716 ")
             parts.append((glyph + f.state, style))
             if f.last_commit:
                 parts += [" \u00b7 " if compact else " \u00b7 last commit ",
