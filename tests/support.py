@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +20,16 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parent
 CONFORMANCE = TESTS / "conformance"
+
+# Hypothesis examples of the costly properties (each example projects a drawn ledger at
+# every as_of, or forks a helper): the default suite must stay under 10 minutes on two
+# cores. A thorough run multiplies them: CODEAI_TEST_EXAMPLES=4 (README, "Tests").
+EXAMPLES_SCALE = float(os.environ.get("CODEAI_TEST_EXAMPLES", "1"))
+
+
+def examples(n: int) -> int:
+    """`n` Hypothesis examples, scaled for a thorough run."""
+    return max(1, round(n * EXAMPLES_SCALE))
 
 
 def load_vectors() -> list[dict[str, Any]]:
@@ -33,6 +45,30 @@ def cli(*args: str, input: str | None = None, timeout: float = 60,
         capture_output=True, text=True, timeout=timeout, input=input, cwd=cwd,
         env={**os.environ, "PYTHONWARNINGS": "ignore", **(env_extra or {})},
     )
+
+
+def shared_demo_bundle(basetemp: Path) -> Path:
+    """The demo bundle, built once for the whole run by the real command (`codeai-tui
+    demo`, the kernel key kept beside it in `keys/`, what it printed in `demo.stderr`):
+    both test processes share it (a build is ~25 s of CPU; the suite built it three
+    times). Read it, or copy it to change it. `basetemp`: the run's
+    `tmp_path_factory.getbasetemp()`."""
+    root = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    home = root / "shared-demo"
+    home.mkdir(exist_ok=True)
+    out = home / "bundle"
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other process waits for the one build
+        if not (home / "built").exists():
+            if out.exists():
+                shutil.rmtree(out)  # a build that failed half way
+            done = cli("demo", str(out), "--kernel-key", str(home / "keys" / "kernel.key"),
+                       timeout=180)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert done.stdout.strip() == str(out.resolve())
+            (home / "demo.stderr").write_text(done.stderr)
+            (home / "built").write_text("")
+    return out
 
 
 # ---- a capture server: an OpenAI-compatible endpoint on 127.0.0.1 that records every

@@ -30,7 +30,7 @@ from codeai_tui.console.reconcile_service import LedgerReconcileService, plan_re
 from codeai_tui.ledger import LedgerReader
 from codeai_tui.reconcile import ReconcileRefused
 from codeai_tui.workstate import CallStage
-from tests.support import cli
+from tests.support import shared_demo_bundle
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,12 +46,9 @@ def vector_case(root: Path, directory: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def demo_04(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Demo case 04 (killed while the provider held the request), built by the real
-    command once for this module."""
-    out = tmp_path_factory.mktemp("demo") / "bundle"
-    done = cli("demo", str(out), timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out / "04_killed_in_flight"
+    """Demo case 04 (killed while the provider held the request), from the demo bundle
+    the real command built once for the run."""
+    return shared_demo_bundle(tmp_path_factory.getbasetemp()) / "04_killed_in_flight"
 
 
 def modal_text(modal: ReconcileModal) -> str:

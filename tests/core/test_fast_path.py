@@ -20,6 +20,7 @@ from codeai_tui.ledger import LedgerReader, read_receipts
 from codeai_tui.ledger.schema import KNOWN_KINDS
 from codeai_tui.services.projection import project_case
 from codeai_tui.workstate import project
+from tests.support import examples
 
 SHA = "ab" * 32
 KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "task.created\x1b[31m"]
@@ -139,7 +140,7 @@ def drawn_case(ledger: tuple[list[dict[str, Any]], list[dict[str, Any]]], unique
         yield case, [None, *range(0, last + 2)]
 
 
-@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_fast_path_equals_oracle_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
     with drawn_case(ledger, unique_ids) as (case, as_ofs):

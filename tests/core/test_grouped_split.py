@@ -23,12 +23,13 @@ from codeai_tui.ledger.grouped_worker import GroupedChild
 from codeai_tui.services import stage_reads
 from codeai_tui.services.stage_reads import CODES, StageReads
 from tests.core.test_fast_path import drawn_case, ledgers
+from tests.support import examples
 
 BOUNDS = st.one_of(st.sampled_from(["c1", "c2", "c3", "c", "d", ""]),
                    st.integers(-2, 2), st.binary(max_size=2))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), BOUNDS, st.booleans(), st.sampled_from([b"c1", 7, 2.5]))
 def test_two_parts_cover_every_call_once(ledger: Any, middle: object, odd: bool,
                                          odd_id: object) -> None:

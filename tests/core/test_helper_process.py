@@ -31,6 +31,7 @@ from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helpe
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState
 from tests.core.test_fast_path import drawn_case, ledgers
+from tests.support import examples
 
 EVERY_CALL = HelperPlan(min_calls=2, grace=5.0)
 SCANS_FORKED = HelperPlan(min_calls=1 << 40, grace=5.0, min_events=0)  # the suspect scan only
@@ -46,7 +47,7 @@ def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
 # (examples: each as_of of each forks a helper; the fast path's own properties, in
 # test_fast_path.py, draw more of these ledgers without forking, and the default suite
 # must stay under 10 minutes on two cores)
-@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_a_helper_writes_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
     with drawn_case(ledger, unique_ids) as (case, as_ofs):
@@ -66,7 +67,7 @@ def _whole_table(path: Path, as_of: int | None) -> str:
     return "\n\n".join(render_table(i) for i in inspections) + "\n"
 
 
-@settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(9), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_the_streamed_table_is_the_whole_projections_table(ledger: Any, unique_ids: bool
                                                           ) -> None:
@@ -97,7 +98,7 @@ def test_a_bundles_streamed_table_reports_a_failing_case_in_place(tmp_path: Path
     assert out.getvalue() == ""
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_forked_scans_find_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool
                                                            ) -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event, parse_payload
 from codeai_tui.workstate import CallStage, NextOperation, Projector, project
+from tests.support import examples
 
 KINDS = sorted(KNOWN_KINDS) + ["call.teleported", "", "task.created\x1b[31m"]
 IDS = st.sampled_from(["c1", "c2", "c3", None])
@@ -51,7 +52,7 @@ def event_lists(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(event_lists())
 def test_projection_never_raises_and_is_complete(events: list[Event]) -> None:
     state = project(events)
@@ -71,7 +72,7 @@ def test_projection_never_raises_and_is_complete(events: list[Event]) -> None:
     json.dumps(state.as_json("x"))  # always serialisable
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(event_lists(), st.integers(0, 40))
 def test_as_of_equals_projecting_a_prefix(events: list[Event], n: int) -> None:
     as_of = project(events, as_of=n).as_json("x")
@@ -79,7 +80,7 @@ def test_as_of_equals_projecting_a_prefix(events: list[Event], n: int) -> None:
     assert as_of == prefix
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(event_lists(), st.data())
 def test_an_event_never_changes_calls_it_does_not_name(events: list[Event], data: st.DataObject) -> None:
     before = {c.call_id: c for c in project(events).calls}
@@ -203,7 +204,7 @@ def coverage_events(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(coverage_events(), receipt_lines)
 def test_receipt_check_kept_up_to_date_equals_a_fresh_check(events: list[Event], log_bytes: bytes) -> None:
     """The live check (updated with the pairs that changed) gives what a fresh check of
@@ -254,7 +255,7 @@ def task_histories(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(task_histories())
 def test_following_event_by_event_equals_projecting_each_prefix(events: list[Event]) -> None:
     """The projector keeps each task's share of its calls as they change (not a pass

@@ -26,6 +26,7 @@ from codeai_tui.request_bytes import intent_for
 from codeai_tui.responses import StreamAssembler, assemble_stream, parse_response, tool_plan
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallStage
+from tests.support import examples
 
 PUBLISH = {"type": "function", "function": {"name": "publish_report", "parameters": {
     "type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}}}}
@@ -241,7 +242,7 @@ def test_a_failing_display_does_not_change_what_is_journaled(tmp_path: Path) -> 
         "no unclear sentences")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     text=st.text(max_size=60),
     tools=st.lists(st.sampled_from(["publish_report", "notify", "x"]), max_size=3, unique=True),

@@ -20,6 +20,7 @@ from codeai_tui.services.skeleton import build_skeleton
 from codeai_tui.services.stage_reads import StageReads
 from codeai_tui.workstate import CallStage
 from tests.core.test_fast_path import _ev, _oracle, _write, drawn_case, ledgers
+from tests.support import examples
 
 
 def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
@@ -43,7 +44,7 @@ def _check(case: Path, as_of: int | None, resolve_max: int) -> int:
     return sk.pending_count
 
 
-@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.sampled_from([0, 2000]))
 def test_final_skeleton_verdicts_equal_the_oracle_at_every_as_of(ledger: Any,
                                                                   resolve_max: int) -> None:

@@ -23,9 +23,10 @@ from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.workstate import WorkState, project
 from codeai_tui.workstate.receipts import LiveReceiptCheck, index_for
 from tests.core.test_fast_path import SHA, _ev, _oracle, _write, drawn_case, ledgers
+from tests.support import examples
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_time_travel_equals_projecting_the_prefix(ledger: Any, unique_ids: bool) -> None:
     with drawn_case(ledger, unique_ids) as (case, as_ofs):
@@ -180,7 +181,7 @@ def _scanned(state: Any) -> tuple[list[str], int]:
     return [c.call_id for c in state.calls if c.resumable], tools
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.integers(0, 30), st.booleans())
 def test_what_the_projector_keeps_while_following_equals_projecting_anew(
         ledger: Any, split: int, unique_ids: bool) -> None:
@@ -252,7 +253,7 @@ def _receipts_as_projected(case: Path, n: int) -> tuple[Any, list[str | None]]:
     return check.as_json(), list(check.covered_by.attempts)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.integers(0, 30), st.booleans())
 def test_time_travel_reads_receipts_from_the_live_check_as_projecting_does(
         ledger: Any, split: int, unique_ids: bool) -> None:

@@ -1,5 +1,6 @@
-"""The demo bundle is built ONCE per session by the real command (`codeai-tui demo`)
-in its own process; tests that change anything work on a copy."""
+"""The demo bundle is built ONCE per run by the real command (`codeai-tui demo`) in its
+own process, shared by both test processes; tests that change anything work on a
+copy."""
 
 from __future__ import annotations
 
@@ -8,19 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import cli
+from tests.support import shared_demo_bundle
 
 
 @pytest.fixture(scope="session")
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "bundle"
     # the kernel's key kept beside (never inside) the bundle, so its tool plans can replay
-    done = cli("demo", str(out), "--kernel-key", str(out.parent / "keys" / "kernel.key"),
-               timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == str(out.resolve())
-    (out.parent / "demo.stderr").write_text(done.stderr)  # what the command printed
-    return out
+    return shared_demo_bundle(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture

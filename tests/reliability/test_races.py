@@ -12,7 +12,7 @@ from codeai_tui.reliability import CONTROLS, REGISTRY
 from codeai_tui.reliability.harness import consistency_problems
 from codeai_tui.reliability.races import run_races
 
-QUICK_ROUNDS = 3
+QUICK_ROUNDS = 2  # (the full run: `codeai-tui reliability`, 50 rounds of 8)
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
