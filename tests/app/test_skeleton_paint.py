@@ -145,15 +145,23 @@ async def test_an_empty_pane_says_not_projected_until_the_projection(
             assert main.live is None
             assert "\u25cb opening" in status_text(app)
             assert "\u2716" not in status_text(app)
+            assert "0 events" not in status_text(app)  # not counted yet
             for name in names:
                 assert main.pane(name).render_line(1).text.strip() == "not projected yet"
+                assert str(main.pane(name).border_title).endswith("(\u2026)")
+            # the Cases pane reads the directory, not the projection
+            assert str(main.pane("cases").border_title).endswith("(1)")
         finally:
             release.set()
         await wait_for(pilot, lambda: main.live is not None, timeout=30,
                        what="the projection")
         await pilot.pause()
         assert "\u25cf following" in status_text(app)
+        assert "0 events" in status_text(app)  # counted: the ledger is empty
+        assert all(str(main.pane(name).border_title).endswith("(0)") for name in names)
         shown = {name: main.pane(name).render_line(1).text.strip() for name in names}
         assert shown == {"tasks": "no tasks", "calls": "no calls",
                          "compilations": "no compilations",
                          "receipts": "no provider receipts"}
+        await wait_for(pilot, lambda: main.pane("timeline").render_line(1).text.strip()
+                       == "no events", what="the timeline of an empty ledger")

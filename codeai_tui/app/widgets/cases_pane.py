@@ -79,6 +79,9 @@ class CasesPane(Pane):
     order: reactive[CaseOrder] = reactive(CaseOrder.PATH, init=False)
     as_of: reactive[tuple[int, CaseVerdict] | None] = reactive(None, init=False)
 
+    def rows_known(self) -> bool:
+        return True  # read from the ledger directory itself, not from the projection
+
     def __init__(self, root: Path, **kwargs: object) -> None:
         super().__init__(CASE_COLUMNS, empty_text="looking for cases\u2026", **kwargs)  # type: ignore[arg-type]
         self.root = root

@@ -65,7 +65,8 @@ class Pane(TableView):
         """Set the border's title and subtitle where they changed: Textual redraws the
         whole pane on every set, which a live snapshot would otherwise cause in every
         pane."""
-        parts: list[TitlePart] = [f"{self.KEY} {self.TITLE}", f" ({self.row_count:,})"]
+        count = f"{self.row_count:,}" if self.rows_known() else "\u2026"  # not 0: not known
+        parts: list[TitlePart] = [f"{self.KEY} {self.TITLE}", f" ({count})"]
         parts += self.title_marks()
         if parts != self._title_parts:
             self._title_parts = parts

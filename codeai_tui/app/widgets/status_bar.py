@@ -81,7 +81,10 @@ class StatusBar(Static):
                                               (cell(f.path, 30 if compact else 60), "bold")]
         if f.case_name:
             parts += [" \u00b7 case ", (cell(f.case_name, 40), "bold")]
-        parts += [f" \u00b7 {f.event_count:,} events \u00b7 "]
+        if f.state == "opening" and not f.event_count:
+            parts += [" \u00b7 "]  # not counted yet: "0 events" would read as an empty ledger
+        else:
+            parts += [f" \u00b7 {f.event_count:,} events \u00b7 "]
         if f.as_of is not None:
             parts.append((f"\u23f2 as of seq {f.as_of:,} of {f.max_seq:,}", "bold $warning"))
         else:

@@ -242,6 +242,9 @@ class TimelinePane(Pane):
     # the newest events the follower read (drawn at the end without a page read)
     recent: reactive[tuple[Event, ...]] = reactive((), init=False, repaint=False)
 
+    def rows_known(self) -> bool:
+        return True  # read from the ledger directory itself, not from the projection
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(TIMELINE_COLUMNS, empty_text="no events", follow_tail=True, **kwargs)  # type: ignore[arg-type]
         self.pages = TimelineSource(self._request_page)
