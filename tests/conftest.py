@@ -16,6 +16,12 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # `ledgerfactory` for every test package
 
+# The suite starts a thousand or so `codeai-tui` processes. Where the environment sets
+# PYTHONDONTWRITEBYTECODE (this workplace does), each of them compiled the whole package
+# from source again: cached bytecode is written and reused here, as a plain install does.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 # Deterministic runs: no animations, no user config from $HOME, no real API key.
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 os.environ.pop("CODEAI_API_KEY", None)
