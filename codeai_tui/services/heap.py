@@ -22,7 +22,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_frozen = False  # whether `freeze` ran since the last `release_frozen`
+_frozen = False  # whether `freeze_heap` ran since the last `release_frozen`
 
 
 @contextmanager

@@ -93,6 +93,8 @@ def test_release_collects_only_after_a_freeze_of_its_own() -> None:
     not the projection's (another library's) is not this module's to undo."""
     release_frozen(collect=False)
     gc.unfreeze()
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the collections asked for are counted
     seen = _full_collections()
     try:
         release_frozen()
@@ -114,3 +116,5 @@ def test_release_collects_only_after_a_freeze_of_its_own() -> None:
     finally:
         gc.callbacks.pop()
         gc.unfreeze()
+        if was_enabled:
+            gc.enable()
