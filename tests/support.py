@@ -23,7 +23,7 @@ CONFORMANCE = TESTS / "conformance"
 
 # Hypothesis examples of the costly properties (each example projects a drawn ledger at
 # every as_of, or forks a helper): the default suite must stay under 10 minutes on two
-# cores. A thorough run multiplies them: CODEAI_TEST_EXAMPLES=4 (README, "Tests").
+# cores. A thorough run multiplies them: CODEAI_TEST_EXAMPLES=4 (README, "Two commands").
 EXAMPLES_SCALE = float(os.environ.get("CODEAI_TEST_EXAMPLES", "1"))
 
 

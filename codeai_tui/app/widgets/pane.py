@@ -32,7 +32,7 @@ class Pane(TableView):
 
     _title_parts: list[TitlePart] | None = None
     _subtitle: Content | None = None
-    _nothing_text: str | None = None  # the empty text once the case is known
+    _known_drawn: bool | None = None  # `rows_known()` when last painted
 
     def on_mount(self) -> None:
         self.paint()
@@ -45,13 +45,14 @@ class Pane(TableView):
 
     def paint(self) -> None:
         """Rebuild the source from `snapshot` and `needle`; subclasses fill rows."""
-        if self._nothing_text is None:
-            self._nothing_text = self.empty_text
-        text = self._nothing_text if self.rows_known() else NOT_PROJECTED
-        if text != self.empty_text:
-            self.empty_text = text
+        known = self.rows_known()
+        if known != self._known_drawn:  # an empty pane's message changes with it
+            self._known_drawn = known
             self.refresh()
         self.paint_title()
+
+    def empty_message(self) -> str:
+        return self.empty_text if self.rows_known() else NOT_PROJECTED
 
     def rows_known(self) -> bool:
         """Whether the rows shown are the case's (else an empty pane says so)."""

@@ -286,6 +286,10 @@ class TableView(ScrollView, can_focus=True):
             segments.append(Segment(fit(text, col.width) + " ", style))
         return segments
 
+    def empty_message(self) -> str:
+        """What the table says when it has no rows."""
+        return self.empty_text
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         scroll_x = int(self.scroll_offset.x)
@@ -299,7 +303,8 @@ class TableView(ScrollView, can_focus=True):
         if count == 0:
             if y == 1:
                 style = base + self._style("table--empty")
-                return self._finish([Segment(" " + self.empty_text, style)], 0, width, style)
+                return self._finish([Segment(" " + self.empty_message(), style)], 0, width,
+                                    style)
             return Strip.blank(width, base)
         if index >= count:
             self._drawn[index] = None
