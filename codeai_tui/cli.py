@@ -14,9 +14,7 @@ import argparse
 import errno
 import math
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +26,8 @@ from codeai_tui.ledger.reader import SEQ_MAX
 from codeai_tui.textsafe import visible
 
 if TYPE_CHECKING:
+    import subprocess
+
     from codeai_tui.resume import ResumePlan, ResumeRefused
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
@@ -772,6 +772,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             out.resolve()):
         raise CliError(f"{kernel_key}: the kernel key must live outside the bundle "
                        "(whoever holds it can sign receipts)")
+    import tempfile  # (here: most commands never need it, and every one pays its import)
+
     keys = (tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-")
             if args.open and kernel_key is None else None)
     if keys is not None:
@@ -821,6 +823,8 @@ def _demo(args: argparse.Namespace, out: Path | None, port: int,
 
 def _stop_process(proc: subprocess.Popen[str]) -> None:
     """SIGTERM (the live producer then stops what it started), SIGKILL after 10 s."""
+    import subprocess
+
     if proc.poll() is None:
         proc.terminate()
         try:

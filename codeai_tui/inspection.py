@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,6 +222,8 @@ class _Sheet:
             return
         self._rows.append(cells)
         if self._spool and len(self._rows) > SPOOL_AFTER:
+            import tempfile  # (only past SPOOL_AFTER rows; a small case never pays it)
+
             self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `close`
             self._file.writelines(_compact(row).encode("ascii") + b"\n" for row in self._rows)
             self._rows = []

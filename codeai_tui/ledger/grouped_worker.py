@@ -17,16 +17,17 @@ its parent is gone. It imports only the ledger's modules.
 from __future__ import annotations
 
 import os
-import pickle
 import select
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import codeai_tui
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
+
+if TYPE_CHECKING:
+    import subprocess
 
 StageRow = tuple[str, int, int, int, int | None, int]
 Task = tuple[str, int, tuple[tuple[str, int], ...], tuple[object, object], int]
@@ -55,6 +56,8 @@ def run(task: Task) -> tuple[str, object]:
 
 
 def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
+    import pickle
+
     os.nice(NICENESS)
     task: Task = pickle.load(stdin)
     pickler = pickle.Pickler(stdout, protocol=pickle.HIGHEST_PROTOCOL)
@@ -80,6 +83,9 @@ class GroupedChild:
               ids: tuple[object, object]) -> GroupedChild | None:
         """The child under way with its task; None when none could be started (no
         interpreter, not POSIX: the parent waits on the pipe with select)."""
+        import pickle  # (here: only a big ledger's reads start a child)
+        import subprocess
+
         root = str(Path(codeai_tui.__file__).resolve().parent.parent)
         if not sys.executable or os.name != "posix":
             return None
@@ -103,6 +109,8 @@ class GroupedChild:
         """The child's rows; None when it failed, died or `stop()` turned true (it is
         killed then). The caller reads that part itself on None, and meets any error
         of the ledger's there."""
+        import pickle
+
         stdout = self._child.stdout
         assert stdout is not None  # (piped)
         try:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import signal
 import struct
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -83,6 +81,10 @@ class Helper(Generic[S]):
 
     def __init__(self, work: Callable[[LineWriter], S]) -> None:
         """Fork now (raises OSError when no process or temporary file can be had)."""
+        # imported when a helper is made (most commands never fork one), before the fork
+        import pickle  # noqa: F401 - so the child finds it imported
+        import tempfile
+
         # both unlinked at once; closed by `close`, whatever happened to the helper
         self._lines = tempfile.TemporaryFile()  # noqa: SIM115
         self._summary = tempfile.TemporaryFile()  # noqa: SIM115
@@ -104,6 +106,8 @@ class Helper(Generic[S]):
 
     def summary(self) -> S | None:
         """What the helper's work returned (after `ended_well`), None if unreadable."""
+        import pickle
+
         self._summary.seek(0)
         try:
             result: S = pickle.load(self._summary)
@@ -155,6 +159,8 @@ def _run_child(work: Callable[[LineWriter], object], lines: LineWriter,
                summary: IO[bytes]) -> None:
     """The child's whole life: exit 0 only when the lines and summary are all written.
     `os._exit` skips the parent's buffers, atexit handlers and connections it inherited."""
+    import pickle
+
     code = 1
     try:
         result = work(lines)

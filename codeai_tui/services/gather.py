@@ -20,9 +20,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -69,6 +68,9 @@ from codeai_tui.workstate.receipts import (
     share_receipt_strings,
 )
 from codeai_tui.workstate.verdicts import ToolCounts
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 ALL_SEQS = (1 << 63) - 1
 # Kinds whose payload no verdict field needs, except the reason of a call whose last
@@ -171,6 +173,10 @@ class _SuspectScan:
             with contextlib.suppress(OSError):  # no process to be had: threads
                 self._fork()
                 return
+        # (imported here: only a big ledger's scan runs in threads, and every command
+        # that projects a small case would pay concurrent.futures' and logging's import)
+        from concurrent.futures import ThreadPoolExecutor
+
         self._pool = ThreadPoolExecutor(2)
         for scan, connection in zip(self._halves(), (self._sibling(), self._sibling()),
                                     strict=True):
