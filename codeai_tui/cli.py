@@ -791,7 +791,9 @@ def _demo(args: argparse.Namespace, out: Path | None, port: int,
     from codeai_tui.provider import ProviderProcess
 
     bundle = build_demo(out, port, kernel_key)
-    print(bundle)
+    # at once: with --live or --open the command runs on, and a script reading the path
+    # from a pipe (block-buffered) would otherwise get it only when it ends
+    print(bundle, flush=True)
     live = start_live(bundle, args.rate, case_port=port) if args.live else None
     try:
         if args.open:
