@@ -47,7 +47,7 @@ def _document(case: Path, as_of: int | None, plan: HelperPlan | None) -> str:
 # (examples: each as_of of each forks a helper; the fast path's own properties, in
 # test_fast_path.py, draw more of these ledgers without forking, and the default suite
 # must stay under 10 minutes on two cores)
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_a_helper_writes_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool) -> None:
     with drawn_case(ledger, unique_ids) as (case, as_ofs):
@@ -67,7 +67,7 @@ def _whole_table(path: Path, as_of: int | None) -> str:
     return "\n\n".join(render_table(i) for i in inspections) + "\n"
 
 
-@settings(max_examples=examples(9), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_the_streamed_table_is_the_whole_projections_table(ledger: Any, unique_ids: bool
                                                           ) -> None:
@@ -98,7 +98,7 @@ def test_a_bundles_streamed_table_reports_a_failing_case_in_place(tmp_path: Path
     assert out.getvalue() == ""
 
 
-@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ledgers(), st.booleans())
 def test_forked_scans_find_the_same_document_at_every_as_of(ledger: Any, unique_ids: bool
                                                            ) -> None:
