@@ -37,7 +37,10 @@ def test_demo_live_builds_the_same_bundle_and_runs_until_ctrl_c(demo_bundle: Pat
     proc = subprocess.Popen(
         [sys.executable, "-m", "codeai_tui", "demo", "--live", "--rate", "40"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        # as a script's pipe sees it: block-buffered (this workplace sets PYTHONUNBUFFERED,
+        # under which a path printed without a flush arrived at once all the same)
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+             "PYTHONWARNINGS": "ignore"},
         # Ctrl-C reaches a foreground command with SIGINT at its default; a test runner
         # started as a background job passes SIG_IGN down to every child instead.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
