@@ -593,8 +593,8 @@ def _measure_live(case: Path, seconds: float, rate: int = 1000) -> list[tuple[st
 
 def kept_row(kept: int, calls: int, written: int, rate: int) -> tuple[str, str, str, str]:
     """What the projection keeps per call begun while following (a second run, traced):
-    RSS grows in steps (the allocator's arenas; the whole console's over 30 s was -2.1 to
-    +10.2 MB in three runs), so a run shorter than the target's ten minutes is judged by
+    RSS grows in steps (the allocator's arenas; the whole console's over 30 s was -4.1 to
+    +10.2 MB in four runs), so a run shorter than the target's ten minutes is judged by
     this, against what 20 MB allows each call ten minutes at this rate would begin."""
     label = (f"live: Python memory the projection keeps per call begun (model layer, "
              f"tracemalloc; {calls:,} calls)")
