@@ -39,6 +39,7 @@ from codeai_tui.runner import SEND_TIMEOUT_S, CallRunner
 from codeai_tui.services.projection import project_case
 from codeai_tui.tools.kernel import Completed, OperationExists, Outcome, ToolKernel, operation_key
 from codeai_tui.tools.receipts import canonical_bytes, read_receipt_lines
+from codeai_tui.workstate import project_call
 from codeai_tui.workstate.tool_ops import ToolOpStage, ToolOpState, parse_turn
 
 CommitHook = Callable[[Event], None]
@@ -105,18 +106,19 @@ class TurnOutcome:
 
 def current_call(case_dir: str | Path, call_id: str) -> str:
     """The call that carries `call_id`'s work now: itself, or the last call of its resume
-    chain (each `call.resumed` names the successor; the projection's `superseded_by`). A
-    turn's decision resumed by an operator saved its response under the successor's id."""
-    state = project_case(case_dir)
+    chain (each `call.resumed` names the successor: the projection's `superseded_by`,
+    from each call's own events). A turn's decision resumed by an operator saved its
+    response under the successor's id."""
     seen = {call_id}
     current = call_id
-    while True:
-        call = state.call(current)
-        successor = call.superseded_by if call is not None else None
-        if successor is None or successor in seen or state.call(successor) is None:
-            return current
-        seen.add(successor)
-        current = successor
+    with LedgerReader(case_dir) as reader:
+        while True:
+            state = project_call(reader.events_for_call(current), current)
+            successor = state.superseded_by if state is not None else None
+            if successor is None or successor in seen or not reader.events_for_call(successor):
+                return current
+            seen.add(successor)
+            current = successor
 
 
 def named_turn(case_dir: str | Path, call_id: str) -> tuple[str, str, str] | None:
