@@ -22,6 +22,7 @@ from codeai_tui.verify.claims import (
     inventory_claims,
     ledger_claims,
     receipt_claims,
+    recorded_restart_key,
     termination_claims,
 )
 from codeai_tui.verify.effects import TOOL_EXPECTED, effects_claims, tool_case_claims
@@ -68,7 +69,8 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
             claims += inspection_claims(case, doc, filename, final)
         elif entry and final:
             claims.append(Claim(False, case.name, "inspection.json is missing"))
-    claims += receipt_claims(case, derived, duplicates_expected=bool(expect and expect.duplicates))
+    claims += receipt_claims(case, derived, duplicates_expected=bool(expect and expect.duplicates),
+                             restarted=recorded_restart_key(case))
     artifacts = artifact_claims(case)
     claims += artifacts[:1]
     if entry:
