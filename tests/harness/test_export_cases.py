@@ -52,3 +52,25 @@ def test_an_operators_records_travel_with_the_export(demo_bundle: Path, tmp_path
     done = cli("verify", str(tmp_path / "09_resumed"))
     assert done.returncode == 0, done.stdout
     assert "until an operator acted (resume, reconcile)" in done.stdout
+
+
+def test_an_exported_duplicate_passes_only_as_the_recorded_re_send(
+    demo_bundle: Path, tmp_path: Path
+) -> None:
+    """The naive restart's record explains exactly one identical pair under its key: a
+    log without the pair, or a record that does not show the one re-send, fails."""
+    def failures(out: Path) -> list[str]:
+        return [c.text for c in verify_path(str(out)) if not c.ok]
+
+    lost = tmp_path / "lost"
+    export_case(demo_bundle / "05_naive_restart", lost)
+    log = lost / "provider" / "receipts.jsonl"
+    log.write_text(log.read_text().splitlines()[0] + "\n")
+    assert any("records a re-send under key key-1" in f for f in failures(lost))
+
+    doctored = tmp_path / "doctored"
+    export_case(demo_bundle / "05_naive_restart", doctored)
+    record = json.loads((doctored / "naive_restart.json").read_text())
+    record["after"]["receipt_count"] = record["before"]["receipt_count"]
+    (doctored / "naive_restart.json").write_text(json.dumps(record))
+    assert any(f.startswith("unexpected duplicate effect") for f in failures(doctored))
