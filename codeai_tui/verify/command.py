@@ -27,6 +27,7 @@ from codeai_tui.verify.claims import (
 )
 from codeai_tui.verify.effects import TOOL_EXPECTED, effects_claims, tool_case_claims
 from codeai_tui.verify.experiment import EXPECTED, bundle_claims, copy_source_claim, role_claims
+from codeai_tui.verify.fresh_ids import fresh_id_claims
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData, find_case_dirs, read_case, read_file
 
@@ -83,6 +84,7 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
         copy_of = entry.get("copy_of")
         claims += copy_source_claim(case, copy_of if isinstance(copy_of, str) else None, cases)
     claims += tool_case_claims(case, role)
+    claims += fresh_id_claims(case, role)
     return claims
 
 
