@@ -92,6 +92,9 @@ TOOL_CASES = {  # after the ten, in this order (tests/harness/test_tool_cases.py
     "13_tool_truncated_stream": "tool_truncated_stream",
     "14_tool_killed_in_tool": "tool_killed_in_tool",
 }
+LATER_TOOL_CASES = {  # after the advance cases (tests/harness/test_fresh_ids.py)
+    "18_tool_fresh_ids": "tool_fresh_ids",
+}
 
 
 # issue 11: a case where each advance step is next (stage, next operation, receipts)
@@ -132,8 +135,10 @@ def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     assert [c["role"] for c in manifest["cases"][:10]] == [n.split("_", 1)[1] for n in CASE_VECTORS]
     assert {c["dir"]: c["role"] for c in manifest["cases"][10:14]} == TOOL_CASES
     assert dirs[10:14] == list(TOOL_CASES)
-    assert {c["dir"]: c["role"] for c in manifest["cases"][14:]} == ADVANCE_CASES
-    assert dirs[14:] == list(ADVANCE_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][14:17]} == ADVANCE_CASES
+    assert dirs[14:17] == list(ADVANCE_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][17:]} == LATER_TOOL_CASES
+    assert dirs[17:] == list(LATER_TOOL_CASES)
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]
