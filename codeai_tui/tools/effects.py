@@ -106,7 +106,8 @@ def _worker(
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )
     step, _case, base_url, _key, *flags = args
-    shown = ["python", "-m", "codeai_tui.tools.worker", step, "CASE", base_url,
+    case = "A COPY OF CASE (as killed)" if step == "reask" else "CASE"
+    shown = ["python", "-m", "codeai_tui.tools.worker", step, case, base_url,
              "KERNEL_KEY (outside the case)", *flags]
     phases.append(WorkerPhase(step, shown, proc.returncode, proc.stdout, proc.stderr))
     return proc

@@ -69,7 +69,9 @@ def _kept_ids_claim(case: CaseData, ev: ToolEvidence) -> Claim:
     plan = _saved_plan_ids(case)
     admitted = [str(r.payload.get("tool_call_id")) for r in case.rows if r.kind == "tool.admitted"]
     published = [call for _, _, call in ev.publications]
-    receipted = [str((ln.body or {}).get("tool_call_id")) for ln in ev.lines]
+    # recovery may append a receipt again: each distinct line counts once
+    receipted = [str((ln.body or {}).get("tool_call_id")) for ln in
+                 {ln.text: ln for ln in ev.lines}.values()]
     follow_up = _follow_up_ids(case)
     ok = (bool(plan) and admitted == plan and published == plan and receipted == plan
           and follow_up == [plan])
