@@ -179,8 +179,12 @@ def recorded_restart_key(case: CaseData) -> str | None:
     """The idempotency key a recorded naive restart re-sent, when `naive_restart.json`
     shows the whole of it: exit 0, no event appended, exactly one more receipt in the
     provider's log. That one re-send explains one identical second receipt under its key
-    in a case no role describes (an exported case carries the record, not the bundle)."""
-    rec = as_dict(case.json_doc("naive_restart.json"))
+    in a case no role describes (an exported case carries the record, not the bundle).
+    A record that cannot be read explains nothing."""
+    try:
+        rec = as_dict(case.json_doc("naive_restart.json"))
+    except (OSError, ValueError, RecursionError):
+        return None
     before, after = as_dict(rec.get("before")), as_dict(rec.get("after"))
     n = before.get("receipt_count")
     key = _last_json_line(rec.get("stdout")).get("idempotency_key")
