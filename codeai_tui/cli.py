@@ -240,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=_whole(0), default=None, metavar="N",
                    help="stop every streamed answer after N chunks but keep it open with "
                         "keep-alive comments (a hung generation)")
+    p.add_argument("--fresh-tool-call-ids", action="store_true",
+                   help="answer every request with new tool-call ids, as a model asked again "
+                        "does (default: ids derived from the request bytes, the same for the "
+                        "same bytes)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
     p.add_argument("out_dir", nargs="?", type=_path, default=None)
@@ -598,7 +602,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
               receipts_root=args.receipts_root, truncate_after=args.truncate_after,
-              stall_after=args.stall_after,
+              stall_after=args.stall_after, fresh_tool_call_ids=args.fresh_tool_call_ids,
               fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None
