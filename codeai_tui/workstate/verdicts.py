@@ -24,6 +24,7 @@ from codeai_tui.workstate.tool_ops import ToolsState, classify_tools
 from codeai_tui.workstate.tool_receipts import ToolReceipts
 from codeai_tui.workstate.vocab import (
     WORK_STATE_FORMAT,
+    WORK_STATE_SCHEMA,
     CallStage,
     CompilationStage,
     NextOperation,
@@ -463,5 +464,7 @@ class ToolCounts:
 
 
 def document_head(case: str, as_of_seq: int, event_count: int) -> dict[str, Any]:
-    return {"format": WORK_STATE_FORMAT, "case": case, "as_of_seq": as_of_seq,
-            "event_count": event_count}
+    """The fields a case's document opens with: the schema it follows, the format, what
+    was projected."""
+    return {"$schema": WORK_STATE_SCHEMA, "format": WORK_STATE_FORMAT, "case": case,
+            "as_of_seq": as_of_seq, "event_count": event_count}

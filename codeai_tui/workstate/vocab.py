@@ -5,6 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 WORK_STATE_FORMAT = "codeai.work_state.v1"
+# The JSON Schema the `inspect --json` document of one case follows (its `$schema`): a
+# file shipped in the package, named by its path from the package's parent directory.
+WORK_STATE_SCHEMA = "codeai_tui/schemas/work_state.v1.schema.json"
 
 
 class NextOperation(StrEnum):

@@ -25,6 +25,7 @@ import pytest
 from apphelpers import frozen_clock, wait_for
 from hostile import CORPUS, Expect, Hostile
 from inspectrun import Run, run_inspect
+from schemacheck import problems as schema_problems
 
 from codeai_tui.app import create_app
 
@@ -185,7 +186,8 @@ def test_inspect(h: Hostile, inspected: dict[str, Inspected], capture: socket.so
 @pytest.mark.parametrize("h", [p for p in _params()
                                if p.values[0].expect is not Expect.ERROR])  # type: ignore[union-attr]
 def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
-    """The machine-readable document (LEDGER.md section 7) under the same input."""
+    """The machine-readable document (docs/ledger.md section 7) under the same input,
+    following the schema it names."""
     run = inspected[h.name].json_run
     if isinstance(run, AssertionError):
         raise run
@@ -193,6 +195,7 @@ def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
     assert run.rc == 0 and run.err == "", run.err
     doc = json.loads(run.out)
     assert doc["format"] == "codeai.work_state.v1"
+    assert schema_problems(doc) == []
     problems = [a["problem"] for a in doc["anomalies"]]
     if h.expect is Expect.ANOMALY:
         assert any(h.words in p for p in problems), problems
