@@ -27,7 +27,7 @@ from codeai_tui.ledger.reader import connect_readonly, resolve_ledger_path
 from codeai_tui.ledger.schema import EVENT_COLUMNS, LEDGER_FILENAME
 
 # the case's own documents that travel with it (each optional); a tool case's public
-# kernel key and signed receipts as emitted (codeai_tui/ledger/TOOLS.md)
+# kernel key and signed receipts as emitted (docs/tools.md)
 CASE_FILES = ("case.json", "termination.json", str(RECEIPTS_RELPATH),
               "tools/kernel.pub", "tools/receipts.ndjson")
 # a tool's own SQLite store: copied through the backup API, like the ledger

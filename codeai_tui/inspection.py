@@ -339,7 +339,7 @@ def _table_lines(label: str, t: _Tables) -> Iterator[str]:
     if t.calls.count:
         yield ""
         yield from t.calls.lines()
-    if t.tools.count:  # ledger/TOOLS.md: only a case with tool operations shows this table
+    if t.tools.count:  # docs/tools.md: only a case with tool operations shows this table
         yield ""
         yield from t.tools.lines()
     if t.compilations:

@@ -1,4 +1,4 @@
-"""resume_call: continue a call from the record alone, or refuse (LEDGER.md section 6).
+"""resume_call: continue a call from the record alone, or refuse (docs/ledger.md section 6).
 
 Only rungs 4 (requested, no manifest) and 5 (manifest recorded, no attempt) resume; every
 other state raises ResumeRefused naming the projected next operation and appends nothing.

@@ -177,7 +177,7 @@ class CallState:
 
     @property
     def tools(self) -> ToolsState | None:
-        """The tool rungs (ledger/TOOLS.md), judged from the evidence when asked: None for
+        """The tool rungs (docs/tools.md), judged from the evidence when asked: None for
         a call with no tool evidence (every v1 call)."""
         return classify_tools(self.evidence) if self.evidence.tools is not None else None
 
@@ -358,7 +358,7 @@ class WorkState:
     tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
     # the positions of the calls with something to do (see `pending_calls`), when kept
     pending_positions: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
-    # the case's tool receipts and trusted key, read by the services (TOOLS.md)
+    # the case's tool receipts and trusted key, read by the services (docs/tools.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
     def call(self, call_id: str) -> CallState | None:
@@ -397,7 +397,7 @@ class WorkState:
 
     @property
     def tool_effect_unknown_count(self) -> int:
-        """Tool operations admitted without an outcome (ledger/TOOLS.md)."""
+        """Tool operations admitted without an outcome (docs/tools.md)."""
         if self.tool_effect_unknown_tally is not None:
             return self.tool_effect_unknown_tally
         return sum(t.effect_unknown_count for c in self.calls

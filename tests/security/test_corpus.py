@@ -3,7 +3,7 @@
 For each case: `inspect` (a subprocess, 5 s) exits 2 with exactly one line, or exits 0 and
 reports the problem; the console shows its error screen or flags the problem within 5 s;
 no traceback anywhere; no file in or beside the case changes (SQLite may add an empty -wal
-and a -shm beside a cleanly closed WAL ledger: NOTES.md); nothing reaches the capture
+and a -shm beside a cleanly closed WAL ledger); nothing reaches the capture
 listener every case.json points at.
 """
 
