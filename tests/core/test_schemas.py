@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 import io
 import json
+import tomllib
 from collections.abc import Callable
 from enum import StrEnum
-from pathlib import Path
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -218,3 +220,13 @@ def test_each_schema_id_names_its_own_file() -> None:
     for sid in schemas():
         assert (REPO / sid).is_file(), sid
         assert json.loads((REPO / sid).read_text())["$id"] == sid
+
+
+def test_the_schemas_ship_as_package_data() -> None:
+    """A wheel holds only what package-data names: every schema file must match it (a
+    wheel built from this tree was seen to hold all four)."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["codeai_tui"]
+    for sid in schemas():
+        inside = PurePosixPath(sid).relative_to("codeai_tui")
+        assert any(fnmatch(str(inside), p) for p in patterns), sid
