@@ -37,7 +37,7 @@ EVIDENCE_FILES = ("inspection.json", "inspection_before_resume.json", "resume_at
                   "resume_plan.json", "naive_restart.json", "operator_action.json",
                   "worker_runs.json")
 # the case's own documents that travel with it (each optional); a tool case's public
-# kernel key and signed receipts as emitted (codeai_tui/ledger/TOOLS.md)
+# kernel key and signed receipts as emitted (docs/tools.md)
 CASE_FILES = ("case.json", "termination.json", *EVIDENCE_FILES, str(RECEIPTS_RELPATH),
               "tools/kernel.pub", "tools/receipts.ndjson")
 # a tool's own SQLite store: copied through the backup API, like the ledger

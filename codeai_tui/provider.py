@@ -23,7 +23,7 @@ long it took in `openai-processing-ms`, as OpenAI's API does.
 
 HTTP is served by aiohttp rather than `http.server`: it reads chunked request bodies,
 drains a body the handler did not need before the next keep-alive request, and streams
-responses; the hand-written handler got all three wrong (NOTES.md).
+responses; the hand-written handler it replaced got all three wrong.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class ToolExpect:
     calls: tuple[tuple[str, str, str], ...]  # (stage, next_operation, provider_effect), sorted
     kill_at: str | None = None
     # each tool operation's (state, next_operation, receipt verdict or None) and the
-    # task's next operation (ledger/TOOLS.md's rungs, derived by tool_rungs.py)
+    # task's next operation (docs/tools.md's rungs, derived by tool_rungs.py)
     ops: tuple[tuple[str, str, str | None], ...] = ()
     task_op: str = "none"
     # the decision was resumed by an operator: a successor keeps the turn, and each tool
@@ -166,7 +166,7 @@ def _kid(public: Ed25519PublicKey) -> str:
 
 def check_line(number: int, raw: bytes, public: Ed25519PublicKey | None) -> ReceiptLine:
     """One receipt line: canonical JSON {alg, body, kid, sig}, sig = Ed25519 over the
-    canonical bytes of body, kid naming the trusted key (LEDGER extension TOOLS.md)."""
+    canonical bytes of body, kid naming the trusted key (the docs/tools.md extension)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -413,7 +413,7 @@ def _names_other_admission(body: dict[str, Any], admitted: Any) -> bool:
 
 def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None) -> list[Claim]:
     """Every publication: exactly one admission that stands (earlier ones each closed by a
-    not_executed finding, TOOLS.md), and exactly one valid receipt naming it (or, where
+    not_executed finding, docs/tools.md), and exactly one valid receipt naming it (or, where
     preregistered, none: admitted without an outcome, its effect unknown)."""
     admitted = _ops(case, "tool.admitted")
     completed = _ops(case, "tool.completed")
@@ -486,7 +486,7 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
 
 
 def _finding_claims(case: CaseData, ev: ToolEvidence) -> list[Claim]:
-    """An operator's finding that stands (`tool.reconciled`, TOOLS.md) against the tool's
+    """An operator's finding that stands (`tool.reconciled`, docs/tools.md) against the tool's
     own store: executed needs the operation's publication there, not_executed has none
     (the operation has not run again since). Only for the demo tool, whose store this is,
     and only when that store was read."""
@@ -561,7 +561,7 @@ def _calls_claim(case: CaseData, exp: ToolExpect) -> Claim:
 
 def _successor_turn_claims(case: CaseData, exp: ToolExpect | None) -> list[Claim]:
     """Every call resumed from a call of a turn names that same turn (the identity fixed
-    for every attempt, ledger/TOOLS.md), so its saved plan keys the same operations."""
+    for every attempt, docs/tools.md), so its saved plan keys the same operations."""
     requested = {r.call_id: r for r in case.rows if r.kind == "call.requested" and r.call_id}
     claims: list[Claim] = []
     for cid, row in requested.items():
@@ -636,7 +636,7 @@ def _original_ids_claim(case: CaseData, ev: ToolEvidence) -> Claim:
 
 
 def receipt_verdict(op: ToolOp, ev: ToolEvidence) -> str | None:
-    """valid / invalid / missing for a completed operation (TOOLS.md), None otherwise."""
+    """valid / invalid / missing for a completed operation (docs/tools.md), None otherwise."""
     if op.completed is None:
         return None
     text = op.completed.payload.get("receipt")

@@ -1,7 +1,7 @@
 """The official `openai` client against the synthetic provider on 127.0.0.1.
 
 Only the real client catches a provider that ignores `stream: true` (it then yields zero
-chunks and raises nothing, NOTES.md). Every answer is checked against the provider's own
+chunks and raises nothing). Every answer is checked against the provider's own
 receipt of the request bytes, so a hard-coded answer could not pass.
 """
 
