@@ -193,13 +193,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--timeout", type=_seconds, default=None, metavar="S",
-                   help="seconds to connect and for each read or write (default 30)")
+                   help="the longest wait for progress: the connect (TLS included) and each "
+                        "read or write; a provider that keeps sending is stopped only by "
+                        "--deadline (default 30)")
     p.add_argument("--max-retry-wait", type=_seconds, default=None, metavar="S",
                    help="the longest Retry-After honoured before a retry; a longer one "
                         "stops the call (default 30)")
     p.add_argument("--deadline", type=_finite("seconds", positive=True), default=None,
-                   metavar="S", help="seconds for the whole answer, a stream included; past "
-                                     "it the effect is unknown (default 600)")
+                   metavar="S", help="wall-clock seconds for each attempt's whole exchange: "
+                                     "connect, request, status line, headers, body and "
+                                     "stream, bytes arriving or not; an answer not whole by "
+                                     "then is not recorded and the attempt's effect is unknown "
+                                     "(default 600)")
 
     p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
     p.add_argument("case", type=_path)
