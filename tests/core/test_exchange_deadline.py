@@ -33,6 +33,7 @@ import pytest
 
 from codeai_tui.inspection import project_case
 from codeai_tui.ledger import ArtifactStore, LedgerReader
+from codeai_tui.reliability.cases import make_advance_case
 from codeai_tui.workstate import CallStage
 from tests.core.cases import STOPPED_AT, make_case
 
@@ -220,10 +221,15 @@ def _case(tmp_path: Path, srv: SlowServer, request: dict[str, object] | None = N
 
 def _resume(case: Path, srv: SlowServer, *limits: str,
             meanwhile: Callable[[subprocess.Popen[str]], None] | None = None) -> Run:
+    return _send(srv, "resume", str(case), "call-1", *limits, meanwhile=meanwhile)
+
+
+def _send(srv: SlowServer, *args: str,
+          meanwhile: Callable[[subprocess.Popen[str]], None] | None = None) -> Run:
+    """`codeai-tui ARGS --yes --base-url SERVER` in its own process, timed."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeai_tui", "resume", str(case), "call-1", "--yes",
-         "--base-url", srv.base_url, *limits],
+        [sys.executable, "-m", "codeai_tui", *args, "--yes", "--base-url", srv.base_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
@@ -235,7 +241,7 @@ def _resume(case: Path, srv: SlowServer, *limits: str,
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail(f"resume {' '.join(limits)} still waiting after {COMMAND_CAP_S:g} s")
+        pytest.fail(f"{' '.join(args)} still waiting after {COMMAND_CAP_S:g} s")
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
@@ -342,6 +348,24 @@ def test_a_stream_that_never_ends_is_cut_at_the_deadline(
     _assert_hung_up_at_the_deadline(server, 2.5)
     # the head, then the chunks of 0, 1 and 2 s; not the one of 3 s
     assert len(server.sent_at) == 1 + 3
+
+
+@pytest.mark.parametrize("server", [status_then_a_header_byte_a_second], indirect=True)
+def test_next_attempt_takes_the_same_limits(tmp_path: Path, server: SlowServer) -> None:
+    """next-attempt sends through the same runner: its --deadline holds as resume's."""
+    case = tmp_path / "case"
+    make_advance_case(case, server.base_url, "retry_decided")
+    run = _send(server, "next-attempt", str(case), "call-1", "--timeout", "3",
+                "--deadline", "2")
+    assert run.since_accept < 2 + MARGIN_S, run
+    assert run.returncode == 5, (run.returncode, run.stderr)
+    assert "no whole answer within 2 s (the deadline)" in run.stderr
+    with LedgerReader(case) as reader:
+        last = reader.events()[-1]
+    assert (last.kind, last.attempt_id) == ("attempt.started", "call-1-a2")
+    state = project_case(case).call("call-1")
+    assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
+    _assert_hung_up_at_the_deadline(server, 2)
 
 
 def _pace_until(instant: float) -> None:
