@@ -92,11 +92,16 @@ class SlowServer:
         self.thread.join(timeout=10)
 
     def _serve(self) -> None:
-        self.listener.settimeout(COMMAND_CAP_S)
-        try:
-            conn, _ = self.listener.accept()
-        except OSError:
-            return
+        self.listener.settimeout(0.1)
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+                break
+            except TimeoutError:
+                if self.stop.is_set():
+                    return
+            except OSError:
+                return
         with conn:
             self.accepted_at = time.monotonic()
             self.accepted.set()
@@ -234,7 +239,12 @@ def _send(srv: SlowServer, *args: str,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     try:
-        assert srv.accepted.wait(COMMAND_CAP_S), "the command never connected"
+        ends = started + COMMAND_CAP_S
+        while not srv.accepted.wait(0.05) and proc.poll() is None and time.monotonic() < ends:
+            pass
+        if not srv.accepted.is_set():
+            _, err = proc.communicate(timeout=COMMAND_CAP_S)
+            pytest.fail(f"{' '.join(args)} never connected (exit {proc.returncode}): {err}")
         if meanwhile is not None:
             meanwhile(proc)
         out, err = proc.communicate(timeout=COMMAND_CAP_S)
