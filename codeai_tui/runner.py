@@ -242,7 +242,8 @@ def send_request(
         return Transport(status, b"", f"{exc}: not journaled", stream=assembler is not None,
                          complete=False, headers=kept)
     except not_sent as exc:
-        why = f"{late}: nothing sent" if clock.cut else _describe(exc)
+        why = (f"no connection within {deadline:g} s (the deadline): nothing sent"
+               if clock.cut else _describe(exc))
         return Transport(None, b"", why, maybe_sent=False)
     except httpx.HTTPError as exc:
         if clock.cut_before_request:  # shut before a byte of the request was written

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -376,6 +377,54 @@ def test_next_attempt_takes_the_same_limits(tmp_path: Path, server: SlowServer) 
     state = project_case(case).call("call-1")
     assert state is not None and state.stage is CallStage.EFFECT_UNKNOWN
     _assert_hung_up_at_the_deadline(server, 2)
+
+
+@contextmanager
+def unanswered_connects() -> Iterator[int]:
+    """A port on 127.0.0.1 whose accept queue is full: a connect to it never completes
+    (its SYNs are dropped), as towards a host that does not answer."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(3):
+            filler = socket.socket()
+            filler.setblocking(False)
+            with suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+            fillers.append(filler)
+        yield port
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def test_a_connect_that_never_completes_ends_at_the_deadline(tmp_path: Path) -> None:
+    """Not connected by the deadline: nothing was sent (effect none), and each of the
+    call's two attempts ends at its deadline, not at the 10 s connect timeout."""
+    with unanswered_connects() as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        case = make_case(tmp_path / "case", base_url, recorded_at=STOPPED_AT)
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "codeai_tui", "resume", str(case), "call-1", "--yes",
+                 "--base-url", base_url, "--timeout", "10", "--deadline", "1.5"],
+                capture_output=True, text=True, timeout=COMMAND_CAP_S,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"resume still waiting for a connection after {COMMAND_CAP_S:g} s")
+        took = time.monotonic() - started
+    assert took < 2 * 1.5 + MARGIN_S, took  # start-up included
+    assert done.returncode == 4, (done.returncode, done.stderr)  # the call failed
+    new_id, events = _new_call(case)
+    observed = [e.payload["transport"] for e in events if e.kind == "attempt.observed"]
+    assert observed == [{"status": None, "bytes": 0, "sent": False,
+                         "error": "no connection within 1.5 s (the deadline): nothing sent"}] * 2
+    state = project_case(case).call(new_id)
+    assert state is not None and state.stage is CallStage.COMPLETED
+    assert state.provider_effect.value == "none"
 
 
 def _pace_until(instant: float) -> None:
