@@ -1,11 +1,12 @@
-"""`resume --deadline` bounds an attempt's whole exchange by the wall clock.
+"""`--deadline` bounds each attempt's whole exchange by the wall clock.
 
-Each test runs the real command in its own process against a server on 127.0.0.1 written
-here with plain sockets, which misbehaves in time: a status line followed by one header
-byte a second, silence, a whole answer that only a slow client reads late, an event
-stream that never ends. The command must be back within the deadline plus a small margin
-whether or not bytes keep arriving; an answer whole before the deadline is journaled, any
-other leaves the attempt effect-unknown with nothing recorded after `attempt.started`.
+Each test runs the real command (`resume`, once `next-attempt`) in its own process
+against a server on 127.0.0.1 written here with plain sockets, which misbehaves in time:
+a status line followed by one header byte a second, silence, a whole answer that only a
+slow client reads late, an event stream that never ends, a connect that never completes.
+The command must be back within the deadline plus a small margin whether or not bytes
+keep arriving; an answer whole before the deadline is journaled, any other leaves the
+attempt effect-unknown with nothing recorded after `attempt.started`.
 
 A server paces itself (one byte a second, a chunk a second) and the test stops and
 continues the client at chosen instants: those waits stage faults at given times, they do
@@ -289,7 +290,7 @@ def _assert_hung_up_at_the_deadline(srv: SlowServer, deadline: float) -> None:
     assert deadline - HANG_UP_EARLY_S < hung_up < deadline + HANG_UP_LATE_S, hung_up
 
 
-# ---- the four servers
+# ---- the servers
 
 
 @pytest.mark.parametrize("server", [status_then_a_header_byte_a_second], indirect=True)
