@@ -123,7 +123,7 @@ class _ExchangeClock:
             return
         try:
             duplicate = socket.socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))
-        except OSError:  # no descriptor left: each wait stays bounded by the timeout
+        except OSError:  # no descriptor left: only the timeout bounds this exchange's waits
             return
         with self._lock:
             if self._connection is not None or self._over:
