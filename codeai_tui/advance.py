@@ -56,6 +56,7 @@ class AdvanceResult:
     status: str | None = None  # next-attempt: succeeded | failed | effect_unknown
     receipts_before: int | None = None
     receipts_after: int | None = None
+    notes: tuple[str, ...] = ()  # next-attempt: the runner's (a wait, why no whole answer)
 
     def summary(self) -> str:
         st = self.state
@@ -365,10 +366,12 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                  base_url: str | None = None, api_key_env: str | None = None,
                  send_credential: bool = False, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                  expected: NextAttemptPlan | None = None, progress: Progress | None = None,
-                 operator_config: Path | None = None) -> AdvanceResult:
+                 operator_config: Path | None = None, timeout: float | None = None,
+                 deadline: float | None = None) -> AdvanceResult:
     """Start the call's next attempt: claim (attempt.started committed), then send the
     recorded request bytes, then record what came back, under the retry policy. The
-    credential goes only where `send_credential` says (decided from the destination)."""
+    credential goes only where `send_credential` says (decided from the destination).
+    `timeout` and `deadline` bound each exchange as for resume (runner.send_request)."""
     _check_max(max_attempts)
     say = progress or (lambda _msg: None)
     case = Path(case_dir)
@@ -381,8 +384,11 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     config = load_case_config(case).with_overrides(base_url=plan.destination.base_url)
     receipts_before = len(read_receipts(case).receipts)
     with LedgerWriter.open(case) as writer:
+        limits = {k: v for k, v in (("timeout", timeout), ("deadline", deadline))
+                  if v is not None}  # the runner's documented defaults otherwise
         runner = _GatedRunner(case, writer, config, plan=plan,
-                              credential=credential_for(plan.destination, send_credential))
+                              credential=credential_for(plan.destination, send_credential),
+                              **limits)
         say(f"claiming attempt {plan.attempt_no} of {call_id}, then sending to "
             f"{plan.destination.base_url}")
         status = runner.execute(plan.task_id, call_id, plan.idempotency_key, plan.request_sha256,
@@ -398,4 +404,4 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     say(f"{call_id}: {status}")
     return AdvanceResult("next-attempt", call_id, f"{call_id}-a{plan.attempt_no}", kinds,
                          first.seq, after, status, receipts_before,
-                         len(read_receipts(case).receipts))
+                         len(read_receipts(case).receipts), tuple(runner.notes))

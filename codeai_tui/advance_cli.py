@@ -95,6 +95,9 @@ def _next_attempt(args: argparse.Namespace, case: Path, max_attempts: int) -> in
     _err(f"note: sending to {dest.base_url}; {dest.credential_line(send)}")
     result = advance.next_attempt(case, args.call_id, base_url=args.base_url,
                                   api_key_env=args.api_key_env, send_credential=send,
-                                  max_attempts=max_attempts, expected=plan)
+                                  max_attempts=max_attempts, expected=plan,
+                                  timeout=args.timeout, deadline=args.deadline)
     print(visible(result.summary(), one_line=True))
+    for note in result.notes:  # as resume: a Retry-After waited out, why no whole answer
+        _err(f"note: {note}")
     return OUTCOME_EXIT.get(result.status or "", EXIT_EFFECT_UNKNOWN)

@@ -194,14 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the environment variable holding the credential (trusted)")
     p.add_argument("--reason", default=None, help="recorded in call.resumed")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--timeout", type=_seconds, default=None, metavar="S",
-                   help="seconds to connect and for each read or write (default 30)")
     p.add_argument("--max-retry-wait", type=_seconds, default=None, metavar="S",
                    help="the longest Retry-After honoured before a retry; a longer one "
                         "stops the call (default 30)")
-    p.add_argument("--deadline", type=_finite("seconds", positive=True), default=None,
-                   metavar="S", help="seconds for the whole answer, a stream included; past "
-                                     "it the effect is unknown (default 600)")
+    _send_limits(p)
 
     p = sub.add_parser("reconcile", help="record a finding for a call whose effect is unknown")
     p.add_argument("case", type=_path)
@@ -387,6 +383,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise CliError(f"unknown command {args.command}")
 
 
+def _send_limits(p: argparse.ArgumentParser) -> None:
+    """--timeout and --deadline of the commands that send (runner.send_request)."""
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="S",
+                   help="the longest wait for progress: the connect (TLS included) and each "
+                        "read or write; a provider that keeps sending is stopped only by "
+                        "--deadline (default 30)")
+    p.add_argument("--deadline", type=_finite("seconds", positive=True), default=None,
+                   metavar="S", help="wall-clock seconds for each attempt's whole exchange: "
+                                     "connect, request, status line, headers, body and "
+                                     "stream, bytes arriving or not; an answer not whole by "
+                                     "then is not recorded and the attempt's effect is unknown "
+                                     "(default 600)")
+
+
 def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """reinterpret / redecide / finalize / next-attempt (codeai_tui/advance.py)."""
     helps = {
@@ -413,6 +423,7 @@ def _advance_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                            help="where to send (trusted: given by you, not by the case directory)")
             p.add_argument("--api-key-env", type=_env_name, default=None, metavar="VAR",
                            help="the environment variable holding the credential (trusted)")
+            _send_limits(p)
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 

@@ -10,8 +10,11 @@ No ledger transaction is ever open while the network is in use.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,11 +37,13 @@ from codeai_tui.responses import (
 )
 from codeai_tui.retry_after import MAX_RETRY_WAIT_S, RetryAfter, kept_headers, parse_retry_after
 
+# The longest wait for progress: the connect (TLS included), and each read or write.
 SEND_TIMEOUT_S = 30.0
-# The whole answer, a stream included: a provider whose generation hangs while it keeps
-# the stream open with keep-alive comments never lets a read time out, and the caller
-# (a resume, a console's worker) would wait for ever. Past it the attempt stays unobserved:
-# the provider may have served it (effect unknown), as for a stream cut off.
+# The whole exchange by the wall clock: connect, request, status line, headers, body and
+# stream. A provider that keeps sending (one header byte a second, keep-alive comments
+# on a hung stream) never lets a read time out, and the caller (a resume, a console's
+# worker) would wait for ever. Past it the attempt stays unobserved: the provider may
+# have served it (effect unknown), as for a stream cut off.
 SEND_DEADLINE_S = 600.0
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -72,7 +77,83 @@ _SSL_CONTEXT: ssl.SSLContext | None = None
 
 
 class _NotJournaled(Exception):
-    """Reading stopped: what arrived cannot be journaled (too large, or too late)."""
+    """Reading stopped: what arrived cannot be journaled (too large)."""
+
+
+class _ExchangeClock:
+    """The deadline of one exchange, kept by a timer thread, not by the reading one.
+
+    A read blocked on a silent or trickling provider is ended from outside: at the
+    deadline the connection is shut down both ways (`shutdown(SHUT_RDWR)`), so the
+    blocked read returns at once and no byte arriving later is accepted (Linux answers
+    it with a reset). Bytes already on this machine stay readable: an answer that was
+    whole before the deadline is read whole however late this process gets to it.
+
+    The connection comes from httpcore's `trace` extension (`connect_tcp.complete`, also
+    through a proxy); the clock holds a duplicate of its descriptor, so it stays valid
+    when TLS wraps the socket, and closes it when the exchange ends."""
+
+    def __init__(self, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._connection: socket.socket | None = None
+        self.cut = False  # the deadline shut the connection (or found none yet)
+        self.request_started = False  # a request byte may have been written
+        self._over = False
+        self._timer = threading.Timer(seconds, self._at_deadline)
+        self._timer.daemon = True
+        self._timer.start()
+
+    @property
+    def cut_before_request(self) -> bool:
+        """The deadline came before any request byte could leave: nothing was sent."""
+        return self.cut and not self.request_started
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace callback: keep the connection once it is made; note when the
+        request starts to go out (after a cut, its writes fail: nothing leaves)."""
+        if event.endswith("send_request_headers.started"):
+            with self._lock:
+                self.request_started = self.request_started or not self.cut
+            return
+        if not event.endswith("connect_tcp.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        try:
+            duplicate = socket.socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))
+        except OSError:  # no descriptor left: only the timeout bounds this exchange's waits
+            return
+        with self._lock:
+            if self._connection is not None or self._over:
+                duplicate.close()
+                return
+            self._connection = duplicate
+            if self.cut:  # connected after the deadline
+                self._shut(duplicate)
+
+    def _at_deadline(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self.cut = True
+            if self._connection is not None:
+                self._shut(self._connection)
+
+    @staticmethod
+    def _shut(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already reset by the peer: nothing to end
+            connection.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        """The exchange is over (whole or not): the deadline no longer applies."""
+        self._timer.cancel()
+        with self._lock:
+            self._over = True
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -98,11 +179,13 @@ def send_request(
     """POST the exact bytes to `{base_url}/chat/completions` and read the whole answer.
 
     httpx (the OpenAI SDK's own client family): https with certificate checks, proxies
-    from the environment (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY), `timeout` seconds for the
-    connect and for each read or write, `deadline` seconds for the whole answer (checked
-    as each piece arrives, so at most `timeout` later), no automatic retry. An event-stream answer is
-    consumed as it arrives (`on_text` sees text deltas) and assembled. Headers are never
-    logged and never part of an error text, so the key stays out of the ledger.
+    from the environment (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY), no automatic retry.
+    Two bounds: `timeout` seconds for each wait for progress (the connect with its TLS
+    handshake, each read, each write), and `deadline` seconds by the wall clock for the
+    whole exchange, whether bytes keep arriving or not (_ExchangeClock): an answer not
+    whole by then is not an answer. An event-stream answer is consumed as it arrives
+    (`on_text` sees text deltas) and assembled. Headers are never logged and never part
+    of an error text, so the key stays out of the ledger.
 
     httpx is imported here, not at module level: readers (inspect, the console) import
     this module and never send, and httpx loads rich for its own CLI when rich is
@@ -129,11 +212,16 @@ def send_request(
     asked = RetryAfter(None)
     received = bytearray()
     assembler: StreamAssembler | None = None
-    ends = time.monotonic() + deadline
+    cut_by_deadline = False  # whether the deadline came before the body's end was read
+    late = f"no whole answer within {deadline:g} s (the deadline)"
+    # the connect cannot outlast the deadline either (the clock has no socket to cut yet)
+    limits = httpx.Timeout(timeout, connect=min(timeout, deadline))
+    clock = _ExchangeClock(deadline)
     try:
         with (
-            httpx.Client(timeout=timeout, verify=_ssl_context(), follow_redirects=False) as client,
-            client.stream("POST", url, content=body, headers=headers) as resp,
+            httpx.Client(timeout=limits, verify=_ssl_context(), follow_redirects=False) as client,
+            client.stream("POST", url, content=body, headers=headers,
+                          extensions={"trace": clock.trace}) as resp,
         ):
             status = resp.status_code
             kept, asked = kept_headers(resp.headers), parse_retry_after(resp.headers)
@@ -143,22 +231,33 @@ def send_request(
                 received += piece
                 if len(received) > MAX_RESPONSE_BYTES:
                     raise _NotJournaled(f"response larger than {MAX_RESPONSE_BYTES} bytes")
-                if time.monotonic() > ends:
-                    raise _NotJournaled(f"no whole answer within {deadline:g} s (the deadline)")
                 if assembler is not None:
                     assembler.feed(piece)
             if assembler is not None:
                 assembler.finish()
+            # the end of a body delimited by the connection's close may be the deadline's
+            # own shutdown: then nothing says the answer was whole
+            cut_by_deadline = clock.cut and _close_delimited(resp.headers)
     except _NotJournaled as exc:
         return Transport(status, b"", f"{exc}: not journaled", stream=assembler is not None,
                          complete=False, headers=kept)
     except not_sent as exc:
-        return Transport(None, b"", _describe(exc), maybe_sent=False)
+        why = (f"no connection within {deadline:g} s (the deadline): nothing sent"
+               if clock.cut else _describe(exc))
+        return Transport(None, b"", why, maybe_sent=False)
     except httpx.HTTPError as exc:
+        if clock.cut_before_request:  # shut before a byte of the request was written
+            return Transport(None, b"", f"{late}: nothing sent", maybe_sent=False)
+        why = f"{late}: not journaled" if clock.cut else _describe(exc)
         if assembler is not None:  # cut off mid-stream: what arrived is not an answer
-            return Transport(status, bytes(received), _describe(exc), stream=True,
+            return Transport(status, bytes(received), why, stream=True,
                              complete=False, headers=kept)
-        return Transport(None, b"", _describe(exc))
+        return Transport(None, b"", why)
+    finally:
+        clock.stop()
+    if cut_by_deadline:
+        return Transport(status, b"", f"{late}: not journaled", stream=assembler is not None,
+                         complete=False, headers=kept)
     data = bytes(received)
     if assembler is not None:
         if not assembler.complete:
@@ -168,6 +267,12 @@ def send_request(
                          headers=kept, retry_after=asked)
     return Transport(status, data, completion=parse_json_completion(data), headers=kept,
                      retry_after=asked)
+
+
+def _close_delimited(headers: Mapping[str, str]) -> bool:
+    """A body that ends only when the connection closes (no length, not chunked)."""
+    chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+    return not chunked and "content-length" not in headers
 
 
 def _describe(exc: Exception) -> str:
