@@ -26,6 +26,7 @@ from codeai_tui.reconcile import (
     reconcile_operation,
 )
 from codeai_tui.resume import UnknownCall
+from codeai_tui.tools.publish import publications_line
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,
     RECEIPTS_FILE,
@@ -132,6 +133,32 @@ class ToolReconcilePlan:
     reason: str
     suggested: str | None  # executed | None (only the tool's own records can say)
     why_suggested: str
+    # where the tool's own records are and what each says of this operation, one line
+    # each, for the operator to look at before choosing (untrusted: shown literally)
+    records: tuple[str, ...] = ()
+
+
+def tool_records(case: Path, operation_key: str, tool_call_id: str | None) -> tuple[str, ...]:
+    """One line per file of the tool's own records in the case: its path, and how many
+    of its lines (or rows) name this operation. Read-only; a file that cannot be read
+    says why instead."""
+    tools = case / TOOLS_DIR
+    out: list[str] = []
+    names = {operation_key} | ({tool_call_id} if tool_call_id else set())
+    receipts = tools / RECEIPTS_FILE
+    try:
+        lines = read_receipt_lines(receipts)
+    except FileNotFoundError:
+        out.append(f"{receipts}: absent (the kernel emitted no receipt)")
+    except (OSError, ValueError) as exc:
+        out.append(f"{receipts}: cannot be read ({exc})")
+    else:
+        naming = [number for number, text in lines if any(n in text for n in names)]
+        where = (f"line {', '.join(str(n) for n in naming[:5])} names this operation"
+                 if naming else "no line names this operation")
+        out.append(f"{receipts}: {len(lines)} receipt line(s); {where}")
+    out.append(publications_line(case, operation_key))
+    return tuple(out)
 
 
 def _receipt_line_for(case: Path, operation_key: str) -> int | None:
@@ -170,7 +197,8 @@ def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolRec
         case_dir=case, call_id=call_id, operation_key=operation_key,
         tool_call_id=op.tool_call_id, tool=op.tool, arguments_sha256=op.arguments_sha256,
         attempt_id=op.admitted_attempt_id, admitted_seq=op.admitted_seq,
-        admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why)
+        admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why,
+        records=tool_records(case, operation_key, op.tool_call_id))
 
 
 class ReconcileService(Protocol):

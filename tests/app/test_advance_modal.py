@@ -120,11 +120,19 @@ async def test_decide_duplicate_finalizes_as_failed(tmp_path: Path, provider: An
     case = tmp_path / "c1"
     make_advance_case(case, provider.base_url, "effect_unknown")
     reconcile_call(case, "call-1", "received")
+    before = ledger_digest(case)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         modal = await _open(pilot)
-        assert "(f)" in str(modal.query_one("#advance-finalize", Button).label)
-        await pilot.press("f")  # the keyboard's way to one of two choices
+        finalize = modal.query_one("#advance-finalize", Button)
+        assert "(f)" in str(finalize.label)
+        await pilot.press("f")  # chooses: focuses the button and says how to confirm
+        await wait_for(pilot, lambda: app.focused is finalize, what="finalize focused")
+        await stays(pilot, lambda: isinstance(app.screen, AdvanceModal), seconds=0.3,
+                    what="the dialog stays open after f alone")
+        assert ledger_digest(case) == before  # one key never writes
+        assert "y or Enter records it" in str(modal.query_one("#advance-say").render())
+        await pilot.press("y")
         await wait_for(pilot, lambda: "advanced" in _outcomes(app), timeout=20,
                        what="finalized")
         await wait_for(pilot, lambda: app.main.live.call("call-1").status == "failed",
