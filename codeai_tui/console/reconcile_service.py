@@ -146,17 +146,19 @@ def tool_records(case: Path, operation_key: str, tool_call_id: str | None) -> tu
     out: list[str] = []
     names = {operation_key} | ({tool_call_id} if tool_call_id else set())
     receipts = tools / RECEIPTS_FILE
+    shown = f"{TOOLS_DIR}/{RECEIPTS_FILE}"  # relative to the case the header names
     try:
         lines = read_receipt_lines(receipts)
     except FileNotFoundError:
-        out.append(f"{receipts}: absent (the kernel emitted no receipt)")
+        out.append(f"{shown}: absent (the kernel emitted no receipt)")
     except (OSError, ValueError) as exc:
-        out.append(f"{receipts}: cannot be read ({exc})")
+        out.append(f"{shown}: cannot be read ({exc})")
     else:
         naming = [number for number, text in lines if any(n in text for n in names)]
         where = (f"line {', '.join(str(n) for n in naming[:5])} names this operation"
                  if naming else "no line names this operation")
-        out.append(f"{receipts}: {len(lines)} receipt line(s); {where}")
+        out.append(f"{shown}: {len(lines)} receipt line(s); {where}" if lines
+                   else f"{shown}: no receipt line (the kernel emitted none)")
     out.append(publications_line(case, operation_key))
     return tuple(out)
 

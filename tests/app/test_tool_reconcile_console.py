@@ -98,8 +98,8 @@ async def test_the_dialog_says_its_keys_and_where_the_tools_records_are(
         await _open_dialog(pilot)
         shown = _dialog_text(app)
         assert "1 / 2 choose a finding" in shown and "y records it" in shown
-        assert f"{case / 'tools' / 'receipts.ndjson'}" in shown
-        assert "reports.sqlite3: absent" in shown
+        assert "tools/receipts.ndjson: no receipt line" in shown
+        assert "tools/reports.sqlite3: absent" in shown
         before = ledger_digest(case)
         await pilot.press("y")
         await pilot.pause()
