@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, wait_for
+from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, toast_text, wait_for
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.app import create_app
@@ -174,6 +174,8 @@ async def test_read_only_hides_and_blocks_it(tmp_path: Path, provider: Any) -> N
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("3", "v")
+        await wait_for(pilot, lambda: "console is read-only" in toast_text(app),
+                       what="v says the console is read-only")
         await stays(pilot, lambda: not isinstance(app.screen, AdvanceModal), 0.5)
         assert app.main.check_action("advance", ()) is False
     assert ledger_digest(case) == before and _outcomes(app) == []

@@ -245,7 +245,8 @@ async def test_evidence_change_while_modal_open_refuses(tmp_path: Path, provider
         await pilot.press("escape")
         await pilot.pause()
         # and now r only explains: the call is effect_unknown
-        assert app.main.check_action("resume", ()) is None
+        assert app.main.check_action("resume", ()) is False
+        assert app.main.check_action("explain_resume", ()) is True
 
 
 async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: Any,

@@ -257,10 +257,12 @@ class AdvanceFlow:
     def __init__(self, host: FlowHost) -> None:
         self.host = host
 
-    def check_advance(self) -> bool | None:
-        """Hidden and blocked in read-only mode; elsewhere `v` answers (and refuses with
-        the projection's reason where no advance step is permitted)."""
-        return not self.host.read_only
+    def advance_permitted(self) -> bool:
+        """The projection names an advance step for the selected call, live, and no
+        other action runs: then `v` shows in the footer and opens the dialog."""
+        host = self.host
+        return (bool(steps_for(host.selected_call())) and host.as_of is None
+                and not host.resuming and not host.planning)
 
     def action_advance(self) -> None:
         host = self.host

@@ -46,6 +46,15 @@ class ReplayFlow:
         self.host = host
         self.replaying = False
 
+    def replay_permitted(self) -> bool:
+        """The gate permits replaying the selected call, live, and no other action runs:
+        then `R` shows in the footer and opens the preview."""
+        host = self.host
+        service = host.replay_service
+        return (service is not None and host.as_of is None and not self.replaying
+                and not host.resuming and not host.planning
+                and gate(host.selected_call(), kernel_key=service.kernel_key) is None)
+
     def action_replay(self) -> None:
         host = self.host
         if host.read_only or host.case is None:
