@@ -31,7 +31,7 @@ from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
 
 SUMMARY_BATCH_S = 0.25  # toolong's batching interval: a repaint per batch, not per case
 RESTAT_S = 2.0  # how often the other cases' files are looked at (27 ms at 1,000 cases)
-CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
+CASE_COLUMNS = [Column("case", 26, ident=True), Column("worst next operation", 27), Column("events", 6)]
 
 
 def case_name(case: Path, root: Path) -> str:
