@@ -331,6 +331,12 @@ class MainScreen(Screen[None]):
         self.open_case(self.cases[0])
         self.cases_pane.cases = tuple(self.cases)
 
+    def on_cases_pane_cases_changed(self, message: CasesPane.CasesChanged) -> None:
+        """The bundle's cases changed on disk: the list, its counts and `e` follow."""
+        self.cases = list(message.cases)
+        self.cases_pane.cases = message.cases
+        self.paint_status()
+
     def on_open_failed(self, message: m.OpenFailed) -> None:
         self._fail(message.error)
 
