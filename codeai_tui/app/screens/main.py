@@ -237,7 +237,43 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ painting
 
+    def fit_grid(self) -> None:
+        """With every pane on screen (140x40 and up), give rows to what has rows: the
+        top row (Cases, Tasks, Compilations) as tall as its longest list, Calls as tall
+        as its calls, the Timeline the rest, each within bounds so none disappears."""
+        body = self.query_one("#body")
+        if not (self.has_class("-w140") and self.has_class("-tall")):
+            if self._grid_rows:  # one pane at a time: the stylesheet's single row again
+                self._grid_rows = ""
+                body.styles.clear_rule("grid_rows")
+            return
+        height = body.size.height
+        if height <= 0:
+            return
+        snap = self.shown
+        counts = (len(snap.state.tasks), len(snap.state.compilations)) if snap else (0, 0)
+        frame = 4  # border top and bottom, the header line, a horizontal scrollbar
+        calls = len(snap.state.calls) if snap else 0
+        calls_need = max(calls + frame, 6)
+        timeline_least = 8
+        top = max(7, min(max(len(self.cases), *counts) + frame,
+                         height - min(calls_need, height // 3) - timeline_least, height // 2))
+        middle = max(6, min(calls_need, (height - top) // 2))
+        rows = f"{top} {middle} 1fr"
+        if rows != self._grid_rows:
+            self._grid_rows = rows
+            body.styles.grid_rows = rows
+
+    _grid_rows = ""
+
+    def on_resize(self) -> None:
+        # under 110 columns the footer drops its padding, so that the next step's key,
+        # e, ? and q stay whole at 80 columns
+        self.query_one(Footer).compact = self.size.width < 110
+        self.call_after_refresh(self.fit_grid)
+
     def paint_status(self) -> None:
+        self.fit_grid()
         snap = self.shown
         counts = None
         if snap is not None:
