@@ -639,6 +639,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except TurnRefused as exc:
         print(f"codeai-tui: refused: {visible(str(exc), one_line=True)}", file=sys.stderr)
         return EXIT_REFUSED
+    if plan.saved.call_id != args.call_id:
+        print(f"call {visible(args.call_id, one_line=True)} was resumed as "
+              f"{visible(plan.saved.call_id, one_line=True)}, whose response holds the plan",
+              file=sys.stderr)
     print(f"call {visible(plan.saved.call_id, one_line=True)} attempt "
           f"{visible(plan.saved.attempt_id, one_line=True)}: {len(plan.operations)} planned "
           f"tool call(s), turn {visible('/'.join((plan.namespace, plan.thread, plan.turn)), one_line=True)}",

@@ -7,7 +7,10 @@ configuration and the stored rendered context; any drift of request hash, contex
 package or rendered-context hash refuses. The re-projection, `call.resumed` and the new
 call's `call.requested` + `call.manifest` commit in ONE `BEGIN IMMEDIATE` transaction, so
 two racing resumers cannot both win and a kill cannot leave a superseded call without its
-successor. The network is used only after that transaction has committed.
+successor. The network is used only after that transaction has committed. The successor
+keeps the call's `turn` (ledger/TOOLS.md): a tool turn's decision resumed under a new call
+id still keys its operations `namespace/thread/turn/tool_call_id`, so `replay` can run
+the plan it saves.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from codeai_tui.request_bytes import build_request, intent_for
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
 from codeai_tui.workstate.receipts import parse_time
+from codeai_tui.workstate.tool_ops import TURN_KEYS, parse_turn
 
 Progress = Callable[[str], None]
 
@@ -81,6 +85,9 @@ class ResumePlan:
     # when the call's last event was recorded (as the ledger says): a call that moved
     # seconds ago may still belong to a live process (`still_active`)
     last_recorded_at: str | None = None
+    # the turn (namespace, thread, turn) the call's `call.requested` names, None for a
+    # call of no turn: fixed for every attempt, so the successor keys the same operations
+    turn: tuple[str, str, str] | None = None
 
     def still_active(self, now: datetime) -> str | None:
         """Why the process that requested this call may still be running, when its last
@@ -104,6 +111,16 @@ class ResumePlan:
     @property
     def base_url(self) -> str:
         return self.destination.base_url
+
+    def successor_requested(self, key: str, model: str) -> dict[str, Any]:
+        """The successor's `call.requested` payload: same key and purpose, the model it is
+        sent to, where it came from, and the call's turn (ledger/TOOLS.md), so `replay`
+        rebuilds the operation keys of the plan the successor's response saves."""
+        payload: dict[str, Any] = {"idempotency_key": key, "purpose": self.purpose,
+                                   "model": model, "resumed_from": self.call_id}
+        if self.turn is not None:
+            payload["turn"] = dict(zip(TURN_KEYS, self.turn, strict=True))
+        return payload
 
     @property
     def verdict(self) -> str:
@@ -198,6 +215,7 @@ def plan_resume(
     requested = _payload(events, "call.requested")
     manifest = _payload(events, "call.manifest")
     purpose = str(requested.get("purpose") or "")
+    turn = _turn(requested, call_id)
     store = ArtifactStore(case)
     pkg_now, rendered_ref = _latest_package(task_events)
     rendered_now_text: str | None = None
@@ -263,8 +281,22 @@ def plan_resume(
         rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
         drift=tuple(drift), evidence=_evidence(events), intent=intent,
         rendered_context=rendered_now_text, destination=destination,
-        last_recorded_at=events[-1].recorded_at if events else None,
+        last_recorded_at=events[-1].recorded_at if events else None, turn=turn,
     )
+
+
+def _turn(requested: dict[str, Any], call_id: str) -> tuple[str, str, str] | None:
+    """The call's turn, carried to its successor; a `turn` that cannot key operations
+    refuses (a successor under it would plan tools that no replay could address)."""
+    raw = requested.get("turn")
+    if raw is None:
+        return None
+    turn = parse_turn(raw)
+    if turn is None:
+        raise ResumeRefused(None, f"call {call_id}: its call.requested names a turn that "
+                            "cannot key tool operations (namespace, thread and turn must be "
+                            "non-empty text without '/'); refusing to resume it")
+    return turn
 
 
 def _who() -> dict[str, Any]:
@@ -350,9 +382,7 @@ def resume_call(
             ))
             txn.append(NewEvent(
                 "call.requested", plan.task_id,
-                {"idempotency_key": key, "purpose": plan.purpose,
-                 "model": config.provider.model, "resumed_from": call_id},
-                call_id=new_id,
+                plan.successor_requested(key, config.provider.model), call_id=new_id,
             ))
             txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
         say(f"sending {new_id} to {plan.destination.base_url}")

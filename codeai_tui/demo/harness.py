@@ -6,7 +6,7 @@ appended nothing), `codeai-tui resume` (refusals and the one resume, recorded wi
 codes and counts) and the naive restart (on a copy). Provider effects are counted by the
 synthetic provider's own fsync'd receipt log, outside the ledger.
 
-The tool cases (11-14, the seed "Model-call recovery") run the report worker
+The tool cases (11-14 and 18, the seed "Model-call recovery") run the report worker
 (`codeai_tui.tools.effects`) per mode, killed and replayed as separate processes, two at
 a time beside the producers above (against the fast provider; truncated-stream against
 its own truncating one); their effect counts, taken from the tool's own store and the
@@ -144,6 +144,13 @@ CASES: tuple[CaseSpec, ...] = (
              "Killed after attempt.interpreted (success): no retry decision recorded. "
              "Redecide under the stated policy (stop: adopt it), then finalize.",
              checkpoint="attempt.interpreted"),
+    CaseSpec("18_tool_resumed_decision", "tool_resumed_decision",
+             "The \"publish report\" turn, killed right after its decision call's manifest "
+             "(nothing sent). `codeai-tui resume` sent the decision under a new call id that "
+             "keeps the turn (namespace, thread, turn); a new worker found it through the "
+             "resume chain, replayed the saved response and finished: one publication under "
+             "the response's original tool-call id, two provider calls.",
+             scenario="tool", checkpoint="call.manifest", effect_mode="resumed-decision"),
 )
 
 

@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                        "request_sha256": plan.request_sha256_recorded, "by": {}, "reason": None},
                       call_id=call_id)
         writer.append("call.requested", plan.task_id,
-                      {"idempotency_key": key, "purpose": plan.purpose,
-                       "model": config.provider.model, "resumed_from": call_id}, call_id=new_id)
+                      plan.successor_requested(key, config.provider.model), call_id=new_id)
         writer.append("call.manifest", plan.task_id, manifest, call_id=new_id)
         status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
     print(f"resumed {call_id} as {new_id}: {status}")

@@ -9,6 +9,7 @@ its own synthetic provider, kills it at the mode's moment with SIGKILL, and repl
 | stream | the same, streaming | 1 / 2 / true |
 | truncated-stream | the decision's stream is cut after 3 chunks | 0 / 1 / false |
 | killed-in-tool | killed inside the tool after its effect, replay refuses | 1 / 1 / false |
+| resumed-decision | killed after the decision's manifest (nothing sent); `codeai-tui resume` sends it under a new call id that keeps the turn; a new worker replays | 1 / 2 / true |
 
 `publications` is counted in the tool's own store, `provider_calls` in the provider's own
 receipt log, `complete` is what the worker reported; none comes from our ledger. The
@@ -30,7 +31,7 @@ from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools.publish import count_publications
 
-EFFECT_MODES = ("generate", "stream", "truncated-stream", "killed-in-tool")
+EFFECT_MODES = ("generate", "stream", "truncated-stream", "killed-in-tool", "resumed-decision")
 TRUNCATE_AFTER = 3
 
 
@@ -50,7 +51,7 @@ class EffectRow:
 class WorkerPhase:
     """One worker process as it ended: the evidence that it was killed or refused."""
 
-    step: str  # "run" or "replay"
+    step: str  # "run" or "replay" (a worker), or "resume" (`codeai-tui resume`)
     argv: list[str]  # as run, with the case and the private key path named, not spelled
     exit_code: int
     stdout: str
@@ -87,10 +88,28 @@ def _worker(
     return proc
 
 
-def _expect(proc: subprocess.CompletedProcess[str], code: int, step: str) -> dict[str, object]:
+def _resume(case_dir: Path, base_url: str, call_id: str, timeout: float,
+            phases: list[WorkerPhase]) -> subprocess.CompletedProcess[str]:
+    """The operator's step between the workers: `codeai-tui resume` of a call the killed
+    worker left at manifest_recorded, in its own process, to the given provider."""
+    tail = [call_id, "--yes", "--base-url", base_url, "--reason", "worker killed"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "codeai_tui", "resume", str(case_dir), *tail],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+    phases.append(WorkerPhase("resume", ["codeai-tui", "resume", "CASE", *tail],
+                              proc.returncode, proc.stdout, proc.stderr))
+    return proc
+
+
+def _check_exit(proc: subprocess.CompletedProcess[str], code: int, step: str) -> None:
     if proc.returncode != code:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise ScenarioError(f"{step}: exit {proc.returncode}, expected {code}: {tail}")
+
+
+def _expect(proc: subprocess.CompletedProcess[str], code: int, step: str) -> dict[str, object]:
+    _check_exit(proc, code, step)
     if code == -signal.SIGKILL:
         return {}
     last = proc.stdout.strip().splitlines()[-1]
@@ -127,6 +146,17 @@ def run_effect_run(
         return _run_workers(case_dir, mode, key_path, timeout, base_url)
 
 
+def _resumed_decision(case_dir: Path, base: list[str], base_url: str, timeout: float,
+                      phases: list[WorkerPhase]) -> dict[str, object]:
+    """Killed before the decision was sent; the operator resumes it (the successor keeps
+    the turn); a new worker finds the decision through the resume chain, runs the saved
+    plan and finishes. A JSON answer, as in generate."""
+    _expect(_worker(["run", *base, "--kill-at", "call.manifest"], timeout, phases),
+            -signal.SIGKILL, "run until killed")
+    _check_exit(_resume(case_dir, base_url, "turn-1-m1", timeout, phases), 0, "resume")
+    return _expect(_worker(["replay", *base], timeout, phases), 0, "replay")
+
+
 def _run_workers(case_dir: Path, mode: str, key_path: Path, timeout: float,
                  base_url: str) -> EffectRun:
     flags = ["--stream"] if mode != "generate" else []
@@ -134,6 +164,8 @@ def _run_workers(case_dir: Path, mode: str, key_path: Path, timeout: float,
     base = [str(case_dir), base_url, str(key_path)]
     if mode == "truncated-stream":
         outcome = _expect(_worker(["run", *base, *flags], timeout, phases), 0, "run")
+    elif mode == "resumed-decision":
+        outcome = _resumed_decision(case_dir, base, base_url, timeout, phases)
     else:
         kill_at = "tool-effect" if mode == "killed-in-tool" else "receipt"
         _expect(_worker(["run", *base, *flags, "--kill-at", kill_at], timeout, phases),

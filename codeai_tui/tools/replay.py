@@ -29,26 +29,22 @@ from codeai_tui.tools.turn import (
     SavedResponse,
     TurnError,
     TurnRefused,
+    current_call,
     follow_up_conversation,
     operation_states,
     resave_missing_receipts,
     run_operations,
     saved_response,
 )
-
-_TURN_KEYS = ("namespace", "thread", "turn")
+from codeai_tui.workstate.tool_ops import parse_turn
 
 
 def went_on(requested: Sequence[Event], turn: tuple[str, str, str], decided_seq: int) -> bool:
     """The turn went on: a call requested after the decision was recorded names the same
     turn (the follow-up a replay records, or one any other writer made under its own id;
     a superseded original of the planning call was requested before it)."""
-    for e in requested:
-        named = (e.payload or {}).get("turn")
-        if e.seq > decided_seq and isinstance(named, dict) and tuple(
-                named.get(k) for k in _TURN_KEYS) == turn:
-            return True
-    return False
+    return any(e.seq > decided_seq and parse_turn((e.payload or {}).get("turn")) == turn
+               for e in requested)
 
 
 def follow_up_call_id(turn: str) -> str:
@@ -94,26 +90,29 @@ class ReplayPlan:
 
 
 def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
-    """What a replay of `call_id` would do; reads only. TurnRefused when the call has no
-    saved complete response (its plan is unknown: nothing may make up another one)."""
+    """What a replay of `call_id` would do; reads only. A call that was resumed is
+    replayed through its successor (the last of its resume chain), which saved the
+    response. TurnRefused when that call has no saved complete response (its plan is
+    unknown: nothing may make up another one)."""
+    with LedgerReader(case_dir) as reader:
+        if not reader.events_for_call(call_id):
+            raise UnknownCall(f"no call {call_id!r} in {case_dir}")
+    call_id = current_call(case_dir, call_id)
     with LedgerReader(case_dir) as reader:
         events = reader.events_for_call(call_id)
         requested = [e for e in events if e.kind == "call.requested"]
         # the task's model calls, to know whether the turn already went on
         task_calls = (reader.events_for_task(requested[0].task_id, ("call.requested",))
                       if requested else [])
-    if not events:
-        raise UnknownCall(f"no call {call_id!r} in {case_dir}")
     try:
         saved = saved_response(case_dir, call_id)
     except TurnError as exc:
         raise TurnRefused(f"{exc}: there is no saved plan to replay") from None
-    turn = (requested[0].payload or {}).get("turn") if requested else None
-    parts = [turn.get(k) for k in ("namespace", "thread", "turn")] if isinstance(turn, dict) else []
-    if len(parts) != 3 or not all(isinstance(p, str) and p for p in parts):
+    parts = parse_turn((requested[0].payload or {}).get("turn")) if requested else None
+    if parts is None:
         raise TurnRefused(f"call {call_id} names no turn (namespace, thread, turn), so its "
                           "operation keys cannot be rebuilt")
-    namespace, thread, turn_id = (str(p) for p in parts)
+    namespace, thread, turn_id = parts
     task_id = requested[0].task_id
     manifest = next((e.payload for e in events if e.kind == "call.manifest"), None) or {}
     intent, model = manifest.get("intent"), manifest.get("model")

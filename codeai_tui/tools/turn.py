@@ -9,6 +9,8 @@ the same bytes. `replay_turn` continues a turn whose decision is saved without a
 the provider again: completed operations resolve from their receipts, operations never
 admitted run under their original tool-call ids, and an operation admitted without an
 outcome stops it (its effect is unknown; running it again could be a second effect).
+A decision an operator resumed (`codeai-tui resume`) is found through its resume chain:
+the successor keeps the turn, so a replacement worker addresses the same operations.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from codeai_tui.runner import SEND_TIMEOUT_S, CallRunner
 from codeai_tui.services.projection import project_case
 from codeai_tui.tools.kernel import Completed, OperationExists, Outcome, ToolKernel, operation_key
 from codeai_tui.tools.receipts import canonical_bytes, read_receipt_lines
-from codeai_tui.workstate.tool_ops import ToolOpStage, ToolOpState
+from codeai_tui.workstate import project_call
+from codeai_tui.workstate.tool_ops import ToolOpStage, ToolOpState, parse_turn
 
 CommitHook = Callable[[Event], None]
 
@@ -99,6 +102,31 @@ class TurnOutcome:
     operations: list[Completed] = field(default_factory=list)
     text: str | None = None
     provider_calls_made: int = 0
+
+
+def current_call(case_dir: str | Path, call_id: str) -> str:
+    """The call that carries `call_id`'s work now: itself, or the last call of its resume
+    chain (each `call.resumed` names the successor: the projection's `superseded_by`,
+    from each call's own events). A turn's decision resumed by an operator saved its
+    response under the successor's id."""
+    seen = {call_id}
+    current = call_id
+    with LedgerReader(case_dir) as reader:
+        while True:
+            state = project_call(reader.events_for_call(current), current)
+            successor = state.superseded_by if state is not None else None
+            if successor is None or successor in seen or not reader.events_for_call(successor):
+                return current
+            seen.add(successor)
+            current = successor
+
+
+def named_turn(case_dir: str | Path, call_id: str) -> tuple[str, str, str] | None:
+    """The turn (namespace, thread, turn) a call's `call.requested` names, if valid."""
+    with LedgerReader(case_dir) as reader:
+        requested = next((e for e in reader.events_for_call(call_id)
+                          if e.kind == "call.requested"), None)
+    return parse_turn((requested.payload or {}).get("turn")) if requested else None
 
 
 def saved_response(case_dir: str | Path, call_id: str) -> SavedResponse:
@@ -346,13 +374,27 @@ def replay_turn(
     """Continue a turn from its saved decision, never asking the provider for the plan
     again. A receipt the ledger holds but `receipts.ndjson` lacks is saved again."""
     turn = _Turn(case_dir, writer, config, kernel, spec, on_commit, on_text, credential, timeout)
-    saved = saved_response(case_dir, spec.decision_call_id)
+    saved = saved_response(case_dir, decision_call(case_dir, kernel.namespace, spec))
     with LedgerReader(case_dir) as reader:
         if reader.events_for_call(spec.follow_up_call_id):
             raise TurnRefused(f"the follow-up call {spec.follow_up_call_id} was already started; "
                               "resume it instead of replaying the turn")
     resave_missing_receipts(kernel, saved.call_id)
     return turn.finish(saved)
+
+
+def decision_call(case_dir: str | Path, namespace: str, spec: TurnSpec) -> str:
+    """The call holding the turn's saved decision: the spec's decision call, or the
+    successor an operator resumed it as. A successor must name the spec's turn: its
+    operations are keyed by it, and another turn's keys would address other operations."""
+    call_id = current_call(case_dir, spec.decision_call_id)
+    if call_id != spec.decision_call_id:
+        named = named_turn(case_dir, call_id)
+        if named != (namespace, spec.thread, spec.turn):
+            shown = "/".join(named) if named else "no turn"
+            raise TurnError(f"call {spec.decision_call_id} was resumed as {call_id}, which "
+                            f"names {shown}, not {namespace}/{spec.thread}/{spec.turn}")
+    return call_id
 
 
 def resave_missing_receipts(kernel: ToolKernel, call_id: str) -> int:

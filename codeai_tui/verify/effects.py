@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from codeai_tui.verify.claims import Claim, as_dict
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData, read_file
-from codeai_tui.verify.tool_rungs import ToolOp, derive_tools
+from codeai_tui.verify.tool_rungs import ToolOp, derive_tools, turn_prefix
 
 TOOLS = "tools"
 KERNEL_PUB = f"{TOOLS}/kernel.pub"
@@ -61,6 +61,9 @@ class ToolExpect:
     # task's next operation (ledger/TOOLS.md's rungs, derived by tool_rungs.py)
     ops: tuple[tuple[str, str, str | None], ...] = ()
     task_op: str = "none"
+    # the decision was resumed by an operator: a successor keeps the turn, and each tool
+    # call of the response the successor saved published exactly once under its own id
+    resumed: bool = False
 
 
 _KILLED = -9
@@ -82,6 +85,13 @@ TOOL_EXPECTED: dict[str, ToolExpect] = {
                                       (("run", _KILLED), ("replay", 3)), (_DONE,), "tool-effect",
                                       (("effect_unknown", "reconcile_effect", None),),
                                       task_op="reconcile_effect"),
+    # killed before the decision was sent; resumed (the original superseded, never sent),
+    # then a new worker replayed the successor's saved response and finished
+    "tool_resumed_decision": ToolExpect("resumed-decision", 1, 2, True, True,
+                                        (("run", _KILLED), ("resume", 0), ("replay", 0)),
+                                        (("superseded", "none", "none"), _DONE, _DONE),
+                                        "call.manifest", (("completed", "none", "valid"),),
+                                        resumed=True),
 }
 
 
@@ -510,6 +520,82 @@ def _calls_claim(case: CaseData, exp: ToolExpect) -> Claim:
                                         f"; preregistered calls {list(exp.calls)}"))
 
 
+def _successor_turn_claims(case: CaseData, exp: ToolExpect | None) -> list[Claim]:
+    """Every call resumed from a call of a turn names that same turn (the identity fixed
+    for every attempt, ledger/TOOLS.md), so its saved plan keys the same operations."""
+    requested = {r.call_id: r for r in case.rows if r.kind == "call.requested" and r.call_id}
+    claims: list[Claim] = []
+    for cid, row in requested.items():
+        origin = row.payload.get("resumed_from")
+        before = requested.get(origin) if isinstance(origin, str) else None
+        turn = turn_prefix(before.payload) if before is not None else None
+        if turn is None:
+            continue  # resumed from a call of no turn: nothing to keep
+        kept = turn_prefix(row.payload)
+        claims.append(Claim(kept == turn, case.name,
+                            f"call {cid}, resumed from {origin}, names the same turn {turn}"
+                            if kept == turn else f"call {cid}, resumed from {origin} (turn "
+                            f"{turn}), names {kept or 'no turn'}: its operations are keyed "
+                            "to no turn of the task"))
+    if exp is not None and exp.resumed and not claims:
+        claims.append(Claim(False, case.name, "preregistered a resumed decision: no call is "
+                            "resumed from a call that names a turn"))
+    return claims
+
+
+def _saved_tool_call_ids(case: CaseData, call_id: str) -> tuple[str | None, list[str] | str]:
+    """The adopted attempt and the tool-call ids of the response it saved, read from the
+    stored artifact with this module's own code (a JSON answer); or why they cannot be."""
+    done = next((r for r in case.rows if r.call_id == call_id and r.kind == "call.completed"), None)
+    attempt = done.payload.get("adopted_attempt_id") if done is not None else None
+    observed = next((r for r in case.rows if r.call_id == call_id and r.attempt_id == attempt
+                     and r.kind == "attempt.observed"), None)
+    sha = observed.payload.get("response_artifact") if observed is not None else None
+    if not isinstance(attempt, str) or not isinstance(sha, str) or len(sha) != 64:
+        return None, "no adopted attempt with a saved response"
+    if as_dict(observed.payload.get("transport") if observed else None).get("stream") is True:
+        return attempt, "a streamed response (this check reads JSON answers)"
+    try:
+        data = read_file(case.path / "artifacts" / "sha256" / sha[:2] / sha)
+        if hashlib.sha256(data).hexdigest() != sha:
+            return attempt, f"response artifact {sha[:12]} does not hash to its name"
+        message = as_dict(as_dict((json.loads(data).get("choices") or [{}])[0]).get("message"))
+        ids = [as_dict(tc).get("id") for tc in message.get("tool_calls") or []]
+    except (OSError, ValueError, AttributeError, TypeError, IndexError) as exc:
+        return attempt, f"response artifact {sha[:12]} unreadable ({exc})"
+    if not all(isinstance(i, str) for i in ids):
+        return attempt, "a tool call without an id"
+    return attempt, [str(i) for i in ids]
+
+
+def _original_ids_claim(case: CaseData, ev: ToolEvidence) -> Claim:
+    """Counted from the tool's own store: exactly one publication per tool call of the
+    saved decision response, under that response's (original) tool-call id and keyed by
+    the planning call's turn; nothing else published."""
+    requested = {r.call_id: r for r in case.rows if r.kind == "call.requested"}
+    want: list[tuple[str, str]] = []
+    shown: list[str] = []
+    for ct in derive_tools(case.rows).values():
+        if not ct.plan or not ct.adopted:
+            continue
+        attempt, ids = _saved_tool_call_ids(case, ct.call_id)
+        row = requested.get(ct.call_id)
+        prefix = turn_prefix(row.payload) if row is not None else None
+        if isinstance(ids, str) or prefix is None:
+            why = ids if isinstance(ids, str) else "it names no turn"
+            return Claim(False, case.name, f"call {ct.call_id}'s saved response cannot be "
+                         f"checked: {why}")
+        want += [(f"{prefix}/{i}", i) for i in ids]
+        shown.append(f"call {ct.call_id} attempt {attempt}: {', '.join(ids)}")
+    got = sorted((key, tcid) for _, key, tcid in ev.publications)
+    ok = bool(want) and got == sorted(want)
+    return Claim(ok, case.name,
+                 f"{REPORTS}: {len(got)} publication(s), exactly one under each tool-call id "
+                 f"of the saved decision response ({'; '.join(shown)}), keyed by its turn"
+                 if ok else f"{REPORTS} publications {got} are not one per tool call of the "
+                 f"saved decision response {sorted(want)}")
+
+
 def receipt_verdict(op: ToolOp, ev: ToolEvidence) -> str | None:
     """valid / invalid / missing for a completed operation (TOOLS.md), None otherwise."""
     if op.completed is None:
@@ -585,6 +671,7 @@ def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
         claims += _ledger_agreement_claims(case, ev)
     claims += _publication_claims(case, ev, exp.receipted if exp else None)
     claims += _finding_claims(case, ev)
+    claims += _successor_turn_claims(case, exp)
     if exp is not None:
         claims.append(_counts_claim(case, exp, count_effects(case, ev)))
         claims.append(_calls_claim(case, exp))
@@ -594,6 +681,8 @@ def tool_case_claims(case: CaseData, role: str | None) -> list[Claim]:
             claims.append(recorded)
         claims.append(_provider_keys_claim(case))
         claims.append(_phase_claim(case, exp))
+        if exp.resumed:
+            claims.append(_original_ids_claim(case, ev))
         if not exp.receipted and ev.lines:
             claims.append(Claim(False, case.name, f"{TOOL_RECEIPTS} holds {len(ev.lines)} line(s); "
                                 "preregistered: none"))

@@ -130,6 +130,15 @@ def _fold(tool_rows: list[Row]) -> tuple[dict[str, _Fold], list[int]]:
     return ops, anomalies
 
 
+def turn_prefix(requested: dict[str, Any]) -> str | None:
+    """`namespace/thread/turn` of a `call.requested` payload's `turn`, when its three parts
+    are non-empty strings without `/` (what keys operations); None otherwise."""
+    turn = requested.get("turn")
+    parts = [turn.get(k) for k in ("namespace", "thread", "turn")] if isinstance(turn, dict) else []
+    ok = len(parts) == 3 and all(isinstance(p, str) and p and "/" not in p for p in parts)
+    return "/".join(parts) if ok else None
+
+
 def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
     """Per call with tool evidence (a plan or a tool event), its operations' rungs."""
     by_call: dict[str, list[Row]] = {}
@@ -144,10 +153,7 @@ def derive_tools(rows: list[Row]) -> dict[str, CallTools]:
         if plan is None and not tool_rows:
             continue
         requested = next((r for r in crows if r.kind == "call.requested"), None)
-        turn = requested.payload.get("turn") if requested else None
-        parts = [turn.get(k) for k in ("namespace", "thread", "turn")] if isinstance(turn, dict) else []
-        prefix = "/".join(parts) if len(parts) == 3 and all(
-            isinstance(p, str) and p and "/" not in p for p in parts) else None
+        prefix = turn_prefix(requested.payload) if requested else None
         folds, anomalies = _fold(tool_rows)
         ops: list[ToolOp] = []
         seen: set[str] = set()

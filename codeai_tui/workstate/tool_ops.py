@@ -82,15 +82,26 @@ def _text(p: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+TURN_KEYS = ("namespace", "thread", "turn")
+
+
+def parse_turn(value: object) -> tuple[str, str, str] | None:
+    """A `call.requested` `turn` as (namespace, thread, turn) when it can key operations:
+    an object whose three parts are non-empty strings without `/`; None otherwise."""
+    if not isinstance(value, dict):
+        return None
+    parts = tuple(value.get(k) for k in TURN_KEYS)
+    if all(isinstance(x, str) and x and "/" not in x for x in parts):
+        return parts  # type: ignore[return-value]
+    return None
+
+
 def fold_tool_request(call: CallEvidence, p: dict[str, Any]) -> None:
     """`call.requested` `turn` {namespace, thread, turn}: the key every operation shares."""
-    turn = p.get("turn")
-    if not isinstance(turn, dict):
-        return
-    parts = tuple(turn.get(k) for k in ("namespace", "thread", "turn"))
-    if all(isinstance(x, str) and x and "/" not in x for x in parts):
+    parts = parse_turn(p.get("turn"))
+    if parts is not None:
         tools = call.tools = call.tools or ToolEvidence()
-        tools.turn = parts  # type: ignore[assignment]
+        tools.turn = parts
 
 
 def fold_tool_plan(call: CallEvidence, attempt_id: str, p: dict[str, Any], report: Report) -> None:

@@ -15,6 +15,7 @@ EXPECTED = {  # mode: (publications, provider_calls, complete), as in the seed
     "stream": (1, 2, True),
     "truncated-stream": (0, 1, False),
     "killed-in-tool": (1, 1, False),  # the effect happened; nothing may run it again
+    "resumed-decision": (1, 2, True),  # resumed before anything was sent, then replayed
 }
 
 

@@ -126,3 +126,59 @@ def test_replay_records_no_second_follow_up_when_the_turn_went_on_under_another_
     assert "recorded the follow-up" not in done.stdout
     with LedgerReader(case) as reader:
         assert not reader.events_for_call("turn-1-m2")
+
+
+def _publications(case: Path) -> list[tuple[str, str]]:
+    """(operation_key, tool_call_id) of each row of the tool's own store, read with plain
+    sqlite3 (not the project's counting code)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{case / 'tools' / 'reports.sqlite3'}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT operation_key, tool_call_id FROM publications").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_resumed_tool_decision_keeps_its_turn_and_replays_once(tmp_path: Path) -> None:
+    """Killed right after the decision's manifest (nothing sent), resumed by an operator:
+    the successor names the same turn, so inspect names the operation by its key, replay
+    of the successor (or of the superseded original) runs the saved plan, and the tool's
+    own store holds exactly one publication under the saved response's tool-call id."""
+    case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
+    turn = {"namespace": "report-v1", "thread": "thread-1", "turn": "turn-1"}
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        worker = subprocess.run(
+            [sys.executable, "-m", "codeai_tui.tools.worker", "run", str(case), prov.base_url,
+             str(key), "--kill-at", "call.manifest"],
+            capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert worker.returncode == -signal.SIGKILL, worker.stderr
+        assert _effects(case) == (0, 0)  # killed before anything was sent
+        resumed = cli("resume", str(case), "turn-1-m1", "--base-url", prov.base_url, "--yes")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _effects(case) == (0, 1)
+    with LedgerReader(case) as reader:
+        (requested,) = [e for e in reader.events() if e.kind == "call.requested"
+                        and (e.payload or {}).get("resumed_from") == "turn-1-m1"]
+    new_call = requested.call_id
+    assert new_call is not None and (requested.payload or {}).get("turn") == turn
+
+    doc = json.loads(cli("inspect", str(case), "--json").stdout)
+    plan = saved_response(case, new_call).plan
+    op_key = f"report-v1/thread-1/turn-1/{plan[0].tool_call_id}"
+    (task,) = doc["tasks"]
+    assert (task["next_operation"], task["subject_id"]) == ("start_tool", op_key)
+    (call,) = [c for c in doc["calls"] if c["call_id"] == new_call]
+    (op,) = call["tools"]["operations"]
+    assert (op["operation_key"], op["next_operation"]) == (op_key, "start_tool")
+
+    done = cli("replay", str(case), new_call, "--kernel-key", str(key), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert f"{op_key}: succeeded" in done.stdout and "turn-1-m2" in done.stdout
+    # the superseded original points at its successor's plan: nothing left to run
+    again = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
+    assert again.returncode == 0, again.stderr
+    assert f"resumed as {new_call}" in again.stderr and "nothing to run" in again.stdout
+    assert _publications(case) == [(op_key, plan[0].tool_call_id)]
+    assert _effects(case) == (1, 1)  # one publication, the provider asked once
+    assert verify_case_receipts(case).ok

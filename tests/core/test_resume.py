@@ -247,3 +247,24 @@ def test_each_outcome_of_a_resume_has_its_own_exit_code(tmp_path: Path) -> None:
         prov.stop()
     assert resumer.returncode == 5, err
     assert ": effect_unknown;" in out
+
+
+def test_a_turn_that_cannot_key_operations_refuses_the_resume(tmp_path: Path, provider: Any) -> None:
+    """A call whose `turn` has a `/` in a part (written with plain sqlite3): a successor
+    under it could plan tools no replay could address, so resume refuses, writes nothing
+    and sends nothing."""
+    case = tmp_path / "bad-turn"
+    write_ledger(case, [
+        {"seq": 1, "kind": "task.created", "task_id": "t1", "payload": {"title": "report"}},
+        {"seq": 2, "kind": "call.requested", "task_id": "t1", "call_id": "turn-1-m1",
+         "payload": {"idempotency_key": "k-1", "purpose": "publish", "model": "synthetic-small",
+                     "turn": {"namespace": "report-v1", "thread": "a/b", "turn": "turn-1"}}},
+    ])
+    (case / "case.json").write_text(json.dumps({"provider": {
+        "base_url": f"{provider.base_url.rsplit('/v1', 1)[0]}/c/bad-turn/v1"}}))
+    before = file_hashes(case)
+    proc = cli("resume", str(case), "turn-1-m1", "--yes")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "turn" in ln and "refus" in ln]
+    assert "cannot key tool operations" in line
+    assert file_hashes(case) == before and _receipts(case) == []

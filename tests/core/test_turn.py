@@ -156,3 +156,34 @@ def test_a_replaced_saved_response_is_refused(tmp_path: Path) -> None:
                                                    b"call_" + b"f" * 24))
         with pytest.raises(TurnError, match="hash"):
             saved_response(case, "turn-1-m1")
+
+
+def test_a_worker_refuses_a_resumed_decision_that_names_another_turn(tmp_path: Path) -> None:
+    """Killed after the decision's manifest, resumed by an operator; then the successor's
+    `turn` is rewritten (plain sqlite3) to another thread: the replacement worker would
+    key its operations to another turn, so it refuses before any tool runs."""
+    import sqlite3
+
+    from tests.support import cli
+
+    case = tmp_path / "case"
+    key = str(tmp_path / "keys" / "kernel.key")
+    with ProviderProcess(case / "provider" / "receipts.jsonl") as prov:
+        killed = _worker("run", str(case), prov.base_url, key, "--kill-at", "call.manifest")
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        resumed = cli("resume", str(case), "turn-1-m1", "--base-url", prov.base_url, "--yes")
+        assert resumed.returncode == 0, resumed.stderr
+        conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+        ((seq, call_id, payload),) = conn.execute(
+            "SELECT seq, call_id, payload FROM events WHERE kind = 'call.requested' "
+            "AND json_extract(payload, '$.resumed_from') = 'turn-1-m1'").fetchall()
+        other = {**json.loads(payload),
+                 "turn": {"namespace": "report-v1", "thread": "thread-9", "turn": "turn-1"}}
+        conn.execute("UPDATE events SET payload = ? WHERE seq = ?", (json.dumps(other), seq))
+        conn.close()
+        before = _kinds(case)
+        refused = _worker("replay", str(case), prov.base_url, key)
+    assert refused.returncode == 2
+    assert (f"turn-1-m1 was resumed as {call_id}, which names report-v1/thread-9/turn-1, "
+            "not report-v1/thread-1/turn-1") in refused.stderr
+    assert _kinds(case) == before and _effects(case) == (0, 1)

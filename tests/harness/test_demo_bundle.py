@@ -100,6 +100,8 @@ ADVANCE_CASES = {
     "16_reconciled_received": "reconciled_received",
     "17_killed_after_interpreted": "killed_after_interpreted",
 }
+# a tool decision killed after its manifest, resumed by an operator, finished by a worker
+RESUMED_TOOL_CASES = {"18_tool_resumed_decision": "tool_resumed_decision"}
 ADVANCE_STATES = {
     "15_reconciled_not_received": ("reconciled_not_received", "start_next_attempt", 0),
     "16_reconciled_received": ("reconciled_received", "decide_duplicate", 1),
@@ -132,8 +134,10 @@ def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     assert [c["role"] for c in manifest["cases"][:10]] == [n.split("_", 1)[1] for n in CASE_VECTORS]
     assert {c["dir"]: c["role"] for c in manifest["cases"][10:14]} == TOOL_CASES
     assert dirs[10:14] == list(TOOL_CASES)
-    assert {c["dir"]: c["role"] for c in manifest["cases"][14:]} == ADVANCE_CASES
-    assert dirs[14:] == list(ADVANCE_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][14:17]} == ADVANCE_CASES
+    assert dirs[14:17] == list(ADVANCE_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][17:]} == RESUMED_TOOL_CASES
+    assert dirs[17:] == list(RESUMED_TOOL_CASES)
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]

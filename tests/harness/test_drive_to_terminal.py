@@ -34,6 +34,7 @@ EXPECTED = {
     "11_tool_generate": (2, 2), "12_tool_stream": (2, 2), "13_tool_truncated_stream": (1, 1),
     "14_tool_killed_in_tool": (1, 2), "15_reconciled_not_received": (0, 1),
     "16_reconciled_received": (1, 2), "17_killed_after_interpreted": (1, 1),
+    "18_tool_resumed_decision": (2, 2),
 }
 
 

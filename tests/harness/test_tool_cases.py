@@ -13,12 +13,14 @@ import pytest
 
 from tests.support import cli
 
-# mode -> (case, publications, provider_calls, complete), as in the seed (+ killed-in-tool)
+# mode -> (case, publications, provider_calls, complete), as in the seed (+ killed-in-tool,
+# + resumed-decision: killed before the decision was sent, resumed, then replayed)
 SEED_TABLE = {
     "generate": ("11_tool_generate", 1, 2, True),
     "stream": ("12_tool_stream", 1, 2, True),
     "truncated-stream": ("13_tool_truncated_stream", 0, 1, False),
     "killed-in-tool": ("14_tool_killed_in_tool", 1, 1, False),
+    "resumed-decision": ("18_tool_resumed_decision", 1, 2, True),
 }
 CASES = {case: mode for mode, (case, *_rest) in SEED_TABLE.items()}
 
@@ -93,6 +95,10 @@ def test_tool_case_layout_and_worker_kills(demo_bundle: Path, case: str) -> None
         assert steps[1][:2] == ("replay", 3) and "refused" in phases[1]["stdout"]
         assert receipts == [] and "tool.completed" not in kinds
         return
+    if mode == "resumed-decision":  # the operator's resume between the two workers
+        assert phases[0]["argv"][-2:] == ["--kill-at", "call.manifest"]
+        assert steps[1] == ("resume", 0, None) and "resumed turn-1-m1 as" in phases[1]["stdout"]
+        phases, steps = phases[1:], steps[1:]
     assert steps[1] == ("replay", 0, None)
     assert json.loads(phases[1]["stdout"].splitlines()[-1])["complete"] is True
     assert [json.loads(r)["body"]["operation_key"] for r in receipts] == [key]
@@ -101,7 +107,8 @@ def test_tool_case_layout_and_worker_kills(demo_bundle: Path, case: str) -> None
     assert keys == ["report-v1/thread-1/turn-1/model-1", "report-v1/thread-1/turn-1/model-2"]
 
 
-@pytest.mark.parametrize("case", ["11_tool_generate", "12_tool_stream", "14_tool_killed_in_tool"])
+@pytest.mark.parametrize("case", ["11_tool_generate", "12_tool_stream", "14_tool_killed_in_tool",
+                                  "18_tool_resumed_decision"])
 def test_receipts_verify_accepts_the_tool_cases(demo_bundle: Path, case: str) -> None:
     done = cli("receipts", "verify", str(demo_bundle / case))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -119,3 +126,41 @@ def test_replay_of_the_killed_in_tool_case_refuses_and_writes_nothing(
     assert done.returncode == 3, done.stdout + done.stderr
     assert "effect_unknown" in done.stdout + done.stderr
     assert (ledger_kinds(case), publications(case)) == before
+
+
+def _requested(case: Path) -> dict[str, dict[str, Any]]:
+    conn = sqlite3.connect(f"file:{case / 'ledger.sqlite3'}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT call_id, payload FROM events WHERE kind = 'call.requested'")
+        return {cid: json.loads(payload) for cid, payload in rows.fetchall()}
+    finally:
+        conn.close()
+
+
+def test_the_resumed_decision_keeps_its_turn_and_publishes_once_under_its_ids(
+        demo_bundle: Path) -> None:
+    """Case 18, read with plain sqlite3 and file reads: the call resumed from the killed
+    decision names the same turn, and the one publication is under the tool-call id of
+    the response that successor saved (the provider was asked for the decision once)."""
+    root = demo_bundle / "18_tool_resumed_decision"
+    requested = _requested(root)
+    turn = {"namespace": "report-v1", "thread": "thread-1", "turn": "turn-1"}
+    (successor,) = [cid for cid, p in requested.items() if p.get("resumed_from") == "turn-1-m1"]
+    assert requested["turn-1-m1"]["turn"] == requested[successor]["turn"] == turn
+    conn = sqlite3.connect(f"file:{root / 'ledger.sqlite3'}?mode=ro", uri=True)
+    try:
+        ((observed,),) = conn.execute(
+            "SELECT payload FROM events WHERE kind = 'attempt.observed' AND call_id = ?",
+            (successor,)).fetchall()
+        sent_by_original = conn.execute(
+            "SELECT count(*) FROM events WHERE kind = 'attempt.started' AND call_id = ?",
+            ("turn-1-m1",)).fetchone()[0]
+    finally:
+        conn.close()
+    sha = json.loads(observed)["response_artifact"]
+    response = json.loads((root / "artifacts" / "sha256" / sha[:2] / sha).read_bytes())
+    ids = [tc["id"] for tc in response["choices"][0]["message"]["tool_calls"]]
+    assert [key for _, key in publications(root)] == [f"report-v1/thread-1/turn-1/{i}" for i in ids]
+    assert sent_by_original == 0  # killed before sending: the successor sent it, once
+    keys = [json.loads(r)["idempotency_key"] for r in lines(root / "provider" / "receipts.jsonl")]
+    assert keys == ["report-v1/thread-1/turn-1/model-1", "report-v1/thread-1/turn-1/model-2"]

@@ -419,3 +419,34 @@ def test_a_receipt_the_ledger_holds_but_the_file_lacks_is_information(bundle_cop
     assert code == 0, "\n".join(line for line in out if line.startswith("FAIL"))
     info = [line for line in out if line.startswith("INFO 11_tool_generate:")]
     assert len(info) == 1 and "not yet in tools/receipts.ndjson" in info[0]
+
+
+def test_a_resumed_decision_that_lost_its_turn_fails(bundle_copy: Path) -> None:
+    """The successor's `turn` is removed (what resume wrote before it carried the turn):
+    the verifier names the call that no longer keys its operations to the turn."""
+    conn = rw(bundle_copy / "18_tool_resumed_decision")
+    ((seq, call_id, payload),) = conn.execute(
+        "SELECT seq, call_id, payload FROM events WHERE kind = 'call.requested' "
+        "AND json_extract(payload, '$.resumed_from') = 'turn-1-m1'").fetchall()
+    lost = {k: v for k, v in json.loads(payload).items() if k != "turn"}
+    conn.execute("UPDATE events SET payload = ? WHERE seq = ?", (json.dumps(lost), seq))
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, f"FAIL 18_tool_resumed_decision: call {call_id}, resumed from turn-1-m1 "
+                 "(turn report-v1/thread-1/turn-1), names no turn")
+    fails(lines, f"FAIL 18_tool_resumed_decision: call {call_id}'s saved response cannot be "
+                 "checked: it names no turn")
+
+
+def test_a_publication_under_another_tool_call_id_fails(bundle_copy: Path) -> None:
+    """The tool's store says it published under an id the saved response never chose."""
+    store = bundle_copy / "18_tool_resumed_decision" / "tools" / "reports.sqlite3"
+    conn = sqlite3.connect(store, isolation_level=None)
+    conn.execute("UPDATE publications SET tool_call_id = 'call_fresh', "
+                 "operation_key = 'report-v1/thread-1/turn-1/call_fresh'")
+    conn.close()
+    code, lines, _ = verify(bundle_copy)
+    assert code == 1
+    fails(lines, "FAIL 18_tool_resumed_decision: tools/reports.sqlite3 publications",
+          "call_fresh", "are not one per tool call of the saved decision response")
