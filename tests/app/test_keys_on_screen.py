@@ -90,3 +90,20 @@ async def test_f1_opens_the_help_which_lists_keys_by_what_they_do(tmp_path: Path
         await pilot.press("f1")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen",
                        what="help closed")
+
+
+async def test_R_on_a_finished_tool_turn_says_nothing_to_replay(tmp_path: Path) -> None:
+    """The planning call's operation completed and its follow-up succeeded: R is not
+    offered, and pressed it says there is nothing to replay (nothing written)."""
+    case = tool_case(tmp_path, "tool_turn_follow_up")
+    app = create_app(case, clock=frozen_clock, kernel_key=tmp_path / "kernel.key")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.main.selected_call_id == "m1", what="m1")
+        await pilot.pause()
+        assert "replay" not in footer_writes(app) and "R:" not in verdict_text(app)
+        await pilot.press("R")
+        await wait_for(pilot, lambda: any("nothing to replay" in e.text
+                                          for e in app.action_log.entries),
+                       what="nothing to replay")
