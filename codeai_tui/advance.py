@@ -6,7 +6,7 @@ events (a racer that committed first is seen), refuses unless the projected next
 operation is the one it performs and no anomaly names the call, then appends its events
 with `decided_by` {user, host, pid}; the event's `recorded_at` is the when. A refusal
 appends nothing. Only `next_attempt` uses the network, and only after its claim
-(`attempt.started`) has committed, through resume's runner (ledger/RECONCILE.md §5).
+(`attempt.started`) has committed, through resume's runner (docs/reconcile.md §5).
 """
 
 from __future__ import annotations

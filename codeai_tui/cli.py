@@ -178,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("inspect", help="print the work-state projection")
     p.add_argument("path", type=_path, help="a case directory, a ledger file, or a bundle")
-    p.add_argument("--json", action="store_true", help="machine-readable (LEDGER.md section 7)")
+    p.add_argument("--json", action="store_true",
+                   help="the codeai.work_state.v1 JSON document (docs/ledger.md section 7); "
+                        "it names its JSON Schema, shipped in codeai_tui/schemas/")
     p.add_argument("--as-of", type=_whole(0, SEQ_MAX), default=None, metavar="SEQ",
                    help="project only events with seq <= SEQ")
 
@@ -205,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("case", type=_path)
     p.add_argument("call_id")
     p.add_argument("--finding", required=True, choices=("received", "not_received"),
-                   help="did the provider receive the last attempt (ledger/RECONCILE.md)")
+                   help="did the provider receive the last attempt (docs/reconcile.md)")
     p.add_argument("--note", default=None, help="recorded in attempt.reconciled")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -214,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("case", type=_path)
     p.add_argument("operation_key", help="namespace/thread/turn/tool_call_id")
     p.add_argument("--finding", required=True, choices=("executed", "not_executed"),
-                   help="what the tool's own records say (ledger/TOOLS.md); not_executed "
+                   help="what the tool's own records say (docs/tools.md); not_executed "
                         "lets replay run it again")
     p.add_argument("--note", default=None, help="recorded in tool.reconciled")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -240,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=_whole(0), default=None, metavar="N",
                    help="stop every streamed answer after N chunks but keep it open with "
                         "keep-alive comments (a hung generation)")
+    p.add_argument("--fresh-tool-call-ids", action="store_true",
+                   help="answer every request with new tool-call ids, as a model asked again "
+                        "does (default: ids derived from the request bytes, the same for the "
+                        "same bytes)")
 
     p = sub.add_parser("demo", help="build the demo bundle by real kills, then verify it")
     p.add_argument("out_dir", nargs="?", type=_path, default=None)
@@ -598,7 +604,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
               receipts_root=args.receipts_root, truncate_after=args.truncate_after,
-              stall_after=args.stall_after,
+              stall_after=args.stall_after, fresh_tool_call_ids=args.fresh_tool_call_ids,
               fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -5,7 +5,9 @@ can be 4 KB without tables, so copying only the ledger file loses everything. Ex
 reads the ledger through SQLite's online backup API from a read-only connection (one
 consistent snapshot, WAL content included, nothing written to the source) into a single
 file, then copies the verified artifacts, the receipt log and the case's JSON documents.
-Only regular files are copied, never through a link; what is skipped is said.
+Only regular files are copied, never through a link; what is skipped is said. An export
+is made to be shared, so nothing in it names where the source lived (`export.json` says
+what was copied, not from where).
 """
 
 from __future__ import annotations
@@ -26,9 +28,17 @@ from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite
 from codeai_tui.ledger.reader import connect_readonly, resolve_ledger_path
 from codeai_tui.ledger.schema import EVENT_COLUMNS, LEDGER_FILENAME
 
+# The records of what was done to a case after its producer stopped: an inspection, a
+# resume or its refusal, an operator's reconcile, a naive restart, the tool workers (the
+# demo writes them; each optional). Without them a verifier cannot tell an operator's
+# events from a producer that went on after its kill, nor a recorded re-send from an
+# unexplained duplicate.
+EVIDENCE_FILES = ("inspection.json", "inspection_before_resume.json", "resume_attempt.json",
+                  "resume_plan.json", "naive_restart.json", "operator_action.json",
+                  "worker_runs.json")
 # the case's own documents that travel with it (each optional); a tool case's public
-# kernel key and signed receipts as emitted (codeai_tui/ledger/TOOLS.md)
-CASE_FILES = ("case.json", "termination.json", str(RECEIPTS_RELPATH),
+# kernel key and signed receipts as emitted (docs/tools.md)
+CASE_FILES = ("case.json", "termination.json", *EVIDENCE_FILES, str(RECEIPTS_RELPATH),
               "tools/kernel.pub", "tools/receipts.ndjson")
 # a tool's own SQLite store: copied through the backup API, like the ledger
 TOOL_STORES = ("tools/reports.sqlite3",)
@@ -169,7 +179,7 @@ def export_case(case_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
     count, max_seq, digest = copied_content
     result = ExportResult(dest, count, max_seq, digest, copied, tuple(files), tuple(skipped))
     (dest / "export.json").write_text(json.dumps({
-        "exported_from": str(case.resolve()), "events": count, "max_seq": max_seq,
+        "events": count, "max_seq": max_seq,
         "rows_sha256": digest, "rows_digest": ROWS_DIGEST_DEFINITION, "artifacts": copied,
         "files": files, "skipped": skipped,
     }, indent=1) + "\n", encoding="utf-8")

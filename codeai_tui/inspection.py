@@ -25,7 +25,7 @@ from codeai_tui.services.projection import project_case as _project_case
 from codeai_tui.services.projection import stream_case
 from codeai_tui.services.tool_receipts import read_tool_receipts, with_tool_receipts
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import CallState, WorkState
+from codeai_tui.workstate import WORK_STATE_FORMAT, CallState, WorkState
 from codeai_tui.workstate.verdicts import document_head
 
 if TYPE_CHECKING:  # (the tables' fields)
@@ -44,7 +44,7 @@ class CaseInspection:
 
     def as_json(self) -> dict[str, Any]:
         if self.state is None:
-            return {"format": "codeai.work_state.v1", "case": self.case, "error": self.error}
+            return {"format": WORK_STATE_FORMAT, "case": self.case, "error": self.error}
         return self.state.as_json(self.case)
 
 
@@ -90,9 +90,14 @@ def inspect_path(path: str, as_of: int | None = None) -> tuple[bool, list[CaseIn
     return True, out
 
 
+# The JSON Schema a bundle's `inspect --json` document follows (its `$schema`; each case in
+# it follows WORK_STATE_SCHEMA, or is the one-line error of a case that cannot be read).
+BUNDLE_SCHEMA = "codeai_tui/schemas/bundle.v1.schema.json"
+
+
 def to_json(is_bundle: bool, inspections: list[CaseInspection]) -> dict[str, Any]:
     if is_bundle:
-        return {"cases": [i.as_json() for i in inspections]}
+        return {"$schema": BUNDLE_SCHEMA, "cases": [i.as_json() for i in inspections]}
     return inspections[0].as_json()
 
 
@@ -124,13 +129,20 @@ def _loads(text: str | bytes) -> Any:
 
 
 def _stream_case(case_dir: Path, label: str, as_of: int | None, out: TextIO,
-                 plan: HelperPlan | None = None) -> None:
+                 plan: HelperPlan | None = None, *, in_bundle: bool = False) -> None:
     """One case's document, written as it is produced: the calls one per line as the
     projection finishes them (memory stays flat), then what depends on all of them.
     Key order differs from `WorkState.as_json` (calls come first); the content is the
-    same, which tests/core/test_fast_path.py checks."""
+    same, which tests/core/test_fast_path.py checks. `in_bundle`: a ledger that fails
+    its first reads (nothing of it written yet) is reported in place, as its error."""
     with building(), EvidenceSQL(case_dir) as sql:
-        streamed = stream_case(sql, case_dir, as_of, plan)
+        try:
+            streamed = stream_case(sql, case_dir, as_of, plan)
+        except LedgerError as exc:
+            if not in_bundle:
+                raise
+            out.write(_dump(CaseInspection(label, None, str(exc)).as_json()))
+            return
         head = document_head(label, streamed.as_of_seq, streamed.event_count)
         out.write(_dump(head)[:-1] + ', "calls": [')
         tool_receipts = read_tool_receipts(case_dir)
@@ -171,7 +183,7 @@ def write_json(path: str, as_of: int | None, out: TextIO,
         _stream_case(cases[0], path, as_of, out, plan)
         out.write("\n")
         return
-    out.write('{"cases": [')
+    out.write('{"$schema": ' + _dump(BUNDLE_SCHEMA) + ', "cases": [')
     for i, case in enumerate(cases):
         out.write("\n" if i == 0 else ",\n")
         try:
@@ -180,7 +192,7 @@ def write_json(path: str, as_of: int | None, out: TextIO,
         except LedgerError as exc:
             out.write(_dump(CaseInspection(str(case), None, str(exc)).as_json()))
             continue
-        _stream_case(case, str(case), as_of, out, plan)
+        _stream_case(case, str(case), as_of, out, plan, in_bundle=True)
     out.write("\n]}\n")
 
 
@@ -327,7 +339,7 @@ def _table_lines(label: str, t: _Tables) -> Iterator[str]:
     if t.calls.count:
         yield ""
         yield from t.calls.lines()
-    if t.tools.count:  # ledger/TOOLS.md: only a case with tool operations shows this table
+    if t.tools.count:  # docs/tools.md: only a case with tool operations shows this table
         yield ""
         yield from t.tools.lines()
     if t.compilations:

@@ -7,7 +7,10 @@ It binds to loopback only. The Authorization header is never logged or stored.
 
 Answers are scripted and deterministic, derived from the request bytes: a request that
 offers `tools` (and carries no tool results yet) is answered with tool calls whose ids
-derive from the request; `stream: true` is answered with server-sent events in the
+derive from the request, so the same bytes asked again get the same ids.
+`fresh_tool_call_ids` answers every request with new ids instead (derived from its
+receipt id), as a real model asked again does: an executor keyed on tool-call ids then
+sees a second operation where there was one decision; `stream: true` is answered with server-sent events in the
 `chat.completion.chunk` format; `truncate_after` cuts every stream after N chunks by
 closing the connection mid-body, the way a dropped network link looks to a client;
 `stall_after` stops after N chunks but keeps the stream open with a keep-alive comment
@@ -20,7 +23,7 @@ long it took in `openai-processing-ms`, as OpenAI's API does.
 
 HTTP is served by aiohttp rather than `http.server`: it reads chunked request bodies,
 drains a body the handler did not need before the next keep-alive request, and streams
-responses; the hand-written handler got all three wrong (NOTES.md).
+responses; the hand-written handler it replaced got all three wrong.
 """
 
 from __future__ import annotations
@@ -159,19 +162,22 @@ def _chosen_tools(request: JsonObject) -> list[JsonObject]:
     return tools
 
 
-def tool_call_id(digest: str, index: int) -> str:
-    """Deterministic per request: the same bytes asked again get the same ids."""
-    return "call_" + hashlib.sha256(f"{digest}:{index}".encode()).hexdigest()[:24]
+def tool_call_id(seed: str, index: int) -> str:
+    """Deterministic per seed: the request's digest (the same bytes asked again get the
+    same ids) or, for fresh ids, the request's receipt id (new on every request)."""
+    return "call_" + hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:24]
 
 
-def completion_for(request: JsonObject, digest: str, body_len: int) -> JsonObject:
-    """The whole `chat.completion` for a validated request (streams are cut from it)."""
+def completion_for(request: JsonObject, digest: str, body_len: int,
+                   id_seed: str | None = None) -> JsonObject:
+    """The whole `chat.completion` for a validated request (streams are cut from it).
+    Tool-call ids derive from `id_seed` when given, else from the request's digest."""
     tools = _chosen_tools(request)
     message: JsonObject
     if tools:
         calls = [
             {
-                "id": tool_call_id(digest, i),
+                "id": tool_call_id(id_seed or digest, i),
                 "type": "function",
                 "function": {
                     "name": fn["name"],
@@ -268,6 +274,7 @@ class ProviderServer:
         fail_status: int = 503,
         retry_after: str | None = None,
         stall_after: int | None = None,
+        fresh_tool_call_ids: bool = False,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
@@ -295,6 +302,7 @@ class ProviderServer:
         self.stall_after = stall_after
         self.fail_status = fail_status
         self.retry_after = retry_after
+        self.fresh_tool_call_ids = fresh_tool_call_ids
         self._served = 0
         self._count_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -365,7 +373,9 @@ class ProviderServer:
         except BadRequest as exc:
             return _json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}},
                          headers=request_id)
-        completion = completion_for(parsed, str(receipt["body_sha256"]), len(body))
+        # fresh ids: the receipt id is new on every request, so is every tool-call id
+        seed = str(receipt["receipt_id"]) if self.fresh_tool_call_ids else None
+        completion = completion_for(parsed, str(receipt["body_sha256"]), len(body), seed)
         if not parsed.get("stream"):
             return _json(200, completion, headers=request_id)
         options = parsed.get("stream_options")
@@ -476,10 +486,12 @@ def serve(
     fail_status: int = 503,
     retry_after: str | None = None,
     stall_after: int | None = None,
+    fresh_tool_call_ids: bool = False,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
     server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
-                            truncate_after, fail_status, retry_after, stall_after)
+                            truncate_after, fail_status, retry_after, stall_after,
+                            fresh_tool_call_ids)
     aiohttp_log = logging.getLogger("aiohttp")
     aiohttp_log.addHandler(_OneLineLog(logging.WARNING))
     aiohttp_log.propagate = False
@@ -520,6 +532,7 @@ class ProviderProcess:
         fail_status: int = 503,
         retry_after: str | None = None,
         stall_after: int | None = None,
+        fresh_tool_call_ids: bool = False,
     ) -> None:
         self.receipts = Path(receipts) if receipts is not None else None
         self.receipts_root = Path(receipts_root) if receipts_root is not None else None
@@ -530,6 +543,7 @@ class ProviderProcess:
         self.stall_after = stall_after
         self.fail_status = fail_status
         self.retry_after = retry_after
+        self.fresh_tool_call_ids = fresh_tool_call_ids
         self.proc: object | None = None
         self.base_url = ""
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
@@ -553,6 +567,8 @@ class ProviderProcess:
             cmd += ["--truncate-after", str(self.truncate_after)]
         if self.stall_after is not None:
             cmd += ["--stall-after", str(self.stall_after)]
+        if self.fresh_tool_call_ids:
+            cmd.append("--fresh-tool-call-ids")
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             text=True,

@@ -1,6 +1,6 @@
-"""Reconcile an unknown effect (ledger/RECONCILE.md): record the operator's finding.
+"""Reconcile an unknown effect (docs/reconcile.md): record the operator's finding.
 A tool operation's unknown effect is reconciled the same way (`reconcile_operation`,
-ledger/TOOLS.md `tool.reconciled`), from what the tool's own records say.
+docs/tools.md `tool.reconciled`), from what the tool's own records say.
 
 `reconcile_call` acts only on a call at rung 6 (effect_unknown). Inside one
 `BEGIN IMMEDIATE` transaction of the one writer it re-projects the call from its

@@ -1,4 +1,4 @@
-"""resume_call: continue a call from the record alone, or refuse (LEDGER.md section 6).
+"""resume_call: continue a call from the record alone, or refuse (docs/ledger.md section 6).
 
 Only rungs 4 (requested, no manifest) and 5 (manifest recorded, no attempt) resume; every
 other state raises ResumeRefused naming the projected next operation and appends nothing.
@@ -8,7 +8,7 @@ package or rendered-context hash refuses. The re-projection, `call.resumed` and 
 call's `call.requested` + `call.manifest` commit in ONE `BEGIN IMMEDIATE` transaction, so
 two racing resumers cannot both win and a kill cannot leave a superseded call without its
 successor. The network is used only after that transaction has committed. The successor
-keeps the call's `turn` (ledger/TOOLS.md): a tool turn's decision resumed under a new call
+keeps the call's `turn` (docs/tools.md): a tool turn's decision resumed under a new call
 id still keys its operations `namespace/thread/turn/tool_call_id`, so `replay` can run
 the plan it saves.
 """
@@ -117,7 +117,7 @@ class ResumePlan:
 
     def successor_requested(self, key: str, model: str) -> dict[str, Any]:
         """The successor's `call.requested` payload: same key and purpose, the model it is
-        sent to, where it came from, and the call's turn (ledger/TOOLS.md), so `replay`
+        sent to, where it came from, and the call's turn (docs/tools.md), so `replay`
         rebuilds the operation keys of the plan the successor's response saves."""
         payload: dict[str, Any] = {"idempotency_key": key, "purpose": self.purpose,
                                    "model": model, "resumed_from": self.call_id,

@@ -271,7 +271,7 @@ class CallRunner:
     def request(self, task_id: str, call_id: str, key: str, purpose: str,
                 resumed_from: str | None = None, turn: dict[str, str] | None = None) -> Event:
         """`turn` ({namespace, thread, turn}) names the turn a tool-using call belongs to,
-        so its operation keys can be rebuilt from the ledger alone (ledger/TOOLS.md)."""
+        so its operation keys can be rebuilt from the ledger alone (docs/tools.md)."""
         payload: dict[str, Any] = {
             "idempotency_key": key, "purpose": purpose, "model": self.config.provider.model,
         }
@@ -318,11 +318,11 @@ class CallRunner:
             wire["error"] = transport.error
         if not transport.maybe_sent:
             # the connection was never made: evidence that the provider got nothing
-            # (ledger/RECONCILE.md section 4), so the projection says effect none
+            # (docs/reconcile.md section 4), so the projection says effect none
             wire["sent"] = False
         if transport.headers:
             # allow-listed only (retry_after.KEPT_HEADERS): request ids to quote to the
-            # provider, and the wait it asked for (ledger/RECONCILE.md section 6)
+            # provider, and the wait it asked for (docs/reconcile.md section 6)
             wire["headers"] = dict(transport.headers)
         observed: JsonObject = {
             "transport": wire,

@@ -1,7 +1,7 @@
 """The provider's log beside a verdict, and the links between calls and receipts.
 
 Everything here reads the projection's own evidence (`workstate`: the receipt index of
-the snapshot's cut-off, the pairing of LEDGER.md section 5, the reasons' wording), so
+the snapshot's cut-off, the pairing of docs/ledger.md section 5, the reasons' wording), so
 the console says what `inspect --json` says; nothing is recomputed from raw receipts.
 Textual-free: the app renders these words, tests read them.
 """

@@ -1,4 +1,4 @@
-"""The console's one way to plan and record a reconcile (ledger/RECONCILE.md section 3).
+"""The console's one way to plan and record a reconcile (docs/reconcile.md section 3).
 
 `plan` is read-only: the call's own events (projected as the writer will project them),
 the provider's receipt log as it is now, the receipts matching the verdict's attempt,

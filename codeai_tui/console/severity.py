@@ -80,7 +80,7 @@ OPERATION_RANK: dict[NextOperation, int] = {
     NextOperation.START_NEXT_ATTEMPT: 40,
     NextOperation.FINALIZE: 40,
     NextOperation.START_CALL: 30,
-    NextOperation.START_TOOL: 30,  # safe: replay from the saved response (TOOLS.md)
+    NextOperation.START_TOOL: 30,  # safe: replay from the saved response (docs/tools.md)
     NextOperation.RECOMPILE: 30,
     NextOperation.CHECK_AND_ACCEPT: 20,
     NextOperation.NONE: 0,
@@ -107,7 +107,7 @@ class CaseVerdict:
     uncovered: int = 0
     anomalies: int = 0
     event_count: int = 0
-    tool_effect_unknown: int = 0  # tool operations admitted without an outcome (TOOLS.md)
+    tool_effect_unknown: int = 0  # tool operations admitted without an outcome (docs/tools.md)
 
     @property
     def alarming(self) -> bool:

@@ -1,4 +1,4 @@
-"""The console's view of a call's tool operations (ledger/TOOLS.md), Textual-free.
+"""The console's view of a call's tool operations (docs/tools.md), Textual-free.
 
 The projection gives each operation's state (workstate/tool_ops.py); what it cannot give
 without I/O is read here, off the UI thread: the saved response's tool arguments (its

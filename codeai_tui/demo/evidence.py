@@ -2,7 +2,7 @@
 
 A snapshot is taken from the harness process while it holds no SQLite connection to the
 case (one short read-only connection, closed at once, then the file hashes), so it never
-drops another connection's POSIX locks (NOTES.md). `events_sha256` is a digest of
+drops another connection's POSIX locks. `events_sha256` is a digest of
 the rows' meaning, independent of how SQLite laid out the file; the verifier computes it
 with its own code from the same definition (EVENTS_DIGEST_DEFINITION).
 """

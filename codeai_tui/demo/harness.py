@@ -37,7 +37,12 @@ from codeai_tui.demo.evidence import (
 )
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
 from codeai_tui.provider import ProviderProcess
-from codeai_tui.tools.effects import EffectRow, ScenarioError, run_effect_run
+from codeai_tui.tools.effects import (
+    OWN_PROVIDER_MODES,
+    EffectRow,
+    ScenarioError,
+    run_effect_run,
+)
 from codeai_tui.tools.receipts import load_or_create_signing_key
 
 BUNDLE_FORMAT = "codeai.demo_bundle.v1"
@@ -151,6 +156,13 @@ CASES: tuple[CaseSpec, ...] = (
              "resume chain, replayed the saved response and finished: one publication under "
              "the response's original tool-call id, two provider calls.",
              scenario="tool", checkpoint="call.manifest", effect_mode="resumed-decision"),
+    CaseSpec("19_tool_fresh_ids", "tool_fresh_ids",
+             "The \"publish report\" turn against a provider that answers every request "
+             "with new tool-call ids. Killed after the first tool receipt, replayed from "
+             "the saved response under its original id: one publication. naive/ holds the "
+             "counterfactual, measured on a copy: asked again, the provider gave a new id "
+             "and the tool published twice.",
+             scenario="tool", checkpoint="receipt", effect_mode="fresh-ids"),
 )
 
 
@@ -191,13 +203,14 @@ class Harness:
         _say(f"{spec.name}: SIGKILL pid {record['pid']} after {record['event']} "
              f"(seq {record['seq']}, {record['point']})")
 
-    def tool_case(self, spec: CaseSpec) -> EffectRow:
-        """Run the report worker for the case's mode (kill, replay: separate processes)."""
+    def tool_case(self, spec: CaseSpec) -> tuple[EffectRow, ...]:
+        """Run the report worker for the case's mode (kill, replay: separate processes);
+        its effect rows (fresh-ids adds its naive counterfactual's)."""
         assert spec.effect_mode is not None
         case = self.bundle / spec.name
         try:
-            # the truncating provider is the case's own; the others share the fast one
-            shared = None if spec.effect_mode == "truncated-stream" else self.url(spec.name)
+            # a truncating or fresh-id provider is the case's own; the others share the fast one
+            shared = None if spec.effect_mode in OWN_PROVIDER_MODES else self.url(spec.name)
             run = run_effect_run(case, spec.effect_mode, self.kernel_key, base_url=shared)
         except (ScenarioError, subprocess.TimeoutExpired) as exc:
             raise DemoError(f"{spec.name}: {exc}") from None
@@ -206,7 +219,7 @@ class Harness:
         steps = ", ".join(f"{p.step} exit {p.exit_code}" + (" (SIGKILL)" if p.exit_code == -9 else "")
                           for p in run.phases)
         _say(f"{spec.name}: {steps}")
-        return run.row
+        return run.rows
 
     def copy_case(self, spec: CaseSpec) -> None:
         """Copy a dead producer's case; this process holds no connection to it."""
@@ -308,12 +321,12 @@ class Harness:
         by_role = {spec.role: spec for spec in CASES}
         load_or_create_signing_key(self.kernel_key)  # made once, before workers race for it
         with ThreadPoolExecutor(TOOL_WORKERS, thread_name_prefix="tool-case") as pool:
-            tool_runs: list[Future[EffectRow]] = [
+            tool_runs: list[Future[tuple[EffectRow, ...]]] = [
                 pool.submit(self.tool_case, spec) for spec in CASES if spec.effect_mode]
             for spec in CASES:
                 if spec.copy_of is None and spec.effect_mode is None:
                     self.produce(spec)
-            rows = [f.result() for f in tool_runs]
+            rows = [row for f in tool_runs for row in f.result()]
         # the seed's row order and key order (write_json would sort the keys)
         (self.bundle / EFFECTS).write_text(
             json.dumps([row.as_json() for row in rows], indent=1) + "\n", encoding="utf-8")
@@ -373,6 +386,8 @@ def readme() -> str:
         "Tool cases (tools/) ran the report worker, killed and replayed as separate",
         "processes (worker_runs.json); effects.json counts their publications in",
         "tools/reports.sqlite3 and their provider calls in provider/receipts.jsonl.",
+        "The fresh-id case's naive/ holds its counterfactual: the stores of a copy of",
+        "the case as killed, whose decision a naive worker asked the provider again.",
         "",
         "  codeai-tui verify THIS_DIR     re-derive every state independently",
         "  codeai-tui THIS_DIR            open the console (resumes need the provider:",

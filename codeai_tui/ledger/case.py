@@ -1,4 +1,4 @@
-"""Case directories and bundles (LEDGER.md section 1) and the optional case.json."""
+"""Case directories and bundles (docs/ledger.md section 1) and the optional case.json."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ class LedgerError(Exception):
 
 
 def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:
-    """Map a sqlite3 exception to a clear state (see NOTES.md: BUSY, read-only dirs)."""
+    """Map a sqlite3 exception to a clear state (busy, a read-only directory, a full disk)."""
     text = str(exc).lower()
     if ("database or disk is full" in text or "no space left" in text
             or ("disk i/o" in text and _nearly_full(path))):

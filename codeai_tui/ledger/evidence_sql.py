@@ -185,7 +185,7 @@ class EvidenceSQL:
         return out
 
     def odd_cells(self, as_of: int) -> int:
-        """Rows whose id or kind cells are not the types LEDGER.md gives them, or carry the
+        """Rows whose id or kind cells are not the types docs/ledger.md gives them, or carry the
         separators the grouped reads use: read from the indexes alone (no table rows).
         Any such row sends the ledger down the event-by-event path."""
         call_index = self._index_on(("call_id", "attempt_id", "kind", "seq"))

@@ -1,6 +1,6 @@
 """Read-only access to a ledger, safe beside a live writer.
 
-Rules from NOTES.md: open with `mode=ro`, autocommit, `query_only`, a busy timeout; never
+Rules measured against SQLite: open with `mode=ro`, autocommit, `query_only`, a busy timeout; never
 `immutable=1`; never hold a read transaction between polls (every query is consumed at
 once); page by key, never OFFSET; detect other writers' commits with `data_version`.
 

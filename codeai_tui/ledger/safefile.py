@@ -9,7 +9,7 @@ symlink (the operator chose that path).
 
 Files SQLite opens (the ledger, its -wal and -shm) are checked with `lstat` only: opening
 and closing them from a process that holds SQLite connections to them would drop that
-process's POSIX locks (NOTES.md). Files we read ourselves are opened with
+process's POSIX locks on them. Files we read ourselves are opened with
 O_NONBLOCK|O_NOFOLLOW and checked with `fstat` on the open descriptor, so nothing swapped
 in after the check is read.
 """

@@ -1,6 +1,6 @@
 """Ledger v1: the schema, the event record and the kinds the projection knows.
 
-The schema text is the contract of LEDGER.md section 2; readers accept any file that
+The schema text is the contract of docs/ledger.md section 2; readers accept any file that
 carries the same tables, whoever wrote it.
 """
 
@@ -63,11 +63,11 @@ ATTEMPT_KINDS = frozenset(
         "attempt.interpreted",
         "attempt.retry_decided",
         "attempt.completed",
-        # the operator's finding for an effect-unknown attempt (ledger/RECONCILE.md)
+        # the operator's finding for an effect-unknown attempt (docs/reconcile.md)
         "attempt.reconciled",
     }
 )
-# Tool operations (ledger/TOOLS.md): call events (their call_id and attempt_id columns
+# Tool operations (docs/tools.md): call events (their call_id and attempt_id columns
 # name the planning response) with their own rungs (workstate/tool_ops.py).
 TOOL_ADMITTED = "tool.admitted"
 TOOL_COMPLETED = "tool.completed"

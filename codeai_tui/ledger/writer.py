@@ -2,7 +2,7 @@
 
 WAL, `synchronous=FULL`, each event (or each resume's group of events) in its own
 `BEGIN IMMEDIATE` transaction, gap-free seq assigned inside the transaction. Never make a
-network call while a transaction is open (NOTES.md: one writer, one winner).
+network call while a transaction is open (one writer, one winner).
 """
 
 from __future__ import annotations

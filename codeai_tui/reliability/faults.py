@@ -84,14 +84,14 @@ def provider_overloaded(workdir: Path, _provider_url: str, cli: Cli) -> FaultRes
     if receipt_count(case) != 2:
         result.problems.append(f"{receipt_count(case)} receipts, want 2 (one per attempt)")
     _finish(result, case, cli)
-    # LEDGER.md section 5: two receipts with one key and body are a duplicate effect,
+    # docs/ledger.md section 5: two receipts with one key and body are a duplicate effect,
     # even when the first attempt was observed as a 503. The write path recorded the
     # retry decision; the flag is the contract's, so it is a note, not a failure here.
     flagged = [p for p in result.problems if "duplicate effect" in p]
     result.problems = [p for p in result.problems if p not in flagged]
     if flagged:
         result.notes.append("inspect and verify flag the retried request as a duplicate "
-                            "effect (LEDGER.md section 5 counts any repeated key+body)")
+                            "effect (docs/ledger.md section 5 counts any repeated key+body)")
     result.handled = rc == 0 and "succeeded" in out and not result.problems
     return result
 

@@ -1,6 +1,6 @@
 """The send gate, checked from the record: no attempt was started (so no request sent)
 while the call's previous attempt had an unknown effect, nor after a received effect
-without a recorded acceptance of the duplicate (ledger/RECONCILE.md sections 2 and 5).
+without a recorded acceptance of the duplicate (docs/reconcile.md sections 2 and 5).
 
 Judged per call, for each started attempt after the first, from the previous started
 attempt's events recorded before it: an observed attempt needs a `retry` decision; one

@@ -334,8 +334,8 @@ class Gathered:
         finally:
             scan.close()  # (on a failure, the other half and the scans stop at once)
         if suspects.odd:
-            raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types LEDGER.md does "
-                                "not give them")
+            raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types the ledger schema "
+                                "does not give them")
         if suspects.odd_text_seq is not None:
             raise FastPathUnfit(f"seq {suspects.odd_text_seq} holds an id or time that is "
                                 "not plain text")

@@ -1,4 +1,4 @@
-"""Read a case's tool receipts and trusted key for the projection (ledger/TOOLS.md).
+"""Read a case's tool receipts and trusted key for the projection (docs/tools.md).
 
 The projection judges receipts purely (workstate/tool_receipts.py); this module does the
 file reading it must not: `tools/kernel.pub` (or an operator's trusted key) and

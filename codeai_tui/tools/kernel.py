@@ -1,5 +1,5 @@
 """The tool kernel: admits each planned tool call as an operation, runs it, and completes
-it with a signed receipt, every step a durable ledger record (ledger/TOOLS.md).
+it with a signed receipt, every step a durable ledger record (docs/tools.md).
 
 Order per operation: `tool.admitted` committed (the operation now exists: from here a
 crash means "effect unknown") -> the tool runs -> `tool.completed` with the signed

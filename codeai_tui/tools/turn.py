@@ -278,7 +278,7 @@ def follow_up_conversation(saved: SavedResponse, done: list[Completed]) -> list[
 
 def _tool_message(done: Completed) -> JsonObject:
     """What the model is told of one operation: its outcome and result, or that it ran
-    and its result is not known (ledger/TOOLS.md, reconciled executed)."""
+    and its result is not known (docs/tools.md, reconciled executed)."""
     if done.outcome is Outcome.UNKNOWN:
         return {"outcome": "unknown", "reconciled": "executed", "result": None}
     return {"outcome": done.outcome.value, "result": done.result}

@@ -110,7 +110,7 @@ def verify_case_receipts(case_dir: str | Path, trusted_key: Path | None = None) 
     admitted: dict[str, Event] = {}
     completed: dict[str, Event] = {}
     # the admission that stands is the projection's: the first, or the one after a
-    # "did not run" finding (ledger/TOOLS.md, T2n); a receipt names that one
+    # "did not run" finding (docs/tools.md, T2n); a receipt names that one
     standing = _standing_admissions(case)
     with LedgerReader(case) as reader:
         for event in reader.iter_events():

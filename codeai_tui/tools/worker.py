@@ -1,7 +1,7 @@
 """A report worker process: runs or replays one "publish report" turn, and can SIGKILL
 itself at a named moment, so effects are counted after real kills (issue 10, part 6).
 
-    python -m codeai_tui.tools.worker run|replay CASE BASE_URL KERNEL_KEY
+    python -m codeai_tui.tools.worker run|replay|reask CASE BASE_URL KERNEL_KEY
         [--stream] [--kill-at KIND|receipt|tool-effect]
 
 `--kill-at` a ledger kind: right after that event commits; `receipt`: right after the
@@ -9,6 +9,10 @@ first receipt line is saved (the seed's recovery exercise); `tool-effect`: insid
 tool, right after its publication committed and before the kernel records the outcome.
 Prints one JSON line {complete, stopped_at, text, provider_calls_made} (or {refused}),
 exit 0, or 3 when replay refuses. Bad input: one line on stderr, exit 2.
+
+`reask` is the naive restart the demo measures on a copy of a killed case: it asks the
+provider for the turn's decision again and runs the new answer's tool calls under their
+own ids (tools/reask.py); it prints what it did as one JSON line, exit 0.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.tools.kernel import JsonObject, ToolContext, ToolKernel
 from codeai_tui.tools.publish import PUBLISH_REPORT, PUBLISH_REPORT_TOOL, PublishReport
+from codeai_tui.tools.reask import reask_decision
 from codeai_tui.tools.receipts import KeyProblem
 from codeai_tui.tools.turn import TurnError, TurnRefused, TurnSpec, replay_turn, run_turn
 
@@ -52,7 +57,7 @@ class _KillAfterEffect(PublishReport):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m codeai_tui.tools.worker")
-    p.add_argument("mode", choices=["run", "replay"])
+    p.add_argument("mode", choices=["run", "replay", "reask"])
     p.add_argument("case", type=Path)
     p.add_argument("base_url")
     p.add_argument("key", type=Path, help="the kernel's private key (kept outside the case)")
@@ -78,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             kernel = ToolKernel.open(case, writer, args.key, {PUBLISH_REPORT: tool},
                                      namespace=NAMESPACE, on_commit=on_commit,
                                      on_receipt=on_receipt)
+            if args.mode == "reask":
+                reasked = reask_decision(case, kernel, report_spec(args.stream), args.base_url,
+                                         timeout=30)
+                print(json.dumps(reasked.as_json()), flush=True)
+                return 0
             config = CaseConfig(ProviderConfig(base_url=args.base_url))
             go = run_turn if args.mode == "run" else replay_turn
             out = go(case, writer, config, kernel, report_spec(args.stream), on_commit=on_commit,

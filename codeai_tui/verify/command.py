@@ -22,10 +22,12 @@ from codeai_tui.verify.claims import (
     inventory_claims,
     ledger_claims,
     receipt_claims,
+    recorded_restart_key,
     termination_claims,
 )
 from codeai_tui.verify.effects import TOOL_EXPECTED, effects_claims, tool_case_claims
 from codeai_tui.verify.experiment import EXPECTED, bundle_claims, copy_source_claim, role_claims
+from codeai_tui.verify.fresh_ids import fresh_id_claims
 from codeai_tui.verify.rules import derive
 from codeai_tui.verify.store import CaseData, find_case_dirs, read_case, read_file
 
@@ -68,7 +70,8 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
             claims += inspection_claims(case, doc, filename, final)
         elif entry and final:
             claims.append(Claim(False, case.name, "inspection.json is missing"))
-    claims += receipt_claims(case, derived, duplicates_expected=bool(expect and expect.duplicates))
+    claims += receipt_claims(case, derived, duplicates_expected=bool(expect and expect.duplicates),
+                             restarted=recorded_restart_key(case))
     artifacts = artifact_claims(case)
     claims += artifacts[:1]
     if entry:
@@ -81,6 +84,7 @@ def case_claims(case: CaseData, entry: dict[str, Any], cases: dict[str, CaseData
         copy_of = entry.get("copy_of")
         claims += copy_source_claim(case, copy_of if isinstance(copy_of, str) else None, cases)
     claims += tool_case_claims(case, role)
+    claims += fresh_id_claims(case, role)
     return claims
 
 

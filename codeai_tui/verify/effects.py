@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from codeai_tui.verify.claims import Claim, as_dict
 from codeai_tui.verify.rules import derive
-from codeai_tui.verify.store import CaseData, read_file
+from codeai_tui.verify.store import CaseData, read_file, read_receipts
 from codeai_tui.verify.tool_rungs import ToolOp, derive_tools, turn_prefix
 
 TOOLS = "tools"
@@ -43,6 +43,18 @@ EFFECTS = "effects.json"
 WORKER_RUNS = "worker_runs.json"
 RECEIPT_FORMAT = "codeai.tool_receipt.v1"
 ROW_KEYS = ("mode", "case", "publications", "provider_calls", "complete")
+
+
+@dataclass(frozen=True, slots=True)
+class Counterfactual:
+    """A naive path measured on a copy of the case as killed, kept in the case's `subdir`
+    (its stores and its worker's record, no ledger): its row in effects.json and the
+    effects its stores must show."""
+
+    mode: str
+    subdir: str
+    publications: int
+    provider_calls: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +70,13 @@ class ToolExpect:
     calls: tuple[tuple[str, str, str], ...]  # (stage, next_operation, provider_effect), sorted
     kill_at: str | None = None
     # each tool operation's (state, next_operation, receipt verdict or None) and the
-    # task's next operation (ledger/TOOLS.md's rungs, derived by tool_rungs.py)
+    # task's next operation (docs/tools.md's rungs, derived by tool_rungs.py)
     ops: tuple[tuple[str, str, str | None], ...] = ()
     task_op: str = "none"
     # the decision was resumed by an operator: a successor keeps the turn, and each tool
     # call of the response the successor saved published exactly once under its own id
     resumed: bool = False
+    counterfactual: Counterfactual | None = None
 
 
 _KILLED = -9
@@ -92,6 +105,12 @@ TOOL_EXPECTED: dict[str, ToolExpect] = {
                                         (("superseded", "none", "none"), _DONE, _DONE),
                                         "call.manifest", (("completed", "none", "valid"),),
                                         resumed=True),
+    # the provider gives new tool-call ids on every request: the replay kept the saved
+    # one (as generate); asked again on a copy, the same decision published twice
+    "tool_fresh_ids": ToolExpect("fresh-ids", 1, 2, True, True,
+                                 (("run", _KILLED), ("replay", 0)), (_DONE, _DONE), "receipt",
+                                 (("completed", "none", "valid"),),
+                                 counterfactual=Counterfactual("naive-reask", "naive", 2, 2)),
 }
 
 
@@ -147,7 +166,7 @@ def _kid(public: Ed25519PublicKey) -> str:
 
 def check_line(number: int, raw: bytes, public: Ed25519PublicKey | None) -> ReceiptLine:
     """One receipt line: canonical JSON {alg, body, kid, sig}, sig = Ed25519 over the
-    canonical bytes of body, kid naming the trusted key (LEDGER extension TOOLS.md)."""
+    canonical bytes of body, kid naming the trusted key (the docs/tools.md extension)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -296,6 +315,26 @@ def count_effects(case: CaseData, ev: ToolEvidence) -> Counted:
                    worker, ledger)
 
 
+def counterfactual_phases(case: CaseData, cf: Counterfactual) -> list[dict[str, Any]]:
+    """The recorded worker processes of a counterfactual (none when absent or broken)."""
+    try:
+        doc = json.loads(read_file(case.path / cf.subdir / WORKER_RUNS).decode("utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [as_dict(p) for p in as_dict(doc).get("phases") or [] if isinstance(p, dict)]
+
+
+def count_counterfactual(case: CaseData, cf: Counterfactual) -> Counted:
+    """A counterfactual's effects, from its own stores: the tool's and the provider's. It
+    has no ledger, so complete is what its worker said."""
+    sub = case.path / cf.subdir
+    phases = counterfactual_phases(case, cf)
+    said = _last_json(phases[-1].get("stdout")).get("complete") if phases else None
+    worker = said if isinstance(said, bool) else None
+    return Counted(len(read_tool_evidence(sub).publications), len(read_receipts(sub)[0]),
+                   worker is True, worker, False)
+
+
 # ---- claims per tool case
 
 
@@ -374,7 +413,7 @@ def _names_other_admission(body: dict[str, Any], admitted: Any) -> bool:
 
 def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None) -> list[Claim]:
     """Every publication: exactly one admission that stands (earlier ones each closed by a
-    not_executed finding, TOOLS.md), and exactly one valid receipt naming it (or, where
+    not_executed finding, docs/tools.md), and exactly one valid receipt naming it (or, where
     preregistered, none: admitted without an outcome, its effect unknown)."""
     admitted = _ops(case, "tool.admitted")
     completed = _ops(case, "tool.completed")
@@ -447,7 +486,7 @@ def _publication_claims(case: CaseData, ev: ToolEvidence, receipted: bool | None
 
 
 def _finding_claims(case: CaseData, ev: ToolEvidence) -> list[Claim]:
-    """An operator's finding that stands (`tool.reconciled`, TOOLS.md) against the tool's
+    """An operator's finding that stands (`tool.reconciled`, docs/tools.md) against the tool's
     own store: executed needs the operation's publication there, not_executed has none
     (the operation has not run again since). Only for the demo tool, whose store this is,
     and only when that store was read."""
@@ -522,7 +561,7 @@ def _calls_claim(case: CaseData, exp: ToolExpect) -> Claim:
 
 def _successor_turn_claims(case: CaseData, exp: ToolExpect | None) -> list[Claim]:
     """Every call resumed from a call of a turn names that same turn (the identity fixed
-    for every attempt, ledger/TOOLS.md), so its saved plan keys the same operations."""
+    for every attempt, docs/tools.md), so its saved plan keys the same operations."""
     requested = {r.call_id: r for r in case.rows if r.kind == "call.requested" and r.call_id}
     claims: list[Claim] = []
     for cid, row in requested.items():
@@ -597,7 +636,7 @@ def _original_ids_claim(case: CaseData, ev: ToolEvidence) -> Claim:
 
 
 def receipt_verdict(op: ToolOp, ev: ToolEvidence) -> str | None:
-    """valid / invalid / missing for a completed operation (TOOLS.md), None otherwise."""
+    """valid / invalid / missing for a completed operation (docs/tools.md), None otherwise."""
     if op.completed is None:
         return None
     text = op.completed.payload.get("receipt")
@@ -696,8 +735,15 @@ def effects_claims(root: Path, entries: dict[str, dict[str, Any]],
                    cases: dict[str, CaseData]) -> list[Claim]:
     """effects.json has one row per preregistered mode, each naming the case that plays
     it, with the figures counted here from that case's stores."""
-    by_mode = {TOOL_EXPECTED[str(e.get("role"))].mode: d for d, e in entries.items()
-               if str(e.get("role")) in TOOL_EXPECTED}
+    # mode -> (the case its row names, the case directory, the counterfactual counted)
+    by_mode: dict[str, tuple[str, str, Counterfactual | None]] = {}
+    for d, e in entries.items():
+        exp = TOOL_EXPECTED.get(str(e.get("role")))
+        if exp is not None:
+            by_mode[exp.mode] = (d, d, None)
+            cf = exp.counterfactual
+            if cf is not None:
+                by_mode[cf.mode] = (f"{d}/{cf.subdir}", d, cf)
     path = root / EFFECTS
     if not path.exists():
         return [Claim(False, "bundle", f"{EFFECTS} is missing")] if by_mode else []
@@ -707,7 +753,8 @@ def effects_claims(root: Path, entries: dict[str, dict[str, Any]],
         return [Claim(False, "bundle", f"{EFFECTS} is unreadable ({exc})")]
     rows = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else []
     modes = [str(r.get("mode")) for r in rows]
-    want = sorted(e.mode for e in TOOL_EXPECTED.values())
+    want = sorted([e.mode for e in TOOL_EXPECTED.values()]
+                  + [e.counterfactual.mode for e in TOOL_EXPECTED.values() if e.counterfactual])
     shaped = isinstance(doc, list) and len(rows) == len(doc) \
         and all(tuple(sorted(r)) == tuple(sorted(ROW_KEYS)) for r in rows)
     ok = shaped and sorted(modes) == want
@@ -718,20 +765,23 @@ def effects_claims(root: Path, entries: dict[str, dict[str, Any]],
                     + ("" if shaped else f", each with exactly the keys {list(ROW_KEYS)}"))]
     for row in rows:
         mode, name = str(row.get("mode")), str(row.get("case"))
-        case = cases.get(name)
-        if by_mode.get(mode) != name or case is None:
+        named, home, cf = by_mode.get(mode, (None, "", None))
+        case = cases.get(home)
+        if named != name or case is None:
             claims.append(Claim(False, "bundle", f"{EFFECTS}: mode {mode} names case {name!r}; "
-                                f"bundle.json gives that mode to {by_mode.get(mode)!r}"))
+                                f"bundle.json gives that mode to {named!r}"))
             continue
-        c = count_effects(case, read_tool_evidence(case.path))
+        c = (count_effects(case, read_tool_evidence(case.path)) if cf is None
+             else count_counterfactual(case, cf))
         counted = {"publications": c.publications, "provider_calls": c.provider_calls,
                    "complete": c.complete}
         diff = [f"{k} {row.get(k)!r}, counted {v!r}" for k, v in counted.items()
                 if row.get(k) != v or type(row.get(k)) is not type(v)]
+        where = f"{cf.subdir}/" if cf is not None else ""
         claims.append(Claim(not diff, "bundle",
                             f"{EFFECTS} {mode} ({name}): {c.publications} / {c.provider_calls} / "
-                            f"{str(c.complete).lower()} agrees with {REPORTS}, {PROVIDER_LOG} and "
-                            "the worker" if not diff else
+                            f"{str(c.complete).lower()} agrees with {where}{REPORTS}, "
+                            f"{where}{PROVIDER_LOG} and the worker" if not diff else
                             f"{EFFECTS} {mode} ({name}) disagrees with the stores: "
                             + "; ".join(diff)))
     return claims

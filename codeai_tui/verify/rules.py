@@ -1,4 +1,5 @@
-"""The verifier's own small implementation of the WORK_STATE_V1 rules (LEDGER.md §4-5).
+"""The verifier's own small implementation of the WORK_STATE_V1 rules (docs/ledger.md
+sections 4-5).
 
 Written from the contract, not from the project's projection module (import-linter
 forbids importing it), so a bug there shows up as a disagreement here. It only has to
@@ -98,7 +99,7 @@ FINDINGS = ("received", "not_received")
 
 
 def _finding(att: Attempt) -> str | None:
-    """ledger/RECONCILE.md section 2: the first attempt.reconciled stands; a finding
+    """docs/reconcile.md section 2: the first attempt.reconciled stands; a finding
     that is neither word is ignored."""
     found = att.seen.get("attempt.reconciled", {}).get("finding")
     return found if found in FINDINGS else None
@@ -114,7 +115,7 @@ def _effect_when_done(call: Call) -> str:
 
 
 def _reconciled(att: Attempt) -> tuple[str, str, str, bool]:
-    """RECONCILE.md section 2's table: stage, next operation, effect, duplicate risk."""
+    """docs/reconcile.md section 2's table: stage, next operation, effect, duplicate risk."""
     completed = "attempt.completed" in att.seen
     if _finding(att) == "not_received":
         if completed:
@@ -192,7 +193,7 @@ def derive_task(task_rows: list[Row], calls: dict[str, dict[str, Any]],
                 comps: dict[str, dict[str, Any]], call_ev: dict[str, Call],
                 comp_ev: dict[str, Compilation],
                 tools: dict[str, CallTools] | None = None) -> dict[str, Any]:
-    """TOOLS.md: a finished call with an unresolved tool operation is unresolved through
+    """docs/tools.md: a finished call with an unresolved tool operation is unresolved through
     it (effect unknown first); a call whose adopted plan chose tools is not the answer
     to accept (when its operations are all completed or reconciled executed, the
     follow-up call is next)."""

@@ -1,4 +1,4 @@
-"""The verifier's own small implementation of the tool rungs (ledger/TOOLS.md).
+"""The verifier's own small implementation of the tool rungs (docs/tools.md).
 
 Written from the document, not from workstate (import-linter forbids importing it): per
 planning call, the plan of the attempt the call adopted (else its last observed one),

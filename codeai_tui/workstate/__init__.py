@@ -1,4 +1,4 @@
-"""WORK_STATE_V1: the pure projection of a ledger (LEDGER.md section 4).
+"""WORK_STATE_V1: the pure projection of a ledger (docs/ledger.md section 4).
 
 No I/O, no clock, appends nothing (an import-linter contract keeps sqlite3 and os out).
 The package is cut by what each part is: `vocab` (stages, operations, effects),

@@ -31,7 +31,7 @@ Report = Callable[[str], None]  # records an anomaly for the event being folded
 
 # Payload fields that name an artifact (or its hash): 64 lowercase hex or nothing, so an
 # id taken from a ledger can never address a path outside the store. None is allowed
-# where LEDGER.md says "|null"; absent fields are not checked.
+# where docs/ledger.md says "|null"; absent fields are not checked.
 ARTIFACT_FIELDS: dict[str, tuple[str, ...]] = {
     "call.manifest": ("request_sha256", "request_artifact", "rendered_context_sha256"),
     "attempt.started": ("request_sha256",),
@@ -141,7 +141,7 @@ class AttemptEvidence:
     outcome: str | None = None
     status: str | None = None
     # the observation says no byte left the machine (transport.sent false: the connection
-    # was never made), so the provider cannot have served it (RECONCILE.md section 4)
+    # was never made), so the provider cannot have served it (docs/reconcile.md section 4)
     not_sent: bool = False
     rare: dict[str, Any] | None = None  # the Rare fields below that were set
 
@@ -151,7 +151,7 @@ class AttemptEvidence:
     completed_seq = Seq()
     retry_decided_seq = Rare[int | None](None)
     decision = Rare[str | None](None)
-    # ledger/RECONCILE.md: attempt.reconciled (finding, receipt ids) and whether the
+    # docs/reconcile.md: attempt.reconciled (finding, receipt ids) and whether the
     # retry decision explicitly accepted a duplicate of a received effect
     reconciled_seq = Rare[int | None](None)
     finding = Rare[str | None](None)
@@ -208,7 +208,7 @@ class CallEvidence:
     adopted_attempt_id: str | None = None
     # see `attempts`: None, the one attempt, or a list of two or more
     held: AttemptEvidence | list[AttemptEvidence] | None = None
-    # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
+    # docs/tools.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
     rare: dict[str, Any] | None = None  # the Rare fields below that were set
 
@@ -251,7 +251,7 @@ class CallEvidence:
             self.held = [held, attempt]  # type: ignore[list-item]
 
     def last_attempt(self) -> AttemptEvidence | None:
-        """The attempt whose attempt.started has the highest seq (LEDGER.md section 4):
+        """The attempt whose attempt.started has the highest seq (docs/ledger.md section 4):
         evidence for an attempt that never started never stands in for it."""
         held = self.held
         if type(held) is AttemptEvidence:
@@ -329,7 +329,7 @@ class ReceiptIndex:
 def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptIndex
                      ) -> tuple[tuple[str, str], ...]:
     """The receipts matching one started attempt: same idempotency key and
-    body_sha256 == the attempt's request_sha256 (LEDGER.md section 5's pairing)."""
+    body_sha256 == the attempt's request_sha256 (docs/ledger.md section 5's pairing)."""
     key = call.key
     if key is None or not att.request_sha256 or att.started_off is None:
         return ()

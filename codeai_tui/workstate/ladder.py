@@ -1,4 +1,4 @@
-"""The ladder (LEDGER.md section 4): one function per entity, evidence in, verdict out.
+"""The ladder (docs/ledger.md section 4): one function per entity, evidence in, verdict out.
 
 Both projectors call these and nothing else to decide; the first rung that matches wins.
 """
@@ -34,7 +34,7 @@ def _effect_as_completed(call: CallEvidence) -> ProviderEffect:
 
 def _reconciled_rung(last: AttemptEvidence
                      ) -> tuple[CallStage, NextOperation, ProviderEffect, bool]:
-    """ledger/RECONCILE.md: the rungs of an attempt whose only evidence after
+    """docs/reconcile.md: the rungs of an attempt whose only evidence after
     attempt.started is the operator's finding (and what was decided after it).
     Received: the effect happened and its response is lost; nothing retries it unless
     a retry decision recorded `accept_duplicate: true`."""
@@ -80,7 +80,7 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
         stage, op = CallStage.EFFECT_UNKNOWN, NextOperation.RECONCILE_EFFECT
         effect, risk = ProviderEffect.UNKNOWN, True
     else:
-        # v1: happened. An observation that says nothing was sent (RECONCILE.md section
+        # v1: happened. An observation that says nothing was sent (docs/reconcile.md section
         # 4) makes this attempt's effect none; earlier attempts still count.
         effect = _effect_as_completed(call) if last.not_sent else ProviderEffect.HAPPENED
         if last.interpreted_off is None:
@@ -185,7 +185,7 @@ class TaskRollup:
     first-seq order, one verdict at a time, so a streaming projector keeps no list; on
     ties the first fed wins.
 
-    ledger/TOOLS.md: a finished call whose tool operations are not all done is
+    docs/tools.md: a finished call whose tool operations are not all done is
     unresolved through its worst operation (effect unknown before start_tool), and a
     call whose saved plan chose tools is not the answer to accept: its turn goes on with
     the follow-up call."""

@@ -1,4 +1,4 @@
-"""The receipt cross-check (LEDGER.md section 5) and the receipts as of a point in time.
+"""The receipt cross-check (docs/ledger.md section 5) and the receipts as of a point in time.
 
 Receipts as of seq N are those the provider received before the next event (seq > N)
 was recorded; as of the last seq that is all of them (section 7). The cut-off belongs

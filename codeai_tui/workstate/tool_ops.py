@@ -1,4 +1,4 @@
-"""Tool operations in the projection (ledger/TOOLS.md): evidence, folds and the ladder.
+"""Tool operations in the projection (docs/tools.md): evidence, folds and the ladder.
 
 Per planning call: the tool plan its saved response recorded (`attempt.observed`
 `tool_plan`), the turn that keys its operations (`call.requested` `turn`), and per
@@ -167,7 +167,7 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
 
 def readmittable(op: ToolOpEvidence) -> bool:
     """The operator found the last admission did not run, and it has no outcome: the
-    kernel may admit the operation again (ledger/TOOLS.md, T2n)."""
+    kernel may admit the operation again (docs/tools.md, T2n)."""
     return op.finding == NOT_EXECUTED and op.completed_seq is None
 
 

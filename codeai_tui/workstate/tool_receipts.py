@@ -1,4 +1,4 @@
-"""A completed tool operation's receipt verdict: valid / invalid / missing (TOOLS.md).
+"""A completed tool operation's receipt verdict: valid / invalid / missing (docs/tools.md).
 
 Pure computation on bytes handed in by the services (the trusted key's raw 32 bytes and
 the lines of `tools/receipts.ndjson`): checking an Ed25519 signature is arithmetic, not

@@ -24,6 +24,7 @@ from codeai_tui.workstate.tool_ops import ToolsState, classify_tools
 from codeai_tui.workstate.tool_receipts import ToolReceipts
 from codeai_tui.workstate.vocab import (
     WORK_STATE_FORMAT,
+    WORK_STATE_SCHEMA,
     CallStage,
     CompilationStage,
     NextOperation,
@@ -176,7 +177,7 @@ class CallState:
 
     @property
     def tools(self) -> ToolsState | None:
-        """The tool rungs (ledger/TOOLS.md), judged from the evidence when asked: None for
+        """The tool rungs (docs/tools.md), judged from the evidence when asked: None for
         a call with no tool evidence (every v1 call)."""
         return classify_tools(self.evidence) if self.evidence.tools is not None else None
 
@@ -361,7 +362,7 @@ class WorkState:
     tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
     # the positions of the calls with something to do (see `pending_calls`), when kept
     pending_positions: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
-    # the case's tool receipts and trusted key, read by the services (TOOLS.md)
+    # the case's tool receipts and trusted key, read by the services (docs/tools.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
     def call(self, call_id: str) -> CallState | None:
@@ -400,7 +401,7 @@ class WorkState:
 
     @property
     def tool_effect_unknown_count(self) -> int:
-        """Tool operations admitted without an outcome (ledger/TOOLS.md)."""
+        """Tool operations admitted without an outcome (docs/tools.md)."""
         if self.tool_effect_unknown_tally is not None:
             return self.tool_effect_unknown_tally
         return sum(t.effect_unknown_count for c in self.calls
@@ -467,5 +468,7 @@ class ToolCounts:
 
 
 def document_head(case: str, as_of_seq: int, event_count: int) -> dict[str, Any]:
-    return {"format": WORK_STATE_FORMAT, "case": case, "as_of_seq": as_of_seq,
-            "event_count": event_count}
+    """The fields a case's document opens with: the schema it follows, the format, what
+    was projected."""
+    return {"$schema": WORK_STATE_SCHEMA, "format": WORK_STATE_FORMAT, "case": case,
+            "as_of_seq": as_of_seq, "event_count": event_count}

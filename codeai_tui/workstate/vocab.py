@@ -1,23 +1,26 @@
-"""The projection's vocabulary (LEDGER.md section 4): stages, next operations, effects."""
+"""The projection's vocabulary (docs/ledger.md section 4): stages, next operations, effects."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
 WORK_STATE_FORMAT = "codeai.work_state.v1"
+# The JSON Schema the `inspect --json` document of one case follows (its `$schema`): a
+# file shipped in the package, named by its path from the package's parent directory.
+WORK_STATE_SCHEMA = "codeai_tui/schemas/work_state.v1.schema.json"
 
 
 class NextOperation(StrEnum):
     NONE = "none"
     START_CALL = "start_call"
-    START_TOOL = "start_tool"  # ledger/TOOLS.md: a planned tool call never admitted
+    START_TOOL = "start_tool"  # docs/tools.md: a planned tool call never admitted
     FIX_INPUTS = "fix_inputs"
     RECONCILE_EFFECT = "reconcile_effect"
     REINTERPRET = "reinterpret"
     REDECIDE = "redecide"
     START_NEXT_ATTEMPT = "start_next_attempt"
     FINALIZE = "finalize"
-    DECIDE_DUPLICATE = "decide_duplicate"  # ledger/RECONCILE.md: finalize, or accept a duplicate
+    DECIDE_DUPLICATE = "decide_duplicate"  # docs/reconcile.md: finalize, or accept a duplicate
     RECOMPILE = "recompile"
     REPEAT_ACCEPTANCE = "repeat_acceptance"
     CHECK_AND_ACCEPT = "check_and_accept"
@@ -34,7 +37,7 @@ class CallStage(StrEnum):
     INTERPRETED = "interpreted"
     RETRY_DECIDED = "retry_decided"
     ATTEMPT_COMPLETED = "attempt_completed"
-    # ledger/RECONCILE.md: an operator's recorded finding for an effect-unknown attempt
+    # docs/reconcile.md: an operator's recorded finding for an effect-unknown attempt
     RECONCILED_NOT_RECEIVED = "reconciled_not_received"
     RECONCILED_RECEIVED = "reconciled_received"
 

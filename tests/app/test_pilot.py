@@ -248,7 +248,7 @@ async def test_time_travel_shows_older_state_everywhere(case_factory) -> None:  
 
 async def test_time_travel_to_the_last_seq_equals_live_receipts_included(
         case_factory) -> None:  # noqa: ANN001
-    """A6: as of the last seq the receipts pane is the live one (LEDGER.md section 7)."""
+    """A6: as of the last seq the receipts pane is the live one (docs/ledger.md section 7)."""
     case = case_factory("naive_restart_copy")
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:

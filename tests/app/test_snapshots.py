@@ -247,7 +247,7 @@ def test_reconcile_modal(in_tmp: Path, snap_compare: Any, kind: str,
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_tool_reconcile_modal(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -> None:
-    """The tool reconcile dialog (ledger/TOOLS.md, `tool.reconciled`): the admission with
+    """The tool reconcile dialog (docs/tools.md, `tool.reconciled`): the admission with
     no outcome, nothing pre-filled (only the tool's own records can say), the typed-id
     field for not_executed, fitting 80x24 with the body scrolling inside."""
     from tool_cases import tool_case

@@ -1,4 +1,4 @@
-"""`x` on a call whose tool operation's effect is unknown (ledger/TOOLS.md,
+"""`x` on a call whose tool operation's effect is unknown (docs/tools.md,
 `tool.reconciled`): the dialog, keyboard only, records the operator's finding; nothing is
 pre-filled without evidence, and `not_executed` (which lets the tool run again) needs the
 tool-call id typed."""

@@ -1,5 +1,5 @@
 """Tool-case fixtures for the console tests: the tool conformance vectors written as case
-directories (ledger, and `tools/kernel.pub` + `tools/receipts.ndjson` as TOOLS.md lays
+directories (ledger, and `tools/kernel.pub` + `tools/receipts.ndjson` as docs/tools.md lays
 them out), with fixed event ids for snapshots."""
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ class Ledger:
         return receipt
 
     def reconcile(self, tcid: str, finding: str, note: str | None = None) -> int:
-        """The operator's finding for the operation (TOOLS.md, `tool.reconciled`)."""
+        """The operator's finding for the operation (docs/tools.md, `tool.reconciled`)."""
         return self.add("tool.reconciled", {"operation_key": f"{NS}/{THREAD}/{TURN}/{tcid}",
                                             "finding": finding, "note": note,
                                             "decided_by": {"user": "op", "host": "h", "pid": 1}},
@@ -249,7 +249,7 @@ def build() -> list[dict[str, Any]]:
 
 
 def build_reconciled() -> list[dict[str, Any]]:
-    """`tool.reconciled` (TOOLS.md, "Reconciling a tool operation"): rungs T2x and T2n,
+    """`tool.reconciled` (docs/tools.md, "Reconciling a tool operation"): rungs T2x and T2n,
     re-admission after not_executed, and the findings that are anomalies."""
     out = []
     led = Ledger()

@@ -105,7 +105,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for v in VECTORS:
         case = out[v["name"]] = write_ledger(root / v["name"], v["events"],
                                              receipts=v["receipts"]).parent
-        if "tools" in v:  # ledger/TOOLS.md's case layout: the kernel's key and receipt lines
+        if "tools" in v:  # docs/tools.md's case layout: the kernel's key and receipt lines
             (case / "tools").mkdir()
             (case / "tools" / "kernel.pub").write_text(v["tools"]["kernel_pub"])
             (case / "tools" / "receipts.ndjson").write_text(
@@ -120,7 +120,7 @@ def _points(vector: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
 
 def test_there_are_extension_vectors() -> None:
     assert len(VECTORS) >= 10
-    # every tool rung and receipt verdict has a vector (ledger/TOOLS.md)
+    # every tool rung and receipt verdict has a vector (docs/tools.md)
     states = {(op["state"], op["next_operation"], op.get("receipt"))
               for v in VECTORS for c in v["expect"].get("calls", {}).values()
               for op in c.get("tool_operations", [])}

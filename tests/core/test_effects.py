@@ -16,6 +16,7 @@ EXPECTED = {  # mode: (publications, provider_calls, complete), as in the seed
     "truncated-stream": (0, 1, False),
     "killed-in-tool": (1, 1, False),  # the effect happened; nothing may run it again
     "resumed-decision": (1, 2, True),  # resumed before anything was sent, then replayed
+    "fresh-ids": (1, 2, True),  # new tool-call ids on every request: the replay kept the saved one
 }
 
 
@@ -33,6 +34,39 @@ def test_effect_row(tmp_path: Path, mode: str) -> None:
     assert report.ok
     expected = Verdict.NO_OUTCOME if mode == "killed-in-tool" else Verdict.VALID
     assert [v.verdict for v in report.verdicts] == [expected]
+    if mode == "fresh-ids":  # its counterfactual: the decision asked again on a copy
+        from codeai_tui.tools import count_publications
+
+        assert count_publications(case / "naive") == 2
+        assert not (case / "naive" / "ledger.sqlite3").exists()
+
+
+def test_a_re_ask_with_request_derived_ids_is_refused_by_the_kernel(tmp_path: Path) -> None:
+    """The naive re-ask publishes twice only because the ids are new: against a provider
+    whose ids derive from the request bytes, the same decision comes back under the
+    operation key already completed, and the kernel refuses it."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.tools import count_publications
+
+    key = tmp_path / "keys" / "kernel.key"
+    case = tmp_path / "generate"
+    run_effect_case(case, "generate", key)
+    copy = tmp_path / "copy"
+    shutil.copytree(case, copy, ignore=shutil.ignore_patterns("*-shm"))
+    with ProviderProcess(copy / "provider" / "receipts.jsonl") as prov:
+        done = subprocess.run([sys.executable, "-m", "codeai_tui.tools.worker", "reask",
+                               str(copy), prov.base_url, str(key)],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["reasked_tool_call_ids"] == said["saved_tool_call_ids"]
+    assert [op["outcome"] for op in said["operations"]] == ["refused"]
+    assert count_publications(copy) == count_publications(case) == 1
 
 
 def test_unknown_mode_is_refused(tmp_path: Path) -> None:

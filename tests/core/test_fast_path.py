@@ -28,7 +28,7 @@ CALL_HEAVY = ["call.requested", "call.manifest", "attempt.started", "attempt.obs
               "attempt.interpreted", "attempt.retry_decided", "attempt.completed",
               "call.completed", "call.resumed", "attempt.reconciled",
               "tool.admitted", "tool.completed", "tool.reconciled"]
-# ledger/TOOLS.md payloads that make tool rungs reachable: a turn, a plan, operations
+# docs/tools.md payloads that make tool rungs reachable: a turn, a plan, operations
 _PLAN = [{"tool_call_id": "tc1", "name": "publish", "arguments_sha256": SHA},
          {"tool_call_id": "tc2", "name": "publish", "arguments_sha256": SHA}]
 TOOL_PAYLOADS = [json.dumps(p) for p in (

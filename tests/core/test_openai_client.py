@@ -1,7 +1,7 @@
 """The official `openai` client against the synthetic provider on 127.0.0.1.
 
 Only the real client catches a provider that ignores `stream: true` (it then yields zero
-chunks and raises nothing, NOTES.md). Every answer is checked against the provider's own
+chunks and raises nothing). Every answer is checked against the provider's own
 receipt of the request bytes, so a hard-coded answer could not pass.
 """
 
@@ -150,3 +150,24 @@ def test_truncated_stream_fails_after_exactly_n_chunks(tmp_path: Path) -> None:
     assert len(got) == 3
     assert all(c.choices[0].finish_reason is None for c in got)
     assert re.fullmatch(r"call_[0-9a-f]{24}", got[0].choices[0].delta.tool_calls[0].id)
+
+
+def test_fresh_tool_call_ids_differ_for_the_same_request_bytes(tmp_path: Path) -> None:
+    """`codeai-tui provider --fresh-tool-call-ids`: a model asked again answers the same
+    request bytes with new tool-call ids (derived from each request's own receipt), in a
+    plain answer and in a stream alike; the rest of the decision is the same."""
+    receipts = tmp_path / "receipts.jsonl"
+    with ProviderProcess(receipts, fresh_tool_call_ids=True) as fresh:
+        client = _client(fresh)
+        a = client.chat.completions.create(model="m", messages=USER, tools=[PUBLISH])
+        b = client.chat.completions.create(model="m", messages=USER, tools=[PUBLISH])
+        with client.chat.completions.stream(model="m", messages=USER,
+                                            tools=[PUBLISH]) as stream:
+            c = stream.get_final_completion()
+    log = [json.loads(line) for line in receipts.read_text().splitlines()]
+    assert log[0]["body_sha256"] == log[1]["body_sha256"]  # the same bytes asked twice
+    calls = [r.choices[0].message.tool_calls[0] for r in (a, b, c)]
+    assert [call.id for call in calls] == [tool_call_id(r["receipt_id"], 0) for r in log]
+    assert len({call.id for call in calls}) == 3
+    assert calls[0].function.arguments == calls[1].function.arguments
+    assert calls[0].id != tool_call_id(log[0]["body_sha256"], 0)  # not the request-derived id

@@ -71,8 +71,8 @@ def test_nothing_sends_for_an_unknown_or_unaccepted_received_effect(
         # the latest decision is the one in force (as for v1's decision=retry|stop)
         decided = next((e.payload for e in reversed(own) if e.kind == "attempt.retry_decided"),
                        None)
-        # LEDGER.md rung 6: unknown while none of observed / interpreted / retry_decided /
-        # completed exists (and, RECONCILE.md, no finding was recorded)
+        # docs/ledger.md rung 6: unknown while none of observed / interpreted / retry_decided /
+        # completed exists (and, docs/reconcile.md, no finding was recorded)
         answered = observed or any(k in kinds for k in (
             "attempt.interpreted", "attempt.retry_decided", "attempt.completed"))
         assert answered or reconciled is not None, (

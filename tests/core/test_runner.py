@@ -59,7 +59,7 @@ def test_sent_and_timed_out_records_nothing_after_started(tmp_path: Path) -> Non
 def test_connection_refused_is_observed_as_not_sent(tmp_path: Path) -> None:
     """No connection, no byte left: the observation records `sent: false` and the
     projection says no provider effect, per attempt and for the call, in inspect --json
-    (RECONCILE.md section 4), instead of v1's "happened" for any observation."""
+    (docs/reconcile.md section 4), instead of v1's "happened" for any observation."""
     from tests.support import cli
 
     with socket.socket() as s:  # a port nobody listens on

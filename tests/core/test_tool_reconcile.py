@@ -1,4 +1,4 @@
-"""Reconciling a tool operation whose effect is unknown (ledger/TOOLS.md, `tool.reconciled`):
+"""Reconciling a tool operation whose effect is unknown (docs/tools.md, `tool.reconciled`):
 real worker processes killed by SIGKILL, then the CLI as an operator runs it."""
 
 from __future__ import annotations

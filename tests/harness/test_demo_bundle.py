@@ -92,6 +92,9 @@ TOOL_CASES = {  # after the ten, in this order (tests/harness/test_tool_cases.py
     "13_tool_truncated_stream": "tool_truncated_stream",
     "14_tool_killed_in_tool": "tool_killed_in_tool",
 }
+LATER_TOOL_CASES = {  # after the advance cases (tests/harness/test_fresh_ids.py)
+    "19_tool_fresh_ids": "tool_fresh_ids",
+}
 
 
 # issue 11: a case where each advance step is next (stage, next operation, receipts)
@@ -136,8 +139,10 @@ def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     assert dirs[10:14] == list(TOOL_CASES)
     assert {c["dir"]: c["role"] for c in manifest["cases"][14:17]} == ADVANCE_CASES
     assert dirs[14:17] == list(ADVANCE_CASES)
-    assert {c["dir"]: c["role"] for c in manifest["cases"][17:]} == RESUMED_TOOL_CASES
-    assert dirs[17:] == list(RESUMED_TOOL_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][17:18]} == RESUMED_TOOL_CASES
+    assert dirs[17:18] == list(RESUMED_TOOL_CASES)
+    assert {c["dir"]: c["role"] for c in manifest["cases"][18:]} == LATER_TOOL_CASES
+    assert dirs[18:] == list(LATER_TOOL_CASES)
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]

@@ -15,14 +15,17 @@ from tests.support import cli
 
 # mode -> (case, publications, provider_calls, complete), as in the seed (+ killed-in-tool,
 # + resumed-decision: killed before the decision was sent, resumed, then replayed)
+# + fresh-ids and its counterfactual naive-reask, counted in the case's naive/)
 SEED_TABLE = {
     "generate": ("11_tool_generate", 1, 2, True),
     "stream": ("12_tool_stream", 1, 2, True),
     "truncated-stream": ("13_tool_truncated_stream", 0, 1, False),
     "killed-in-tool": ("14_tool_killed_in_tool", 1, 1, False),
     "resumed-decision": ("18_tool_resumed_decision", 1, 2, True),
+    "fresh-ids": ("19_tool_fresh_ids", 1, 2, True),
+    "naive-reask": ("19_tool_fresh_ids/naive", 2, 2, False),
 }
-CASES = {case: mode for mode, (case, *_rest) in SEED_TABLE.items()}
+CASES = {case: mode for mode, (case, *_rest) in SEED_TABLE.items() if "/" not in case}
 
 
 def load(path: Path) -> Any:

@@ -1,5 +1,5 @@
 """The verifier's own receipt check (verify/effects.py) against receipts signed by the
-project's kernel code: two independent implementations of TOOLS.md must agree, and
+project's kernel code: two independent implementations of docs/tools.md must agree, and
 every changed byte must be caught."""
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ EXT_RECONCILED = [json.loads(p.read_text()) for p in sorted(
 @pytest.mark.parametrize("vector", EXT_RECONCILED, ids=[v["name"] for v in EXT_RECONCILED])
 def test_verifier_rules_match_the_reconcile_vectors(tmp_path: Path,
                                                     vector: dict[str, Any]) -> None:
-    """The verifier's own reading of ledger/RECONCILE.md section 2 agrees with the
+    """The verifier's own reading of docs/reconcile.md section 2 agrees with the
     extension's vectors (the demo's cases 15 and 16 depend on it)."""
     write_ledger(tmp_path, vector["events"], receipts=vector["receipts"])
     derived = derive(read_case(tmp_path).rows)

@@ -29,7 +29,7 @@ def test_fault_is_handled(tmp_path: Path, provider: Any, cli: Any, fault: Any) -
 def test_a_503_retry_is_recorded_and_the_contract_flags_it(
     tmp_path: Path, provider: Any, cli: Any
 ) -> None:
-    """The runner retries a 503 with the same bytes; LEDGER.md section 5 calls two
+    """The runner retries a 503 with the same bytes; docs/ledger.md section 5 calls two
     receipts with one key and body a duplicate effect. The harness says so as a note."""
     result = provider_overloaded(tmp_path, provider.base_url, cli)
     assert result.handled, (result.detail, result.problems)

@@ -3,7 +3,7 @@
 For each case: `inspect` (a subprocess, 5 s) exits 2 with exactly one line, or exits 0 and
 reports the problem; the console shows its error screen or flags the problem within 5 s;
 no traceback anywhere; no file in or beside the case changes (SQLite may add an empty -wal
-and a -shm beside a cleanly closed WAL ledger: NOTES.md); nothing reaches the capture
+and a -shm beside a cleanly closed WAL ledger); nothing reaches the capture
 listener every case.json points at.
 """
 
@@ -25,6 +25,7 @@ import pytest
 from apphelpers import frozen_clock, wait_for
 from hostile import CORPUS, Expect, Hostile
 from inspectrun import Run, run_inspect
+from schemacheck import problems as schema_problems
 
 from codeai_tui.app import create_app
 
@@ -185,7 +186,8 @@ def test_inspect(h: Hostile, inspected: dict[str, Inspected], capture: socket.so
 @pytest.mark.parametrize("h", [p for p in _params()
                                if p.values[0].expect is not Expect.ERROR])  # type: ignore[union-attr]
 def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
-    """The machine-readable document (LEDGER.md section 7) under the same input."""
+    """The machine-readable document (docs/ledger.md section 7) under the same input,
+    following the schema it names."""
     run = inspected[h.name].json_run
     if isinstance(run, AssertionError):
         raise run
@@ -193,6 +195,7 @@ def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
     assert run.rc == 0 and run.err == "", run.err
     doc = json.loads(run.out)
     assert doc["format"] == "codeai.work_state.v1"
+    assert schema_problems(doc) == []
     problems = [a["problem"] for a in doc["anomalies"]]
     if h.expect is Expect.ANOMALY:
         assert any(h.words in p for p in problems), problems

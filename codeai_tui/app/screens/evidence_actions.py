@@ -1,6 +1,6 @@
 """The main screen's evidence actions (issue 11, sections 1-2): the receipts beside the
 verdict, the call <-> receipt cross-links, and `x` reconcile: of the call's own unknown
-effect, else of its first tool operation whose effect is unknown (ledger/TOOLS.md).
+effect, else of its first tool operation whose effect is unknown (docs/tools.md).
 
 `EvidenceFlow` is composed by `MainScreen` (not mixed into it), kept in its own module
 so the screen stays small: it reads the screen's session (live snapshot, selected call,

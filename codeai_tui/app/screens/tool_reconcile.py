@@ -1,4 +1,4 @@
-"""The tool reconcile confirmation (ledger/TOOLS.md, `tool.reconciled`): did an admitted
+"""The tool reconcile confirmation (docs/tools.md, `tool.reconciled`): did an admitted
 tool operation run?
 
 Only the tool's own records can say, so nothing is pre-filled unless the kernel's

@@ -49,7 +49,7 @@ def drift_status(call: CallState, checks: Mapping[str, DriftCheck]) -> DriftStat
 
 def needs_look(item: object) -> bool:
     """What `e` stops at: a call whose effect is unknown, or one holding a tool operation
-    admitted without an outcome (TOOLS.md: the tool's effect is unknown)."""
+    admitted without an outcome (docs/tools.md: the tool's effect is unknown)."""
     if getattr(item, "effect_unknown", False):
         return True
     tools = item.tools if isinstance(item, CallState) else None
@@ -70,7 +70,7 @@ def call_row(call: CallState, checks: Mapping[str, DriftCheck],
     elif call.anomalous:
         risk, tone = f"{WARN} anomaly", "warn"
     elif call.evidence.tools is not None and (pending := tool_summary(call.tools)):
-        risk, tone = pending  # ledger/TOOLS.md: the call's tool operations
+        risk, tone = pending  # docs/tools.md: the call's tool operations
     else:
         risk, tone = "", ""
     if call.superseded_by:

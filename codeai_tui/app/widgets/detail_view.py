@@ -169,7 +169,7 @@ class DetailView(VerticalScroll):
                 lines += self._resume_lines(call)
             body = call.as_json(index)
             tools = call.tools
-            if tools is not None:  # ledger/TOOLS.md: plan, operations, signed receipts
+            if tools is not None:  # docs/tools.md: plan, operations, signed receipts
                 details = self._details_for(call)
                 lines += tool_lines(tools, details)
                 body["tools"] = tool_body(tools, details)

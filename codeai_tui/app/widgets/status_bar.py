@@ -29,7 +29,7 @@ class CaseCounts:
     duplicates: int | None
     uncovered: int | None
     anomalies: int | None
-    # tool operations (TOOLS.md); shown when non-zero, or "reading…" while not known: a
+    # tool operations (docs/tools.md); shown when non-zero, or "reading…" while not known: a
     # silent header would read as none
     tool_effect_unknown: int | None = 0
 

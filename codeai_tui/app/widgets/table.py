@@ -1,6 +1,6 @@
 """A Line-API table: draws only the visible rows, so it scales to a million of them.
 
-`DataTable` rebuilds a list as tall as the table on every change (NOTES.md); this view
+`DataTable` rebuilds a list as tall as the table on every change; this view
 asks a `RowSource` for row i only when row i is on screen. Cells are plain text that
 has already been through `textsafe.visible` (see `cells.py`): nothing here parses markup.
 """
