@@ -9,6 +9,7 @@ tests may give it another. Typed end to end: nothing on the write path is `Any`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -148,6 +149,8 @@ def tool_records(case: Path, operation_key: str, tool_call_id: str | None) -> tu
     receipts = tools / RECEIPTS_FILE
     shown = f"{TOOLS_DIR}/{RECEIPTS_FILE}"  # relative to the case the header names
     try:
+        if not os.path.lexists(receipts):
+            raise FileNotFoundError(receipts)
         lines = read_receipt_lines(receipts)
     except FileNotFoundError:
         out.append(f"{shown}: absent (the kernel emitted no receipt)")

@@ -62,7 +62,7 @@ def gate(call: CallState | None, *, kernel_key: Path | None,
             o.next_operation is NextOperation.START_TOOL for o in tools.operations):
         return f"{call.call_id}: no operation is waiting to run (next operation none)"
     if tools.all_done and state is not None and not follow_up_due(state, call):
-        return (f"nothing to replay: every tool operation of {call.call_id} is done and its "
+        return (f"nothing to replay: every tool operation of {call.call_id} is done and the "
                 "turn already went on")
     if kernel_key is None:
         return "no kernel key: start the console with --kernel-key PATH to run tools"

@@ -618,7 +618,7 @@ async def test_remapped_keys_work_and_show_in_help_and_palette(case_factory) -> 
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         text = str(app.screen.query_one(Static).render())
-        assert any(line.startswith("T ") and "id: time_travel" in line
+        assert any(line.lstrip().startswith("T ") and "id: time_travel" in line
                    for line in text.splitlines())
 
 

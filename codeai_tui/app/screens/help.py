@@ -42,11 +42,13 @@ class HelpScreen(ModalScreen[None]):
             parts += ["\n", (heading, "bold"), "\n"]
             for keys, description, binding_id in rows:
                 # the id (what a keymap names) only where it fits beside the description
+                # (a description longer than its column puts the id under it)
                 fits = not narrow and len(description) <= _DESCRIPTION_WIDTH
                 parts += [(f"  {keys:<11}", "bold $primary"),
                           f"{description:<{_DESCRIPTION_WIDTH}}  " if fits else description]
-                if fits and binding_id in actions.BY_ID:
-                    parts.append((f"id: {binding_id}", "$text-muted"))
+                if binding_id in actions.BY_ID:
+                    gap = "" if fits else ("  " if narrow else "\n" + " " * 13)
+                    parts += [gap, (f"id: {binding_id}", "$text-muted")]
                 parts.append("\n")
         parts += ["\nThe question this console answers: could the provider effect have "
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),

@@ -22,6 +22,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 ELLIPSIS = "\u2026"
+# an id up to this many cells shows whole even where the pane must then scroll sideways
+ID_WHOLE = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,16 +281,25 @@ class TableView(ScrollView, can_focus=True):
         self._move(int(self.scroll_offset.y) + y - 1, scroll=False)
 
     def _fit_columns(self) -> None:
-        """Widen each ident column to the longest id it has drawn (up to its `most`, and to
-        half the pane): an id is what tells rows apart, so it shows whole before the
-        columns after it, which the pane scrolls to sideways. Only an id longer than
-        that is cut, in the middle."""
-        half = max(8, self.scrollable_content_region.width // 2)
-        widths = [max(c.width, min(seen, c.most, half)) if c.ident else c.width
+        """Widen each ident column towards the longest id it has drawn (up to its `most`
+        and half the pane). Where the pane has room for that, every column shows; where
+        it has not, an id still gets up to ID_WHOLE cells before the columns after it
+        (which the pane scrolls to sideways): an id is what tells rows apart. Only an id
+        longer than its width is cut, in the middle."""
+        region = self.scrollable_content_region.width
+        half = max(8, region // 2)
+        least = [c.width for c in self.columns]
+        target = [max(c.width, min(seen, c.most, half)) if c.ident else c.width
                   for c, seen in zip(self.columns, self._seen, strict=True)]
-        if widths != self.widths:
-            self.widths = widths
-            self.total_width = sum(widths) + len(widths)
+        room = region - sum(least) - len(least)
+        if sum(target) - sum(least) > room:  # not enough room: share it, ids first
+            idents = [i for i, c in enumerate(self.columns) if c.ident]
+            share = max(0, room) // max(1, len(idents))
+            for i in idents:
+                target[i] = min(target[i], max(least[i] + share, min(target[i], ID_WHOLE)))
+        if target != self.widths:
+            self.widths = target
+            self.total_width = sum(target) + len(target)
             self.virtual_size = Size(self.total_width, self.row_count + 1)
             self._drawn.clear()
             self.refresh()

@@ -121,14 +121,15 @@ class VerdictLine(Static):
             if not self.read_only and status is not DriftStatus.DRIFT and self.as_of is None:
                 parts.append(" \u00b7 r: resume")
         else:
-            parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
-                      f" \u00b7 effect {call.provider_effect.value}"]
+            parts.append(f": {call.stage.value}")
             if tools is not None:  # the tool operations first: they are what is pending
                 parts += [" \u00b7 ", (tools[0], "bold $error" if tools[1] == "error"
                                         else "bold $warning")]
             key = self.next_key(call)
-            if key is not None:  # the next step's key before the log's words
+            if key is not None:  # the next step's key before what a narrow line cuts
                 parts += [" \u00b7 ", (key, "bold $accent")]
+            parts.append(f" \u00b7 next {call.next_operation.value}"
+                         f" \u00b7 effect {call.provider_effect.value}")
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
         self.show(*parts)
