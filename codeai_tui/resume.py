@@ -15,9 +15,7 @@ the plan it saves.
 
 from __future__ import annotations
 
-import getpass
 import os
-import socket
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,10 +25,11 @@ from typing import Any
 
 from codeai_tui.destination import Destination, credential_for, resolve_destination
 from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
-from codeai_tui.ledger.case import CaseConfig, load_case_config
+from codeai_tui.ledger.case import CaseConfig, load_case_config, read_termination
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
+from codeai_tui.ledger.who import ended_here, who
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.request_bytes import build_request, intent_for
 from codeai_tui.runner import CallRunner
@@ -89,6 +88,10 @@ class ResumePlan:
     # call of no turn: fixed for every attempt, so the successor keys the same operations
     turn: tuple[str, str, str] | None = None
 
+    # why the process that wrote the call's last event is known to have ended (an
+    # operator's process gone, or the producer's recorded kill), None when unknown
+    writer_ended: str | None = None
+
     def still_active(self, now: datetime) -> str | None:
         """Why the process that requested this call may still be running, when its last
         event is less than ACTIVE_WITHIN_S old at `now` (or later than `now`: a clock
@@ -97,7 +100,7 @@ class ResumePlan:
         request twice."""
         at = self.last_recorded_at
         recorded = parse_time(at) if isinstance(at, str) else None
-        if recorded is None:
+        if recorded is None or self.writer_ended is not None:
             return None
         age = (now - recorded).total_seconds()
         if age >= ACTIVE_WITHIN_S:
@@ -117,7 +120,8 @@ class ResumePlan:
         sent to, where it came from, and the call's turn (docs/tools.md), so `replay`
         rebuilds the operation keys of the plan the successor's response saves."""
         payload: dict[str, Any] = {"idempotency_key": key, "purpose": self.purpose,
-                                   "model": model, "resumed_from": self.call_id}
+                                   "model": model, "resumed_from": self.call_id,
+                                   "recorded_by": who()}
         if self.turn is not None:
             payload["turn"] = dict(zip(TURN_KEYS, self.turn, strict=True))
         return payload
@@ -282,7 +286,29 @@ def plan_resume(
         drift=tuple(drift), evidence=_evidence(events), intent=intent,
         rendered_context=rendered_now_text, destination=destination,
         last_recorded_at=events[-1].recorded_at if events else None, turn=turn,
+        writer_ended=_writer_ended(case, events),
     )
+
+
+def _writer_ended(case: Path, events: Sequence[Event]) -> str | None:
+    """Why no process is still writing this call, where the case says so: its last
+    events were recorded by an operator's process that has ended (or by this one), or
+    the producer that wrote them was killed, as the case's termination record (written
+    by whoever killed it, the demo harness here) says, at or after the call's last seq."""
+    if not events:
+        return None
+    requested = _payload(events, "call.requested")
+    if events[-1].kind in ("call.requested", "call.manifest"):
+        ended = ended_here(requested.get("recorded_by"))
+        if ended is not None:
+            return ended
+    record = read_termination(case)
+    if record is not None and record.get("returncode") is not None:
+        seq = record.get("seq")
+        if type(seq) is int and seq >= events[-1].seq:
+            return (f"its producer (pid {record.get('pid')}) was stopped after seq {seq} "
+                    f"(termination.json: {record.get('signal') or 'exit'})")
+    return None
 
 
 def _turn(requested: dict[str, Any], call_id: str) -> tuple[str, str, str] | None:
@@ -299,12 +325,7 @@ def _turn(requested: dict[str, Any], call_id: str) -> tuple[str, str, str] | Non
     return turn
 
 
-def _who() -> dict[str, Any]:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid-{os.getuid()}"
-    return {"user": user, "host": socket.gethostname(), "pid": os.getpid()}
+_who = who  # the operator's identity in the events it appends (ledger/who.py)
 
 
 def resume_call(

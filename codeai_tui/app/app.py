@@ -143,7 +143,12 @@ class CodeAIApp(App[None]):
         # the long form for every action (r and x showed only their footer word)
         rows = [(self.key_display(s), s.title, s.id)
                 for s in actions.visible_actions(self.read_only)]
-        rows.append(("g / G", "First / last row (also home / end)", "table.first / table.last"))
+        # keys every pane answers to, not remappable actions of the registry
+        rows += [("j / k", "Down / up a row (also the arrow keys)", "table.cursor"),
+                 ("g / G", "First / last row (also home / end)", "table.first / table.last"),
+                 ("pgup pgdn", "A page up / down", "table.page"),
+                 ("shift+tab", "Previous pane or field (tab: the next)", "focus.previous"),
+                 ("ctrl+p", "Command palette (also :)", "app.command_palette")]
         return rows
 
     # ---- the command palette: the same registry
@@ -155,14 +160,11 @@ class CodeAIApp(App[None]):
                 continue
             yield SystemCommand(spec.title, f"key: {self.key_display(spec)}",
                                 self._runner(spec.action))
-        if not self.read_only:
-            yield SystemCommand("Resume the selected call (gated by the projection)",
-                                f"key: {self.key_display(actions.BY_ID['resume'])}",
-                                self._runner("resume_or_explain"))
-            yield SystemCommand("Reconcile the selected call's unknown effect, or its tool "
-                                "operation's (gated by the projection)",
-                                f"key: {self.key_display(actions.BY_ID['reconcile'])}",
-                                self._runner("reconcile_or_explain"))
+        if not self.read_only:  # a gated write runs, or says why not, as its key does
+            for gated in actions.GATED:
+                spec = actions.BY_ID[gated]
+                yield SystemCommand(spec.title, f"key: {self.key_display(spec)}",
+                                    self._runner(f"{gated}_or_explain"))
         for theme in ("incident-dark", "light", "high-contrast"):
             if theme in self.available_themes:
                 yield SystemCommand(f"Theme: {theme}", "", self._runner(

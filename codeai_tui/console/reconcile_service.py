@@ -9,6 +9,7 @@ tests may give it another. Typed end to end: nothing on the write path is `Any`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +27,7 @@ from codeai_tui.reconcile import (
     reconcile_operation,
 )
 from codeai_tui.resume import UnknownCall
+from codeai_tui.tools.publish import publications_line
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,
     RECEIPTS_FILE,
@@ -132,6 +134,36 @@ class ToolReconcilePlan:
     reason: str
     suggested: str | None  # executed | None (only the tool's own records can say)
     why_suggested: str
+    # where the tool's own records are and what each says of this operation, one line
+    # each, for the operator to look at before choosing (untrusted: shown literally)
+    records: tuple[str, ...] = ()
+
+
+def tool_records(case: Path, operation_key: str, tool_call_id: str | None) -> tuple[str, ...]:
+    """One line per file of the tool's own records in the case: its path, and how many
+    of its lines (or rows) name this operation. Read-only; a file that cannot be read
+    says why instead."""
+    tools = case / TOOLS_DIR
+    out: list[str] = []
+    names = {operation_key} | ({tool_call_id} if tool_call_id else set())
+    receipts = tools / RECEIPTS_FILE
+    shown = f"{TOOLS_DIR}/{RECEIPTS_FILE}"  # relative to the case the header names
+    try:
+        if not os.path.lexists(receipts):
+            raise FileNotFoundError(receipts)
+        lines = read_receipt_lines(receipts)
+    except FileNotFoundError:
+        out.append(f"{shown}: absent (the kernel emitted no receipt)")
+    except (OSError, ValueError) as exc:
+        out.append(f"{shown}: cannot be read ({exc})")
+    else:
+        naming = [number for number, text in lines if any(n in text for n in names)]
+        where = (f"line {', '.join(str(n) for n in naming[:5])} names this operation"
+                 if naming else "no line names this operation")
+        out.append(f"{shown}: {len(lines)} receipt line(s); {where}" if lines
+                   else f"{shown}: no receipt line (the kernel emitted none)")
+    out.append(publications_line(case, operation_key))
+    return tuple(out)
 
 
 def _receipt_line_for(case: Path, operation_key: str) -> int | None:
@@ -170,7 +202,8 @@ def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolRec
         case_dir=case, call_id=call_id, operation_key=operation_key,
         tool_call_id=op.tool_call_id, tool=op.tool, arguments_sha256=op.arguments_sha256,
         attempt_id=op.admitted_attempt_id, admitted_seq=op.admitted_seq,
-        admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why)
+        admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why,
+        records=tool_records(case, operation_key, op.tool_call_id))
 
 
 class ReconcileService(Protocol):

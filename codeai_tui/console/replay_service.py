@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from codeai_tui.console.actions import SELECT_A_CALL
+from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.tools import PUBLISH_REPORT, KeyProblem, PublishReport, ToolKernel
 from codeai_tui.tools.kernel import Completed, Outcome
@@ -26,7 +27,7 @@ from codeai_tui.tools.replay import (
     run_replay,
 )
 from codeai_tui.tools.turn import TurnError
-from codeai_tui.workstate import CallState, NextOperation
+from codeai_tui.workstate import CallState, NextOperation, WorkState
 
 
 class ReplayRefused(Exception):
@@ -40,8 +41,11 @@ class ReplayResult:
     follow_up: str | None  # the follow-up call recorded (None: the turn already had one)
 
 
-def gate(call: CallState | None, *, kernel_key: Path | None) -> str | None:
-    """Why the projection (or the console's setup) does not permit replaying `call`."""
+def gate(call: CallState | None, *, kernel_key: Path | None,
+         state: WorkState | None = None) -> str | None:
+    """Why the projection (or the console's setup) does not permit replaying `call`.
+    Given the case's `state`, a call whose operations are all done and whose turn
+    already went on has nothing to replay."""
     if call is None:
         return SELECT_A_CALL
     tools = call.tools
@@ -57,6 +61,9 @@ def gate(call: CallState | None, *, kernel_key: Path | None) -> str | None:
     if not tools.all_done and not any(
             o.next_operation is NextOperation.START_TOOL for o in tools.operations):
         return f"{call.call_id}: no operation is waiting to run (next operation none)"
+    if tools.all_done and state is not None and not follow_up_due(state, call):
+        return (f"nothing to replay: every tool operation of {call.call_id} is done and the "
+                "turn already went on")
     if kernel_key is None:
         return "no kernel key: start the console with --kernel-key PATH to run tools"
     return None

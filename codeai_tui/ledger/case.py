@@ -146,3 +146,23 @@ def case_config_problem(case_dir: str | os.PathLike[str]) -> str | None:
     except LedgerError as exc:
         return str(exc)
     return None
+
+
+TERMINATION_FILE = "termination.json"
+
+
+def read_termination(case_dir: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The case's termination record (how its producer was stopped: the demo harness
+    writes one), or None when there is none or it is not a small regular JSON object.
+    Untrusted like every file of a case: it can only relax a warning, never permit."""
+    try:
+        data = read_regular(Path(case_dir), Path(TERMINATION_FILE), limit=64 * 1024)
+    except (LedgerError, OSError):
+        return None
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None

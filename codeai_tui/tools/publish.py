@@ -83,3 +83,38 @@ def count_publications(case_dir: str | Path) -> int:
         return int(conn.execute("SELECT count(*) FROM publications").fetchone()[0])
     finally:
         conn.close()
+
+
+def publications_line(case_dir: str | Path, operation_key: str) -> str:
+    """What the demo tool's own store says of one operation, in one line for the
+    operator: its path and the publications recorded under the operation key.
+
+    The store is a file in an untrusted case: it is opened read-only, its schema must be
+    the one table this tool makes (no trigger, no view: nothing that runs when read),
+    and the read has a step budget."""
+    path = reports_path(case_dir)
+    shown = f"{TOOLS_DIR}/{REPORTS_FILE}"  # relative to the case
+    if not path.is_file() or path.is_symlink():
+        return f"{shown}: absent (the tool's store was never written)"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"{shown}: cannot be read ({exc})"
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")
+        kinds = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+        if any(kind in ("trigger", "view") for kind, _ in kinds) or (
+                ("table", "publications") not in kinds):
+            return f"{shown}: not this tool's store (unexpected schema); not read"
+        conn.set_progress_handler(lambda: 1, 5_000_000)  # ends any runaway read
+        rows = conn.execute(
+            "SELECT id, tool_call_id, published_at FROM publications WHERE operation_key = ?"
+            " ORDER BY id LIMIT 5", (operation_key,)).fetchall()
+    except sqlite3.Error as exc:
+        return f"{shown}: cannot be read ({exc})"
+    finally:
+        conn.close()
+    if not rows:
+        return f"{shown}: no publication recorded under this operation"
+    listed = "; ".join(f"publication {r[0]} (tool-call id {r[1]}) at {r[2]}" for r in rows)
+    return f"{shown}: {listed}"

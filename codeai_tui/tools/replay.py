@@ -19,6 +19,7 @@ from pathlib import Path
 from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import Event
+from codeai_tui.ledger.who import who
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.request_bytes import CONVERSATION
 from codeai_tui.runner import CallRunner
@@ -158,7 +159,7 @@ def record_follow_up(case_dir: str | Path, writer: LedgerWriter, plan: ReplayPla
     intent = {**plan.intent, CONVERSATION: follow_up_conversation(plan.saved, done)}
     manifest = runner.manifest_payload(key, intent, None)  # stores the request bytes first
     requested = {"idempotency_key": key, "purpose": plan.purpose, "model": plan.model,
-                 "turn": turn}
+                 "turn": turn, "recorded_by": who()}
     # Re-check and append in ONE write transaction: two replays of a turn (one of them
     # finding "nothing to run") must not both record its follow-up.
     with writer.transaction() as txn:

@@ -219,8 +219,10 @@ def _subject(st: Unresolved) -> str:
 def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskState:
     rollup = rollup or TaskRollup()
 
-    def state(op: NextOperation, subject: str | None, reason: str) -> TaskState:
-        return TaskState(task.task_id, op, subject, reason, task.title, task.first_seq, task.last_seq)
+    def state(op: NextOperation, subject: str | None, reason: str,
+              follow_up_of: str | None = None) -> TaskState:
+        return TaskState(task.task_id, op, subject, reason, task.title, task.first_seq,
+                         task.last_seq, follow_up_of)
 
     if task.completed:
         seq, acc = task.completed[-1]
@@ -244,6 +246,7 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
             None,
             f"call {done[1]}'s tool operations all completed or found to have run (seq {done[0]}): the turn goes "
             "on with its follow-up model call (replay records it; resume sends it)",
+            done[1],
         )
     if rollup.succeeded is not None:
         seq, call_id = rollup.succeeded

@@ -269,6 +269,10 @@ class TaskState:
     title: str | None
     first_seq: int
     last_seq: int
+    # the planning call whose tool operations are all done and whose turn goes on with a
+    # follow-up call not yet recorded (next start_call, no subject): the console offers
+    # replay on that call to record it; not part of the document
+    follow_up_of: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -119,3 +119,8 @@ def detail_text(app: Any) -> str:
 def log_texts(app: Any) -> list[str]:
     """The action log (kept, unlike toasts): every refusal, resume and alert."""
     return [f"{e.outcome.value}: {e.text}" for e in app.action_log.entries]
+
+
+def toast_text(app: Any) -> str:
+    """What the toasts on screen say (the operator's view of `notify`)."""
+    return "\n".join(str(toast.render()) for toast in app.screen.query("Toast"))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, wait_for
+from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, toast_text, wait_for
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.app import create_app
@@ -120,11 +120,19 @@ async def test_decide_duplicate_finalizes_as_failed(tmp_path: Path, provider: An
     case = tmp_path / "c1"
     make_advance_case(case, provider.base_url, "effect_unknown")
     reconcile_call(case, "call-1", "received")
+    before = ledger_digest(case)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         modal = await _open(pilot)
-        assert "(f)" in str(modal.query_one("#advance-finalize", Button).label)
-        await pilot.press("f")  # the keyboard's way to one of two choices
+        finalize = modal.query_one("#advance-finalize", Button)
+        assert "(f)" in str(finalize.label)
+        await pilot.press("f")  # chooses: focuses the button and says how to confirm
+        await wait_for(pilot, lambda: app.focused is finalize, what="finalize focused")
+        await stays(pilot, lambda: isinstance(app.screen, AdvanceModal), seconds=0.3,
+                    what="the dialog stays open after f alone")
+        assert ledger_digest(case) == before  # one key never writes
+        assert "y or Enter records it" in str(modal.query_one("#advance-say").render())
+        await pilot.press("y")
         await wait_for(pilot, lambda: "advanced" in _outcomes(app), timeout=20,
                        what="finalized")
         await wait_for(pilot, lambda: app.main.live.call("call-1").status == "failed",
@@ -166,6 +174,8 @@ async def test_read_only_hides_and_blocks_it(tmp_path: Path, provider: Any) -> N
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("3", "v")
+        await wait_for(pilot, lambda: "console is read-only" in toast_text(app),
+                       what="v says the console is read-only")
         await stays(pilot, lambda: not isinstance(app.screen, AdvanceModal), 0.5)
         assert app.main.check_action("advance", ()) is False
     assert ledger_digest(case) == before and _outcomes(app) == []

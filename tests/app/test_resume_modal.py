@@ -126,6 +126,19 @@ async def test_drift_has_no_confirm_button(tmp_path: Path, provider: Any) -> Non
         assert any(e.outcome.value == "refused" for e in app.action_log.entries)
 
 
+async def test_drift_on_a_call_that_moved_moments_ago_asks_for_nothing(
+        tmp_path: Path, provider: Any) -> None:
+    """Drift refuses: with nothing to confirm there is no "type the call id" field, even
+    where the call moved moments ago (a demo case right after its build)."""
+    case = make_case(tmp_path / "c3c", provider.base_url, case_model="synthetic-large",
+                     recorded_at="2026-09-13T12:04:57.000Z")  # 3 s before the clock
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await open_modal(pilot)
+        assert "DRIFT" in modal_text(modal)
+        assert not modal.query("#resume-confirm") and not modal.query("#resume-typed-id")
+
+
 async def test_drift_is_checked_before_r_and_the_list_never_promises_resume(
         tmp_path: Path, provider: Any) -> None:
     """A2: case 03's shape. Before the check the row says "drift not checked yet"; after
@@ -245,7 +258,8 @@ async def test_evidence_change_while_modal_open_refuses(tmp_path: Path, provider
         await pilot.press("escape")
         await pilot.pause()
         # and now r only explains: the call is effect_unknown
-        assert app.main.check_action("resume", ()) is None
+        assert app.main.check_action("resume", ()) is False
+        assert app.main.check_action("explain_resume", ()) is True
 
 
 async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: Any,

@@ -87,6 +87,33 @@ async def test_executed_is_recorded_from_the_keyboard_and_settles_the_operation(
         ("ns/th/turn-1/tc-1", "executed")]
 
 
+async def test_the_dialog_says_its_keys_and_where_the_tools_records_are(
+        tmp_path: Path) -> None:
+    """At 80x24, keyboard only: the keys are on screen, `y` before a choice says which key
+    chooses, `1` chooses without writing, `y` records; the dialog names the tool's own
+    records (the kernel's receipt file, the tool's store) and what each says."""
+    case = tool_case(tmp_path, "tool_admitted_no_outcome")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_dialog(pilot)
+        shown = _dialog_text(app)
+        assert "1 / 2 choose a finding" in shown and "y records it" in shown
+        assert "tools/receipts.ndjson: no receipt line" in shown
+        assert "tools/reports.sqlite3: absent" in shown
+        before = ledger_digest(case)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "choose a finding first: 1 executed, 2 not_executed" in _dialog_text(app)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: "(1) executed: it ran (never run it again)  \u2190 chosen"
+                       in _dialog_text(app), what="executed chosen")
+        assert ledger_digest(case) == before  # choosing never writes
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(t.startswith("reconciled: reconciled tool operation")
+                                          for t in log_texts(app)), what="the outcome")
+    assert [f["finding"] for f in _findings(case)] == ["executed"]
+
+
 async def test_not_executed_needs_the_typed_tool_call_id(tmp_path: Path) -> None:
     case = tool_case(tmp_path, "tool_admitted_no_outcome")
     app = create_app(case, clock=frozen_clock)

@@ -91,6 +91,7 @@ class AdvanceReady(Message):
     def __init__(self, view: AdvanceView) -> None:
         super().__init__()
         self.view = view
+        self.chosen: str | None = None  # the step `f` chose; `y` takes it
 
 
 class AdvanceFinished(Message):
@@ -117,14 +118,16 @@ class AdvanceModal(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="advance.cancel_escape"),
         Binding("n", "cancel", "Cancel", id="advance.cancel"),
         Binding("y", "confirm", "Confirm", id="advance.confirm"),
-        # with two choices `y` is ambiguous; `f` finalizes (found at 80x24: the only
-        # way was Tab/shift+Tab to the button, its focus shown by colour alone)
-        Binding("f", "finalize", "Finalize", id="advance.finalize"),
+        # with two choices `y` is ambiguous: `f` chooses finalize (it focuses that
+        # button and says so); `y` or Enter then takes it. No single key both chooses
+        # and writes.
+        Binding("f", "choose_finalize", "Choose finalize", id="advance.finalize"),
     ]
 
     def __init__(self, view: AdvanceView) -> None:
         super().__init__()
         self.view = view
+        self.chosen: str | None = None  # the step `f` chose; `y` takes it
 
     @property
     def single(self) -> str | None:
@@ -181,6 +184,7 @@ class AdvanceModal(ModalScreen[str | None]):
         second Enter confirms): the field itself never records anything."""
         event.stop()
         if self._typed():
+            self.chosen = "accept-duplicate"
             self.query_one("#advance-accept-duplicate", Button).focus()
         else:
             self._say("type the call id to accept a duplicate: " + _v(self.view.call_id))
@@ -199,15 +203,24 @@ class AdvanceModal(ModalScreen[str | None]):
         self.dismiss(None)
 
     def action_confirm(self) -> None:
-        if self.single is None:
-            self._say("two choices here: f finalizes (as failed), or type the call id and "
-                      "Accept duplicate")
+        step = self.single or self.chosen
+        if step is None:
+            self._say("two choices here: f chooses finalize (as failed), or type the call "
+                      "id to accept a duplicate; then y")
             return
-        self.dismiss(self.single)
+        if step == "accept-duplicate" and not self._typed():
+            self._say("type the call id first")
+            return
+        self.dismiss(step)
 
-    def action_finalize(self) -> None:
-        if "finalize" in self.view.steps:
-            self.dismiss("finalize")
+    def action_choose_finalize(self) -> None:
+        """Choose, never write: the button takes the focus and the dialog says how to
+        confirm."""
+        if "finalize" not in self.view.steps or self.single is not None:
+            return
+        self.chosen = "finalize"
+        self.query_one("#advance-finalize", Button).focus()
+        self._say("finalize as failed chosen: y or Enter records it, n or esc cancels")
 
     def _say(self, text: str) -> None:
         self.query_one("#advance-say", Static).update(
@@ -244,10 +257,12 @@ class AdvanceFlow:
     def __init__(self, host: FlowHost) -> None:
         self.host = host
 
-    def check_advance(self) -> bool | None:
-        """Hidden and blocked in read-only mode; elsewhere `v` answers (and refuses with
-        the projection's reason where no advance step is permitted)."""
-        return not self.host.read_only
+    def advance_permitted(self) -> bool:
+        """The projection names an advance step for the selected call, live, and no
+        other action runs: then `v` shows in the footer and opens the dialog."""
+        host = self.host
+        return (bool(steps_for(host.selected_call())) and host.as_of is None
+                and not host.resuming and not host.planning)
 
     def action_advance(self) -> None:
         host = self.host

@@ -11,6 +11,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from codeai_tui.app import actions
+
 _DESCRIPTION_WIDTH = 54
 
 
@@ -18,7 +20,7 @@ class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "dismiss_help", "Close", id="help.close"),
+        Binding("escape,q,question_mark,f1", "dismiss_help", "Close", id="help.close"),
     ]
 
     def __init__(self, rows: list[tuple[str, str, str]], read_only: bool = False) -> None:
@@ -27,16 +29,27 @@ class HelpScreen(ModalScreen[None]):
         self.read_only = read_only
 
     def compose(self) -> ComposeResult:
-        parts: list[str | tuple[str, str]] = [("Keys", "bold $accent"), "\n\n"]
-        narrow = self.app.size.width < 110  # no padded id column: it would wrap
-        for keys, description, binding_id in self.rows:
-            # a description longer than its column puts the id on the next line, under it
-            # (it ran into "id:" and wrapped mid-word)
-            fits = not narrow and len(description) <= _DESCRIPTION_WIDTH
-            gap = ("  " if narrow else "\n" + " " * 10) if not fits else ""
-            parts += [(f"{keys:<10}", "bold $primary"),
-                      f"{description:<{_DESCRIPTION_WIDTH}}  " if fits else description,
-                      gap, (f"id: {binding_id}", "$text-muted"), "\n"]
+        parts: list[str | tuple[str, str]] = [("Keys, by what they do", "bold $accent"), "\n"]
+        narrow = self.app.size.width < 110  # no id column: it would wrap
+        by_group: dict[str, list[tuple[str, str, str]]] = {}
+        for row in self.rows:
+            spec = actions.BY_ID.get(row[2])
+            by_group.setdefault(spec.group if spec else "move", []).append(row)
+        for group, heading in actions.GROUPS:
+            rows = by_group.get(group, [])
+            if not rows:
+                continue
+            parts += ["\n", (heading, "bold"), "\n"]
+            for keys, description, binding_id in rows:
+                # the id (what a keymap names) only where it fits beside the description
+                # (a description longer than its column puts the id under it)
+                fits = not narrow and len(description) <= _DESCRIPTION_WIDTH
+                parts += [(f"  {keys:<11}", "bold $primary"),
+                          f"{description:<{_DESCRIPTION_WIDTH}}  " if fits else description]
+                if binding_id in actions.BY_ID:
+                    gap = "" if fits else ("  " if narrow else "\n" + " " * 13)
+                    parts += [gap, (f"id: {binding_id}", "$text-muted")]
+                parts.append("\n")
         parts += ["\nThe question this console answers: could the provider effect have "
                   "happened?\n", ("\u26a0 effect unknown: duplicate risk", "bold $error"),
                   " marks a call whose request may have reached the provider.\n"

@@ -80,6 +80,7 @@ from codeai_tui.console.model import (
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
+from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.resume import ResumeRefused
@@ -236,7 +237,43 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ painting
 
+    def fit_grid(self) -> None:
+        """With every pane on screen (140x40 and up), give rows to what has rows: the
+        top row (Cases, Tasks, Compilations) as tall as its longest list, Calls as tall
+        as its calls, the Timeline the rest, each within bounds so none disappears."""
+        body = self.query_one("#body")
+        if not (self.has_class("-w140") and self.has_class("-tall")):
+            if self._grid_rows:  # one pane at a time: the stylesheet's single row again
+                self._grid_rows = ""
+                body.styles.clear_rule("grid_rows")
+            return
+        height = body.size.height
+        if height <= 0:
+            return
+        snap = self.shown
+        counts = (len(snap.state.tasks), len(snap.state.compilations)) if snap else (0, 0)
+        frame = 4  # border top and bottom, the header line, a horizontal scrollbar
+        calls = len(snap.state.calls) if snap else 0
+        calls_need = max(calls + frame, 6)
+        timeline_least = 8
+        top = max(7, min(max(len(self.cases), *counts) + frame,
+                         height - min(calls_need, height // 3) - timeline_least, height // 2))
+        middle = max(6, min(calls_need, (height - top) // 2))
+        rows = f"{top} {middle} 1fr"
+        if rows != self._grid_rows:
+            self._grid_rows = rows
+            body.styles.grid_rows = rows
+
+    _grid_rows = ""
+
+    def on_resize(self) -> None:
+        # under 110 columns the footer drops its padding, so that the next step's key,
+        # e, ? and q stay whole at 80 columns
+        self.query_one(Footer).compact = self.size.width < 110
+        self.call_after_refresh(self.fit_grid)
+
     def paint_status(self) -> None:
+        self.fit_grid()
         snap = self.shown
         counts = None
         if snap is not None:
@@ -296,7 +333,8 @@ class MainScreen(Screen[None]):
         line.drift = dict(self.drift)
         line.as_of = self.as_of
         snap = self.shown
-        line.call = snap.call(self.selected_call_id) if snap is not None else None
+        line.call = call = snap.call(self.selected_call_id) if snap is not None else None
+        line.follow_up_due = follow_up_due(snap.state, call) if snap and call else False
         line.early = self._early_call() if snap is None else None
         self.evidence_flow.paint_links(self.selected_call_id)
 
@@ -328,6 +366,12 @@ class MainScreen(Screen[None]):
         self.cases = message.cases
         self.open_case(self.cases[0])
         self.cases_pane.cases = tuple(self.cases)
+
+    def on_cases_pane_cases_changed(self, message: CasesPane.CasesChanged) -> None:
+        """The bundle's cases changed on disk: the list, its counts and `e` follow."""
+        self.cases = list(message.cases)
+        self.cases_pane.cases = message.cases
+        self.paint_status()
 
     def on_open_failed(self, message: m.OpenFailed) -> None:
         self._fail(message.error)
@@ -859,28 +903,41 @@ class MainScreen(Screen[None]):
             super().refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "advance":
-            return self.advance_flow.check_advance()
-        if action in ("resume", "explain_resume"):
-            if self.read_only:
-                return False
-            ok = self.resume_flow.resume_permitted()
-            if action == "resume":
-                return True if ok else None
-            return not ok
-        if action in ("reconcile", "explain_reconcile"):
-            if self.read_only:
-                return False
-            ok = self.evidence_flow.reconcile_permitted()
-            if action == "reconcile":
-                return True if ok else None
-            return not ok
-        if action == "replay":
-            return not self.read_only
+        gated = self.gated_permitted(action)
+        if gated is not None:
+            return gated
         if action == "open_case":
             return self.focused_pane() == "cases" or None
         if action == "sort_cases":
             return len(self.cases) > 1 or None
+        return True
+
+    def gated_permitted(self, action: str) -> bool | None:
+        """For a gated write or its explaining companion: whether it answers now (None:
+        not such an action). A write answers (and its key shows) only where the selected
+        call's next operation is that write; elsewhere, and always in read-only mode,
+        the companion answers the same key and says why nothing is written."""
+        permitted = {
+            "resume": self.resume_flow.resume_permitted,
+            "reconcile": self.evidence_flow.reconcile_permitted,
+            "advance": self.advance_flow.advance_permitted,
+            "replay": self.replay_flow.replay_permitted,
+        }
+        if action in permitted:
+            return not self.read_only and permitted[action]()
+        write = next((w for w, explain in actions.GATED.items() if explain == action),
+                     None)
+        if write is None:
+            return None
+        return self.read_only or not permitted[write]()
+
+    def explain_read_only(self, action: str) -> bool:
+        """In read-only mode a write's key says so (and writes nothing)."""
+        if not self.read_only:
+            return False
+        self.notify(f"{action}: this console is read-only (started with --read-only): it "
+                    "writes nothing; run it without --read-only to act", title="read-only",
+                    severity="warning", markup=False)
         return True
 
     def action_help(self) -> None:
@@ -1126,7 +1183,16 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ flows (delegates)
 
     def action_explain_resume(self) -> None:
-        self.resume_flow.action_explain_resume()
+        if not self.explain_read_only("resume"):
+            self.resume_flow.action_explain_resume()
+
+    def action_explain_advance(self) -> None:
+        if not self.explain_read_only("advance"):
+            self.advance_flow.action_advance()  # refuses with the projection's reason
+
+    def action_explain_replay(self) -> None:
+        if not self.explain_read_only("replay"):
+            self.replay_flow.action_replay()  # refuses with the gate's reason
 
     def action_resume(self) -> None:
         self.resume_flow.action_resume()
@@ -1156,7 +1222,8 @@ class MainScreen(Screen[None]):
         self.evidence_flow.action_goto_call()
 
     def action_explain_reconcile(self) -> None:
-        self.evidence_flow.action_explain_reconcile()
+        if not self.explain_read_only("reconcile"):
+            self.evidence_flow.action_explain_reconcile()
 
     def action_reconcile(self) -> None:
         self.evidence_flow.action_reconcile()

@@ -57,7 +57,13 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
         Binding("escape", "cancel", "Cancel", id="reconcile.cancel_escape"),
         Binding("n", "cancel", "Cancel", id="reconcile.cancel"),
         Binding("y", "confirm", "Record", id="reconcile.confirm"),
+        # choosing is its own key, never a write: y (or Enter on Record) records
+        Binding("1", "choose(0)", "First finding", id="reconcile.choose_first", show=False),
+        Binding("2", "choose(1)", "Second finding", id="reconcile.choose_second",
+                show=False),
     ]
+    KEYS_LINE = ("keys: 1 / 2 choose a finding · y records it · n or esc cancels "
+                 "· tab moves between fields")
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,15 +109,30 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
             with Horizontal(id="reconcile-buttons"):
                 yield Button("Cancel (n / esc)", id="reconcile-cancel", variant="primary")
                 yield Button("Record finding (y)", id="reconcile-confirm", variant="error")
+            yield Static(self.KEYS_LINE, id="reconcile-keys", markup=False)
 
     def note(self) -> str | None:
         return self.query_one("#reconcile-note", Input).value.strip() or None
 
     def label(self, name: str, chosen: bool) -> str:
-        """A finding's label, saying in words which one is chosen: the radio dot differs
-        only by colour, and a monochrome terminal shows both alike."""
-        text = self.LABELS[name]
+        """A finding's label with the key that chooses it, saying in words which one is
+        chosen: the radio dot differs only by colour, and a monochrome terminal shows
+        both alike."""
+        text = f"({list(self.LABELS).index(name) + 1}) {self.LABELS[name]}"
         return f"{text}  \u2190 chosen" if chosen else text
+
+    def action_choose(self, index: int) -> None:
+        """Choose the finding numbered index+1 (a refused one stays unchosen)."""
+        names = list(self.LABELS)
+        if self.refused or not 0 <= index < len(names):
+            return
+        button = self.query_one(f"#finding-{names[index]}", RadioButton)
+        if button.disabled:
+            self._say(f"{names[index]} cannot be chosen here")
+            return
+        button.value = True
+        self.query_one("#reconcile-refused", Static).update(Content.assemble(
+            (f"{names[index]} chosen: ", "bold $accent"), "y records it, n or esc cancels"))
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
         event.stop()
@@ -192,7 +213,7 @@ class ReconcileModal(FindingDialog):
 
     def label(self, name: str, chosen: bool) -> str:
         if name == "not_received" and not self.plan.not_received_allowed:
-            text = "not_received: refused, a receipt matches"
+            text = "(2) not_received: refused, a receipt matches"
             return f"{text}  \u2190 chosen" if chosen else text
         return super().label(name, chosen)
 
@@ -247,7 +268,7 @@ class ReconcileModal(FindingDialog):
             return
         finding = self.finding()
         if finding is None:
-            self._say("choose a finding first (received or not_received), then y")
+            self._say("choose a finding first: 1 received, 2 not_received; then y")
             return
         if finding == "not_received" and not self.plan.not_received_allowed:
             self._say("not_received is refused: a receipt in the provider's log matches "

@@ -46,6 +46,16 @@ class ReplayFlow:
         self.host = host
         self.replaying = False
 
+    def replay_permitted(self) -> bool:
+        """The gate permits replaying the selected call, live, and no other action runs:
+        then `R` shows in the footer and opens the preview."""
+        host = self.host
+        service = host.replay_service
+        return (service is not None and host.as_of is None and not self.replaying
+                and not host.resuming and not host.planning
+                and gate(host.selected_call(), kernel_key=service.kernel_key,
+                         state=host.live.state if host.live else None) is None)
+
     def action_replay(self) -> None:
         host = self.host
         if host.read_only or host.case is None:
@@ -57,7 +67,8 @@ class ReplayFlow:
         service = host.replay_service
         why = ("time travel shows the past: go back to live (t or esc) to replay"
                if host.as_of is not None else
-               gate(call, kernel_key=service.kernel_key if service else None))
+               gate(call, kernel_key=service.kernel_key if service else None,
+                    state=host.live.state if host.live else None))
         if why is not None or call is None or service is None:
             text = visible(f"replay refused: {why}", one_line=True, limit=400)
             host.refuse(call.call_id if call else None, "replay", text)

@@ -63,6 +63,10 @@ class ResumeModal(ModalScreen[ResumeDecision]):
 
     @property
     def needs_typed_id(self) -> bool:
+        """The riskier resumes ask for the id typed out; a drifted plan has nothing to
+        confirm, so no field either."""
+        if self.drift:
+            return False
         return not self.plan.drift_check_possible or self.still_active is not None
 
     def _pair(self, label: str, recorded: Any, now: Any, *, compare: bool = True) -> Static:

@@ -59,7 +59,9 @@ class ToolReconcileModal(FindingDialog):
             "the tool may have acted", "\n",
             ("pre-filled     ", "bold"),
             (plan.suggested, "bold $accent") if plan.suggested else ("nothing", "bold $warning"),
-            f": {_v(plan.why_suggested, 300)}")
+            f": {_v(plan.why_suggested, 300)}",
+            *[part for line in plan.records for part in (
+                "\n", ("tool's records ", "bold"), _v(line, 300))])
 
     def facts(self) -> Content:
         plan = self.plan
@@ -92,7 +94,7 @@ class ToolReconcileModal(FindingDialog):
             return
         finding = self.finding()
         if finding is None:
-            self._say("choose a finding first (executed or not_executed), then y")
+            self._say("choose a finding first: 1 executed, 2 not_executed; then y")
             return
         if finding == "not_executed" and not self._typed_ok():
             self._say(f"not_executed lets the tool run again: type the tool-call id first: "

@@ -18,8 +18,8 @@ from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallStage, CallState
 
 CALL_COLUMNS = [
-    Column("call", 12),
-    Column("key", 9),
+    Column("call", 12, ident=True),
+    Column("key", 9, ident=True),
     Column("stage", 17),
     Column("verdict", 34),
     Column("provider's log", 18),  # what the receipts say about the verdict's attempt

@@ -27,11 +27,14 @@ from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.table import Column, ListSource, Row
 from codeai_tui.console.fleet import CaseOrder, CaseStamp, case_stamp, ordered, summarize_all
+from codeai_tui.console.model import discover_cases
 from codeai_tui.console.severity import CaseVerdict, unreadable_verdict
+from codeai_tui.ledger import LedgerError
+from codeai_tui.ledger.case import named_case
 
 SUMMARY_BATCH_S = 0.25  # toolong's batching interval: a repaint per batch, not per case
 RESTAT_S = 2.0  # how often the other cases' files are looked at (27 ms at 1,000 cases)
-CASE_COLUMNS = [Column("case", 26), Column("worst next operation", 27), Column("events", 6)]
+CASE_COLUMNS = [Column("case", 26, ident=True), Column("worst next operation", 27), Column("events", 6)]
 
 
 def case_name(case: Path, root: Path) -> str:
@@ -74,6 +77,12 @@ class CasesPane(Pane):
         stamps: dict[Path, CaseStamp]  # each case's files as they were before its summary
         again: bool = False  # summaries of cases that changed: they replace the old
 
+    @dataclass
+    class CasesChanged(Message):
+        """The bundle's case directories now (one appeared, went, or was replaced)."""
+
+        cases: tuple[Path, ...]
+
     cases: reactive[tuple[Path, ...]] = reactive((), init=False)
     active: reactive[Path | None] = reactive(None, init=False)
     order: reactive[CaseOrder] = reactive(CaseOrder.PATH, init=False)
@@ -88,6 +97,7 @@ class CasesPane(Pane):
         self.verdicts: dict[Path, CaseVerdict] = {}
         self._stamps: dict[Path, CaseStamp] = {}
         self._looking: Worker[None] | None = None
+        self._discovering: Worker[None] | None = None
         self._by_name: dict[str, Path] = {}
 
     def on_mount(self) -> None:
@@ -100,8 +110,27 @@ class CasesPane(Pane):
         others = {c: s for c, s in self._stamps.items() if c != self.active}
         if others:
             self._looking = self._summarize_changed(others)
+        discovering = self._discovering
+        if self.cases and (discovering is None or discovering.is_finished) \
+                and named_case(self.root) is None:  # a bundle: cases come and go
+            self._discovering = self._discover_again(self.cases)
+
+    @work(thread=True, exit_on_error=False, group="discover-again", exclusive=True)
+    def _discover_again(self, known: tuple[Path, ...]) -> None:
+        """Walk the bundle again (off the UI thread): a case directory that appeared (a
+        live producer's), went, or came back shows within RESTAT_S."""
+        try:
+            found = tuple(discover_cases(self.root))
+        except (LedgerError, OSError):
+            found = ()  # the bundle itself went: its rows stay, their files say gone
+        if found and found != known:
+            self.post_message(self.CasesChanged(found))
 
     def watch_cases(self) -> None:
+        now = set(self.cases)
+        for gone in [c for c in self.verdicts if c not in now and c != self.active]:
+            del self.verdicts[gone]  # a removed case no longer counts in the bundle
+            self._stamps.pop(gone, None)
         self._by_name = {case_name(c, self.root): c for c in self.cases}
         todo = [c for c in self.cases if c not in self.verdicts and c != self.active]
         if todo:

@@ -8,7 +8,7 @@ from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.workstate import CompilationState, NextOperation
 
-COMPILATION_COLUMNS = [Column("compilation", 11), Column("stage", 9), Column("next op", 10),
+COMPILATION_COLUMNS = [Column("compilation", 11, ident=True), Column("stage", 9), Column("next op", 10),
                        Column("offered", 7), Column("missing required", 24)]
 
 

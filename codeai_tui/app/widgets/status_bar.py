@@ -99,7 +99,8 @@ class StatusBar(Static):
                           ago(f.last_commit, self.clock())]
         if f.read_only:
             parts += [" \u00b7 ", ("read-only", "bold $warning")]
-        parts.append("\n")
+        lines = [parts]
+        parts = []
         if f.counts is None:
             if f.progress is None:
                 parts.append(("projection pending\u2026", "$text-muted"))
@@ -136,10 +137,17 @@ class StatusBar(Static):
             line = f.fleet.short_line() if compact else f.fleet.line()
             # under time travel only the open case is rewound: the bundle counts stay live
             label = "bundle: " if f.as_of is None else "bundle (live): "
-            parts += ["\n", (label, "bold"), (mark + line, style)]
+            lines.append(parts)
+            parts = [(label, "bold"), (mark + line, style)]
         if f.provider:
-            parts += ["\n", (cell(f.provider, 160), "$text-muted")]
-        self.show(Content.assemble(*parts))
+            lines.append(parts)
+            parts = [(cell(f.provider, 160), "$text-muted")]
+        lines.append(parts)
+        # each line is cut to the width, never wrapped: a long note (an action's outcome)
+        # must not push every pane down; the whole of it is in the action log (a)
+        room = max(self.size.width - 2, 20)
+        self.show(Content("\n").join(
+            Content.assemble(*line).truncate(room, ellipsis=True) for line in lines))
 
     def show(self, content: Content) -> None:
         """Lay the screen out again only when the bar's height changes: it repaints on

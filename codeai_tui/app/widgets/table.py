@@ -22,12 +22,20 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 ELLIPSIS = "\u2026"
+# an id up to this many cells shows whole even where the pane must then scroll sideways
+ID_WHOLE = 24
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """`width` is the least the column gets. An `ident` column holds ids: it grows to the
+    longest id seen on screen while the pane has room, and an id cut anyway keeps its
+    head and its tail (where ids like call-0049-0001 and call-0049-0002 differ)."""
+
     title: str
     width: int
+    ident: bool = False
+    most: int = 64  # an ident column grows to at most this many cells
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +76,17 @@ class ListSource:
         return self._index.get(key)
 
 
-def fit(text: str, width: int) -> str:
-    """Pad or cut `text` to exactly `width` cells, marking a cut with an ellipsis."""
+def fit(text: str, width: int, middle: bool = False) -> str:
+    """Pad or cut `text` to exactly `width` cells, marking a cut with an ellipsis: at the
+    end, or (`middle`) between the head and the tail, so that ids differing at their end
+    stay apart."""
     if width <= 0:
         return ""
     if cell_len(text) <= width:
         return set_cell_size(text, width)
+    if middle and width >= 5 and len(text) == cell_len(text):  # one cell per character
+        tail = (width - 1) // 2
+        return text[: width - 1 - tail] + ELLIPSIS + text[len(text) - tail:]
     return set_cell_size(text, width - 1) + ELLIPSIS
 
 
@@ -133,7 +146,11 @@ class TableView(ScrollView, can_focus=True):
         # set from above while the cursor must stay where it is (time travel): rows still
         # arrive and count as new below, but the cursor does not follow them
         self.hold_cursor = False
-        self.total_width = sum(c.width for c in self.columns) + len(self.columns)
+        # each column's width now: its least, grown for the ids seen (see `_fit_columns`)
+        self.widths = [c.width for c in self.columns]
+        # the longest id each ident column has drawn (cells); the widths follow it
+        self._seen = [c.width for c in self.columns]
+        self.total_width = sum(self.widths) + len(self.columns)
         self._last_key: str | None = None
         self._known_count = 0
         self.new_below = 0  # rows appended below while the operator looks elsewhere
@@ -263,7 +280,42 @@ class TableView(ScrollView, can_focus=True):
         self.focus()
         self._move(int(self.scroll_offset.y) + y - 1, scroll=False)
 
+    def _fit_columns(self) -> None:
+        """Widen each ident column towards the longest id it has drawn (up to its `most`
+        and half the pane). Where the pane has room for that, every column shows; where
+        it has not, an id still gets up to ID_WHOLE cells before the columns after it
+        (which the pane scrolls to sideways): an id is what tells rows apart. Only an id
+        longer than its width is cut, in the middle."""
+        region = self.scrollable_content_region.width
+        half = max(8, region // 2)
+        least = [c.width for c in self.columns]
+        target = [max(c.width, min(seen, c.most, half)) if c.ident else c.width
+                  for c, seen in zip(self.columns, self._seen, strict=True)]
+        room = region - sum(least) - len(least)
+        if sum(target) - sum(least) > room:  # not enough room: share it, ids first
+            idents = [i for i, c in enumerate(self.columns) if c.ident]
+            share = max(0, room) // max(1, len(idents))
+            for i in idents:
+                target[i] = min(target[i], max(least[i] + share, min(target[i], ID_WHOLE)))
+        if target != self.widths:
+            self.widths = target
+            self.total_width = sum(target) + len(target)
+            self.virtual_size = Size(self.total_width, self.row_count + 1)
+            self._drawn.clear()
+            self.refresh()
+
+    def _note_widths(self, cells: Sequence[str]) -> None:
+        """Remember ids longer than their column; refit once after this refresh."""
+        grew = False
+        for i, (col, text) in enumerate(zip(self.columns, cells, strict=False)):
+            if col.ident and len(text) > self._seen[i] and self._seen[i] < col.most:
+                self._seen[i] = min(len(text), col.most)
+                grew = True
+        if grew:
+            self.call_after_refresh(self._fit_columns)
+
     def on_resize(self) -> None:
+        self._fit_columns()
         self.virtual_size = Size(self.total_width, self.row_count + 1)
         # Grown wide enough again: a horizontal scroll from the narrow size would
         # otherwise stay and hide the first columns (issue 9, A4).
@@ -282,8 +334,8 @@ class TableView(ScrollView, can_focus=True):
 
     def _line(self, cells: Sequence[str], style: Style) -> list[Segment]:
         segments: list[Segment] = []
-        for col, text in zip(self.columns, cells, strict=False):
-            segments.append(Segment(fit(text, col.width) + " ", style))
+        for col, width, text in zip(self.columns, self.widths, cells, strict=False):
+            segments.append(Segment(fit(text, width, col.ident) + " ", style))
         return segments
 
     def empty_message(self) -> str:
@@ -315,10 +367,11 @@ class TableView(ScrollView, can_focus=True):
         style = base
         if row is None:
             style = base + self._style("table--dim")
-            segments = [Segment(fit(f"{index + 1:>7}", self.columns[0].width) + " \u2026 loading", style)]
+            segments = [Segment(fit(f"{index + 1:>7}", self.widths[0]) + " \u2026 loading", style)]
         else:
             if row.tone:
                 style = base + self._style(f"table--{row.tone}")
+            self._note_widths(row.cells)
             segments = self._line(row.cells, style)
         if at_cursor:
             style = style + self._style("table--cursor")

@@ -8,7 +8,7 @@ from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.workstate import NextOperation, TaskState
 
-TASK_COLUMNS = [Column("task", 10), Column("next operation", 17), Column("subject", 10),
+TASK_COLUMNS = [Column("task", 10, ident=True), Column("next operation", 17), Column("subject", 10, ident=True),
                 Column("title", 30)]
 
 

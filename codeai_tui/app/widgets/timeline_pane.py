@@ -36,7 +36,7 @@ MAX_PAGES = 8
 FILTER_SCAN_LIMIT = 100_000
 
 TIMELINE_COLUMNS = [Column("seq", 7), Column("time", 8), Column("kind", 22),
-                    Column("subject", 12)]
+                    Column("subject", 12, ident=True)]
 
 
 def event_row(ev: Event, *, after_as_of: bool, danger: bool, anomaly: bool) -> Row:

@@ -11,7 +11,21 @@ from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, cell
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.model import SkeletonCall
 from codeai_tui.console.tools import summary as tool_summary
-from codeai_tui.workstate import CallState
+from codeai_tui.workstate import CallState, NextOperation
+
+# the key that takes a call's next operation, and what it does (the footer shows the
+# same key while that call is selected)
+NEXT_KEYS: dict[NextOperation, str] = {
+    NextOperation.START_CALL: "r: resume",
+    NextOperation.RECONCILE_EFFECT: "x: reconcile",
+    NextOperation.REINTERPRET: "v: reinterpret",
+    NextOperation.REDECIDE: "v: redecide",
+    NextOperation.FINALIZE: "v: finalize",
+    NextOperation.START_NEXT_ATTEMPT: "v: next attempt",
+    NextOperation.DECIDE_DUPLICATE: "v: finalize or accept the duplicate",
+    NextOperation.START_TOOL: "R: replay",
+}
+FOLLOW_UP_KEY = "R: record the follow-up call"
 
 
 class VerdictLine(Static):
@@ -31,6 +45,8 @@ class VerdictLine(Static):
     # what the provider's log says about the verdict's attempt (console/evidence.py)
     # (the reason's words, a short form for a narrow line)
     log_phrase: reactive[tuple[str, str] | None] = reactive(None, init=False)
+    # the selected call's turn goes on with a follow-up call replay records
+    follow_up_due: reactive[bool] = reactive(False, init=False)
 
     _shown: tuple[object, ...] | None = None  # the parts on screen (see `show`)
 
@@ -51,6 +67,25 @@ class VerdictLine(Static):
 
     def watch_log_phrase(self) -> None:
         self.paint()
+
+    def watch_follow_up_due(self) -> None:
+        self.paint()
+
+    def next_key(self, call: CallState) -> str | None:
+        """The key for the call's next step (none in the past or read-only)."""
+        if self.read_only or self.as_of is not None:
+            return None
+        tools = call.tools
+        if tools is not None and tools.effect_unknown_count:
+            return NEXT_KEYS[NextOperation.RECONCILE_EFFECT]
+        if tools is not None and any(o.next_operation is NextOperation.START_TOOL
+                                     for o in tools.operations):
+            return NEXT_KEYS[NextOperation.START_TOOL]
+        if self.follow_up_due:
+            return FOLLOW_UP_KEY
+        if call.anomalous or call.superseded_by is not None:
+            return None
+        return NEXT_KEYS.get(call.next_operation)
 
     def on_resize(self) -> None:
         self.paint()
@@ -86,13 +121,15 @@ class VerdictLine(Static):
             if not self.read_only and status is not DriftStatus.DRIFT and self.as_of is None:
                 parts.append(" \u00b7 r: resume")
         else:
-            parts += [f": {call.stage.value} \u00b7 next {call.next_operation.value}"
-                      f" \u00b7 effect {call.provider_effect.value}"]
+            parts.append(f": {call.stage.value}")
             if tools is not None:  # the tool operations first: they are what is pending
                 parts += [" \u00b7 ", (tools[0], "bold $error" if tools[1] == "error"
                                         else "bold $warning")]
-                if tools[1] == "error" and not self.read_only and self.as_of is None:
-                    parts.append(" \u00b7 x: reconcile")
+            key = self.next_key(call)
+            if key is not None:  # the next step's key before what a narrow line cuts
+                parts += [" \u00b7 ", (key, "bold $accent")]
+            parts.append(f" \u00b7 next {call.next_operation.value}"
+                         f" \u00b7 effect {call.provider_effect.value}")
             if self.log_phrase and self.log_phrase[0]:
                 parts.append(f" \u00b7 {cell(self.log_phrase[0], 120)}")
         self.show(*parts)
