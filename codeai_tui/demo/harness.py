@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -170,8 +171,16 @@ def case_base_url(name: str, port: int = DEMO_PROVIDER_PORT) -> str:
     return f"http://127.0.0.1:{port}/c/{name}/v1"
 
 
+_SAY_LOCK = threading.Lock()
+
+
 def _say(message: str) -> None:
-    print(f"demo: {message}", file=sys.stderr, flush=True)
+    """One whole line per message: the cases are built by several threads at once, and
+    print() writes a line and its newline apart, so two threads' lines interleaved."""
+    line = "".join(f"demo: {part}\n" for part in message.splitlines() or [""])
+    with _SAY_LOCK:
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 class Harness:

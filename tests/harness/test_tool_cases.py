@@ -69,6 +69,9 @@ def test_effects_json_is_the_seed_table_counted_from_the_stores(demo_bundle: Pat
 
 def test_demo_prints_the_effect_table(demo_bundle: Path) -> None:
     printed = (demo_bundle.parent / "demo.stderr").read_text()
+    # the cases are built by several threads: each line is whole, none run together
+    assert all(line.startswith("demo: ") and line.count("demo: ") == 1
+               for line in printed.splitlines()), printed
     for mode, (case, pubs, calls, complete) in SEED_TABLE.items():
         assert f"demo: {mode:<17} {case:<25} {pubs:>12} {calls:>14} {str(complete).lower()}" \
             in printed
