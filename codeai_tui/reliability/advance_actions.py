@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.ledger.schema import Event
-from codeai_tui.reliability.actions import Action, Audit, Boundary, Target
+from codeai_tui.reliability.action_types import Action, Audit, Boundary, Target
 from codeai_tui.reliability.cases import make_advance_case
 
 CLAIM_BOUNDARIES = (
