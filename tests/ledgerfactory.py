@@ -75,3 +75,12 @@ def append_to_case(case_dir: Path, events: list[dict[str, Any]]) -> None:
         append_rows(conn, events)
     finally:
         conn.close()
+
+
+def read_max_seq(case_dir: Path) -> int:
+    """The case's last seq, read with plain sqlite3."""
+    conn = sqlite3.connect(Path(case_dir) / "ledger.sqlite3")
+    try:
+        return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+    finally:
+        conn.close()

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Container
+from textual.containers import Container, Horizontal
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.reactive import reactive
@@ -55,6 +55,7 @@ from codeai_tui.app.widgets.detail_view import DetailView, Subject
 from codeai_tui.app.widgets.filter_bar import FilterBar
 from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
+from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.status_bar import CaseCounts, StatusBar, StatusFacts
 from codeai_tui.app.widgets.table import TableView
@@ -177,7 +178,9 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        yield StatusBar(self.clock, id="status")
+        with Horizontal(id="header"):
+            yield StatusBar(self.clock, id="status")
+            yield Pulse(id="pulse")
         yield Banner(id="banner")
         yield VerdictLine(id="verdict")
         yield PaneTabs(id="tabs")
@@ -274,6 +277,7 @@ class MainScreen(Screen[None]):
 
     def paint_status(self) -> None:
         self.fit_grid()
+        self.query_one(Pulse).follow(self.case, self.live.event_count if self.live else None)
         snap = self.shown
         counts = None
         if snap is not None:
