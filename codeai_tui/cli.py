@@ -146,12 +146,71 @@ def _model(text: str) -> str:
     return text
 
 
+# The longest argument taken, in UTF-8 bytes: PATH_MAX, so every path that can be opened
+# fits, and no id, name or note anyone types comes near it. (Linux itself refuses one
+# argument of 128 KiB or more before the program runs: E2BIG, "Argument list too long".)
+ARGUMENT_LIMIT = 4096
+ERROR_LIMIT = 600  # characters of one error line: a long value is cut, never echoed whole
+
+
+def argument_problem(text: str) -> str | None:
+    """Why `text` cannot be an argument's value, or None. A value arrives as the bytes the
+    shell passed; Python keeps bytes that are not UTF-8 as lone surrogates, which every
+    later encode (SQLite, a JSON payload, stdout) fails on: named here, before any use."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        try:
+            raw.decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        return f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
+    if size > ARGUMENT_LIMIT:
+        return f"{size:,} bytes long; at most {ARGUMENT_LIMIT:,}"
+    return None
+
+
+def _text_first(convert: Callable[[str], object] | None) -> Callable[[str], object]:
+    """An argument's type behind the one check every value passes: UTF-8 text, at most
+    ARGUMENT_LIMIT bytes, and not empty (an unset `$VAR` is never a value). The type's
+    own check comes after, so its message ("the path is empty") is kept."""
+
+    def parse(text: str) -> object:
+        problem = argument_problem(text)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        if convert is None:
+            if not text:
+                raise argparse.ArgumentTypeError("empty")
+            return text
+        return convert(text)
+
+    # argparse names the type in its message for a ValueError ("invalid int value")
+    parse.__name__ = getattr(convert, "__name__", "text")
+    return parse
+
+
+def _check_every_value(parser: argparse.ArgumentParser) -> None:
+    """Put every value of every command (paths, ids, names, notes, numbers) through
+    `_text_first`: the one place where bad bytes, empty and huge arguments are refused,
+    with exit 2 and one line naming the argument, before any command runs."""
+    for action in parser._actions:  # (argparse keeps its actions there; no public list)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                _check_every_value(sub)
+        elif action.nargs != 0:
+            action.type = _text_first(action.type)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in one line, as every other bad input (the module's
     contract): the command and what was wrong, without the usage block (`--help` has it)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {visible(message, one_line=True)}\n")
+        line = visible(message, one_line=True, limit=ERROR_LIMIT)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {line}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long the live measure follows a writer (0: skip)")
     p.add_argument("--keep", type=_path, default=None,
                    help="write the ledgers here and keep them")
+    _check_every_value(parser)
     return parser
 
 
