@@ -287,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--receipts", type=_path_obj, help="the receipt log to append to")
     rec.add_argument("--receipts-root", type=_path_obj,
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
+    p.add_argument("--bundle-id", default=None, metavar="ID",
+                   help="bundle mode: serve only /b/ID/c/<case>/v1 (default: the root's "
+                        "bundle.json bundle_id, when it names one)")
     p.add_argument("--latency", type=_seconds, default=0.0, help="seconds to hold each request")
     p.add_argument("--fail-first", type=_whole(0), default=0,
                    help="answer --fail-status to the first N requests")
@@ -658,7 +661,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
               receipts_root=args.receipts_root, truncate_after=args.truncate_after,
-              stall_after=args.stall_after,
+              stall_after=args.stall_after, bundle_id=args.bundle_id,
               fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None
