@@ -519,8 +519,7 @@ def _confirm(plan: ResumePlan) -> tuple[bool, bool]:
     dest = plan.destination
     send = dest.trusted
     if dest.needs_credential_confirmation:
-        question = (f"The destination comes from the case directory. Send the value of "
-                    f"{dest.api_key_env} to {dest.base_url}? [y/N] ")
+        question = dest.credential_question()
         send = input(visible(question, one_line=True)).strip().lower() in ("y", "yes")
     return True, send
 
@@ -612,7 +611,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise CliError("the call id is empty")
     try:
         plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url,
-                           api_key_env=args.api_key_env)
+                           api_key_env=args.api_key_env, ask_destination=True)
         if plan.drift:
             raise ResumeRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
         if not args.yes:
@@ -623,7 +622,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 print("not resumed", file=sys.stderr)
                 return EXIT_REFUSED
         else:
-            # --yes never sends a credential to a destination only the case vouches for
+            # --yes never sends a credential to a destination the operator did not name
             send_credential = plan.destination.trusted
             if not plan.drift_check_possible:
                 print("codeai-tui: note: no manifest recorded, so no drift check was possible",
@@ -652,6 +651,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
     for note in result.notes:  # a Retry-After waited out, or one too long to wait
         _err(f"note: {note}")
+    if result.warning is not None:
+        _err(f"warning: {result.warning}")
     return OUTCOME_EXIT.get(result.status, EXIT_EFFECT_UNKNOWN)
 
 
