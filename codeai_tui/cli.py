@@ -28,6 +28,7 @@ from codeai_tui.textsafe import visible
 if TYPE_CHECKING:
     import subprocess
 
+    from codeai_tui.provider import ProviderProcess
     from codeai_tui.resume import ResumePlan, ResumeRefused
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
@@ -791,44 +792,23 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     return EXIT_OK
 
 
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the bundle by real kills; optionally keep a live producer and open the app.
 
-    With --open, a bundle-mode provider serves the port the bundle's case.json files
-    name for as long as the console is open, so a resume confirmed in the console
-    reaches a provider that logs to that case's own receipt log. If the usual port is
-    taken, the bundle is built against a free one instead (never against whatever
-    listens there), and the console says where resumes go (issue 9, A9).
+    With --open, the bundle's own bundle-mode provider is started first, on 8768, or on
+    a port the system gives it where 8768 is taken: the provider process binds the port
+    itself and reports it, and only then is the bundle built with that port in its
+    case.json files, so nothing can take it between the choice and the use. It serves
+    for as long as the console is open, under the bundle's id, so a resume confirmed in
+    the console reaches it and no other bundle's provider (and logs to that case's own
+    receipt log); the console says where resumes go. Should no provider start at all,
+    the console still opens, and says resumes will be refused.
     """
-    from codeai_tui.demo import DEMO_PROVIDER_PORT
+    from codeai_tui.provider import new_bundle_id
 
     out = Path(args.out_dir) if args.out_dir else None
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CliError(f"{out}: exists and is not an empty directory; give a new directory")
-    port = DEMO_PROVIDER_PORT
-    if args.open and not _port_free(port):
-        port = _free_port()
-        _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
-             f"name port {port} instead")
     # with --open the console may replay tool plans (R): the kernel's key lives, outside
     # the bundle, exactly as long as the console is open (or where --kernel-key keeps it)
     kernel_key: Path | None = args.kernel_key
@@ -838,45 +818,69 @@ def cmd_demo(args: argparse.Namespace) -> int:
                        "(whoever holds it can sign receipts)")
     import tempfile  # (here: most commands never need it, and every one pays its import)
 
+    if args.open and out is None:  # its provider is rooted there before the build starts
+        out = Path(tempfile.mkdtemp(prefix="codeai-demo-"))
     keys = (tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-")
             if args.open and kernel_key is None else None)
     if keys is not None:
         kernel_key = Path(keys.name) / "kernel.key"
     try:
-        return _demo(args, out, port, kernel_key)
+        return _demo(args, out, kernel_key, new_bundle_id())
     finally:
         if keys is not None:
             keys.cleanup()
 
 
-def _demo(args: argparse.Namespace, out: Path | None, port: int,
-          kernel_key: Path | None) -> int:
-    from codeai_tui.demo import build_demo, start_live
+def _start_demo_provider(bundle: Path, bundle_id: str) -> tuple[ProviderProcess | None, str]:
+    """The bundle's provider for `demo --open`, bound before any case.json names its port:
+    on the usual port, else on one the system chooses (bound by the provider itself and
+    reported back). Returns it (None if none could start) and the console's note."""
+    from codeai_tui.demo import DEMO_PROVIDER_PORT
     from codeai_tui.provider import ProviderProcess
 
-    bundle = build_demo(out, port, kernel_key)
-    # at once: with --live or --open the command runs on, and a script reading the path
-    # from a pipe (block-buffered) would otherwise get it only when it ends
-    print(bundle, flush=True)
-    live = start_live(bundle, args.rate, case_port=port) if args.live else None
+    problems: list[str] = []
+    for port in (DEMO_PROVIDER_PORT, 0):
+        provider = ProviderProcess(receipts_root=bundle, port=port, bundle_id=bundle_id)
+        try:
+            provider.start()
+        except RuntimeError as exc:
+            problems.append(str(exc))
+            continue
+        if provider.port != DEMO_PROVIDER_PORT:
+            _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
+                 f"name port {provider.port} instead")
+        return provider, (f"demo provider on 127.0.0.1:{provider.port}: resumes from this "
+                          "console reach it (receipts go to each case's "
+                          "provider/receipts.jsonl)")
+    why = "; ".join(problems)
+    _err(f"note: no provider for resumes from the console ({why})")
+    return None, (f"no demo provider ({why[:160]}): resumes from this console are refused "
+                  "and send nothing")
+
+
+def _demo(args: argparse.Namespace, out: Path | None, kernel_key: Path | None,
+          bundle_id: str) -> int:
+    from codeai_tui.demo import DEMO_PROVIDER_PORT, build_demo, start_live
+
+    provider: ProviderProcess | None = None
+    note = ""
+    if args.open:
+        assert out is not None
+        out.mkdir(parents=True, exist_ok=True)
+        provider, note = _start_demo_provider(out.resolve(), bundle_id)
+    port = provider.port if provider is not None else DEMO_PROVIDER_PORT
+    live: subprocess.Popen[str] | None = None
     try:
+        bundle = build_demo(out, port, kernel_key, bundle_id)
+        # at once: with --live or --open the command runs on, and a script reading the
+        # path from a pipe (block-buffered) would otherwise get it only when it ends
+        print(bundle, flush=True)
+        live = start_live(bundle, args.rate, case_port=port) if args.live else None
         if args.open:
-            try:
-                provider: ProviderProcess | None = ProviderProcess(
-                    receipts_root=bundle, port=port).start()
-                note = (f"demo provider on 127.0.0.1:{port}: resumes from this console "
-                        "reach it (receipts go to each case's provider/receipts.jsonl)")
-            except RuntimeError as exc:
-                _err(f"no provider for resumes from the console ({exc}); not opening it")
-                return EXIT_FAILED
-            try:
-                args.path, args.theme, args.read_only = str(bundle), None, False
-                args.model, args.base_url, args.api_key_env = None, None, None
-                args.kernel_key = kernel_key
-                return cmd_open(args, provider_note=note)
-            finally:
-                if provider is not None:
-                    provider.stop()
+            args.path, args.theme, args.read_only = str(bundle), None, False
+            args.model, args.base_url, args.api_key_env = None, None, None
+            args.kernel_key = kernel_key
+            return cmd_open(args, provider_note=note)
         if live is not None:
             print(f"live producer running (its notes go to {bundle / 'live.log'}); "
                   "Ctrl-C to stop", file=sys.stderr)
@@ -884,6 +888,8 @@ def _demo(args: argparse.Namespace, out: Path | None, port: int,
     finally:
         if live is not None:
             _stop_process(live)
+        if provider is not None:
+            provider.stop()
     return EXIT_OK
 
 
