@@ -82,8 +82,8 @@ class Destination:
             ("the URL", self.base_url_from, _URL_VOUCHERS)) if source not in vouchers]
         if self.base_url_from == FROM_DEFAULT:
             return (f"{' and '.join(halves)} {'is' if len(halves) == 1 else 'are'} not "
-                    f"named by you (the URL is the {FROM_DEFAULT}, where anyone on this "
-                    "machine may listen; name it with --base-url or a trusted destination)")
+                    f"named by you (the URL is the {FROM_DEFAULT}: anyone on this machine "
+                    "may listen there; name it with --base-url or a trusted destination)")
         return (f"{' and '.join(halves) or 'the destination'} come from {FROM_CASE}, "
                 "not from you")
 
