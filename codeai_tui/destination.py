@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ _URL_VOUCHERS = frozenset({FROM_COMMAND_LINE, FROM_OPERATOR_CONFIG})
 _VARIABLE_VOUCHERS = frozenset({FROM_COMMAND_LINE, FROM_OPERATOR_CONFIG, FROM_DEFAULT})
 IDENTITY_TIMEOUT_S = 5.0  # the whole identity check; a loopback provider answers in ms
 IDENTITY_ANSWER_LIMIT = 64 * 1024  # bytes of the health answer read
+_SSL_CONTEXT: ssl.SSLContext | None = None
 
 
 class DestinationError(ValueError):
@@ -209,11 +211,15 @@ def identity_problem(destination: Destination, provider_hint: str = "",
         return None
     import httpx  # (here: readers import this module and never send; see runner.py)
 
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:  # one per process: httpx builds one per client (~20 ms)
+        _SSL_CONTEXT = httpx.create_ssl_context()
     url = destination.base_url.rstrip("/") + "/health"
     ends = time.monotonic() + timeout
     answer = bytearray()
     try:
-        with (httpx.Client(timeout=timeout, follow_redirects=False) as client,
+        with (httpx.Client(timeout=timeout, verify=_SSL_CONTEXT, follow_redirects=False)
+              as client,
               client.stream("GET", url) as resp):
             status = resp.status_code
             for piece in resp.iter_bytes():
