@@ -347,7 +347,7 @@ class Harness:
             "cases": [{"dir": s.name, "role": s.role, "description": s.description,
                        "copy_of": s.copy_of} for s in CASES],
         })
-        (self.bundle / "README.txt").write_text(readme(), encoding="utf-8")
+        (self.bundle / "README.txt").write_text(readme(self.case_port), encoding="utf-8")
         write_json(self.bundle / INVENTORY, byte_inventory(self.bundle))
 
 
@@ -360,7 +360,7 @@ def effect_table(rows: list[EffectRow]) -> list[str]:
             *lines]
 
 
-def readme() -> str:
+def readme(case_port: int = DEMO_PROVIDER_PORT) -> str:
     lines = [
         "CodeAI demo bundle: the experiment \"Kill it, reopen it, resume it\".",
         "",
@@ -377,8 +377,8 @@ def readme() -> str:
         "",
         "  codeai-tui verify THIS_DIR     re-derive every state independently",
         "  codeai-tui THIS_DIR            open the console; resumes need this bundle's",
-        "                                 provider (only it answers the case.json URLs):",
-        "  codeai-tui provider --receipts-root THIS_DIR --port 8768",
+        "                                 provider, the only one its case.json URLs reach:",
+        f"  codeai-tui provider --receipts-root THIS_DIR --port {case_port}",
         "",
     ]
     lines += [f"{s.name}\n    {s.description}" for s in CASES]
