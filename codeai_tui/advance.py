@@ -25,7 +25,14 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
-from codeai_tui.resume import ResumeRefused, UnknownCall, _evidence, _who
+from codeai_tui.resume import (
+    ResumeRefused,
+    UnknownCall,
+    _evidence,
+    _who,
+    check_destination,
+    receipts_warning,
+)
 from codeai_tui.runner import CallRunner
 from codeai_tui.workstate import CallState, NextOperation, project_call
 from codeai_tui.workstate.evidence import AttemptEvidence
@@ -57,6 +64,7 @@ class AdvanceResult:
     receipts_before: int | None = None
     receipts_after: int | None = None
     notes: tuple[str, ...] = ()  # next-attempt: the runner's (a wait, why no whole answer)
+    warning: str | None = None  # next-attempt: the receipts did not move (resume's words)
 
     def summary(self) -> str:
         st = self.state
@@ -67,6 +75,8 @@ class AdvanceResult:
         if self.status is not None:
             line += (f"; {self.status}; receipts {self.receipts_before} -> "
                      f"{self.receipts_after}")
+        if self.warning is not None:
+            line += f"; warning: {self.warning}"
         return line
 
 
@@ -299,8 +309,10 @@ class NextAttemptPlan:
 
 def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                       base_url: str | None = None, api_key_env: str | None = None,
-                      operator_config: Path | None = None) -> NextAttemptPlan:
-    """Read-only: gate, find the recorded request bytes, say where they would go.
+                      operator_config: Path | None = None,
+                      ask_destination: bool = False) -> NextAttemptPlan:
+    """Read-only: gate, find the recorded request bytes, say where they would go (and,
+    with `ask_destination`, refuse where the server there is not the case's own).
     Raises AdvanceRefused, UnknownCall, DestinationError or LedgerError; writes nothing."""
     if not call_id:
         raise UnknownCall(call_id)
@@ -319,6 +331,11 @@ def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     if found.data is None:
         raise AdvanceRefused(state.next_operation,
                              f"call {call_id}: request {found.describe(sha)}; nothing to send")
+    if ask_destination:
+        try:
+            check_destination(case, destination, state.next_operation)
+        except ResumeRefused as exc:
+            raise AdvanceRefused(exc.next_operation, exc.reason) from None
     return NextAttemptPlan(
         case, call_id, state.task_id, state.idempotency_key or f"key-{call_id}",
         len(state.evidence.started_attempts()) + 1, sha, destination, _evidence(events),
@@ -376,7 +393,7 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     say = progress or (lambda _msg: None)
     case = Path(case_dir)
     plan = plan_next_attempt(case, call_id, base_url=base_url, api_key_env=api_key_env,
-                             operator_config=operator_config)
+                             operator_config=operator_config, ask_destination=True)
     if expected is not None and (expected.evidence, expected.destination) != (
             plan.evidence, plan.destination):
         raise AdvanceRefused(None, f"call {call_id}: its evidence or destination changed "
@@ -402,6 +419,9 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                  and e.attempt_id == f"{call_id}-a{plan.attempt_no}")
     kinds = tuple(e.kind for e in events if e.seq >= first.seq)
     say(f"{call_id}: {status}")
+    receipts_after = len(read_receipts(case).receipts)
     return AdvanceResult("next-attempt", call_id, f"{call_id}-a{plan.attempt_no}", kinds,
-                         first.seq, after, status, receipts_before,
-                         len(read_receipts(case).receipts), tuple(runner.notes))
+                         first.seq, after, status, receipts_before, receipts_after,
+                         tuple(runner.notes),
+                         receipts_warning(case, plan.destination, status, receipts_before,
+                                          receipts_after))

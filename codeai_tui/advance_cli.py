@@ -75,9 +75,9 @@ def _next_attempt(args: argparse.Namespace, case: Path, max_attempts: int) -> in
     from codeai_tui import advance
 
     plan = advance.plan_next_attempt(case, args.call_id, base_url=args.base_url,
-                                     api_key_env=args.api_key_env)
+                                     api_key_env=args.api_key_env, ask_destination=True)
     dest = plan.destination
-    send = dest.trusted  # --yes never sends a credential only the case vouches for
+    send = dest.trusted  # --yes never sends a credential where the operator did not name
     if not args.yes:
         for label, value in (("call", plan.call_id), ("stage", plan.stage),
                              ("attempt", str(plan.attempt_no)),
@@ -89,8 +89,7 @@ def _next_attempt(args: argparse.Namespace, case: Path, max_attempts: int) -> in
             print("not done: next-attempt", file=sys.stderr)
             return EXIT_REFUSED
         if dest.needs_credential_confirmation:
-            question = (f"The destination comes from the case directory. Send the value of "
-                        f"{dest.api_key_env} to {dest.base_url}? [y/N] ")
+            question = dest.credential_question()
             send = input(visible(question, one_line=True)).strip().lower() in ("y", "yes")
     _err(f"note: sending to {dest.base_url}; {dest.credential_line(send)}")
     result = advance.next_attempt(case, args.call_id, base_url=args.base_url,

@@ -28,6 +28,7 @@ from codeai_tui.textsafe import visible
 if TYPE_CHECKING:
     import subprocess
 
+    from codeai_tui.provider import ProviderProcess
     from codeai_tui.resume import ResumePlan, ResumeRefused
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
@@ -146,12 +147,71 @@ def _model(text: str) -> str:
     return text
 
 
+# The longest argument taken, in UTF-8 bytes: PATH_MAX, so every path that can be opened
+# fits, and no id, name or note anyone types comes near it. (Linux itself refuses one
+# argument of 128 KiB or more before the program runs: E2BIG, "Argument list too long".)
+ARGUMENT_LIMIT = 4096
+ERROR_LIMIT = 600  # characters of one error line: a long value is cut, never echoed whole
+
+
+def argument_problem(text: str) -> str | None:
+    """Why `text` cannot be an argument's value, or None. A value arrives as the bytes the
+    shell passed; Python keeps bytes that are not UTF-8 as lone surrogates, which every
+    later encode (SQLite, a JSON payload, stdout) fails on: named here, before any use."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        try:
+            raw.decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        return f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
+    if size > ARGUMENT_LIMIT:
+        return f"{size:,} bytes long; at most {ARGUMENT_LIMIT:,}"
+    return None
+
+
+def _text_first(convert: Callable[[str], object] | None) -> Callable[[str], object]:
+    """An argument's type behind the one check every value passes: UTF-8 text, at most
+    ARGUMENT_LIMIT bytes, and not empty (an unset `$VAR` is never a value). The type's
+    own check comes after, so its message ("the path is empty") is kept."""
+
+    def parse(text: str) -> object:
+        problem = argument_problem(text)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        if convert is None:
+            if not text:
+                raise argparse.ArgumentTypeError("empty")
+            return text
+        return convert(text)
+
+    # argparse names the type in its message for a ValueError ("invalid int value")
+    parse.__name__ = getattr(convert, "__name__", "text")
+    return parse
+
+
+def _check_every_value(parser: argparse.ArgumentParser) -> None:
+    """Put every value of every command (paths, ids, names, notes, numbers) through
+    `_text_first`: the one place where bad bytes, empty and huge arguments are refused,
+    with exit 2 and one line naming the argument, before any command runs."""
+    for action in parser._actions:  # (argparse keeps its actions there; no public list)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                _check_every_value(sub)
+        elif action.nargs != 0:
+            action.type = _text_first(action.type)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in one line, as every other bad input (the module's
     contract): the command and what was wrong, without the usage block (`--help` has it)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {visible(message, one_line=True)}\n")
+        line = visible(message, one_line=True, limit=ERROR_LIMIT)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {line}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--receipts", type=_path_obj, help="the receipt log to append to")
     rec.add_argument("--receipts-root", type=_path_obj,
                      help="bundle mode: /c/<case>/v1 logs to <root>/<case>/provider/receipts.jsonl")
+    p.add_argument("--bundle-id", default=None, metavar="ID",
+                   help="bundle mode: serve only /b/ID/c/<case>/v1 (default: the root's "
+                        "bundle.json bundle_id, when it names one)")
     p.add_argument("--latency", type=_seconds, default=0.0, help="seconds to hold each request")
     p.add_argument("--fail-first", type=_whole(0), default=0,
                    help="answer --fail-status to the first N requests")
@@ -295,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long the live measure follows a writer (0: skip)")
     p.add_argument("--keep", type=_path, default=None,
                    help="write the ledgers here and keep them")
+    _check_every_value(parser)
     return parser
 
 
@@ -473,8 +537,7 @@ def _confirm(plan: ResumePlan) -> tuple[bool, bool]:
     dest = plan.destination
     send = dest.trusted
     if dest.needs_credential_confirmation:
-        question = (f"The destination comes from the case directory. Send the value of "
-                    f"{dest.api_key_env} to {dest.base_url}? [y/N] ")
+        question = dest.credential_question()
         send = input(visible(question, one_line=True)).strip().lower() in ("y", "yes")
     return True, send
 
@@ -566,7 +629,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise CliError("the call id is empty")
     try:
         plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url,
-                           api_key_env=args.api_key_env)
+                           api_key_env=args.api_key_env, ask_destination=True)
         if plan.drift:
             raise ResumeRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
         if not args.yes:
@@ -577,7 +640,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 print("not resumed", file=sys.stderr)
                 return EXIT_REFUSED
         else:
-            # --yes never sends a credential to a destination only the case vouches for
+            # --yes never sends a credential to a destination the operator did not name
             send_credential = plan.destination.trusted
             if not plan.drift_check_possible:
                 print("codeai-tui: note: no manifest recorded, so no drift check was possible",
@@ -606,6 +669,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
     for note in result.notes:  # a Retry-After waited out, or one too long to wait
         _err(f"note: {note}")
+    if result.warning is not None:
+        _err(f"warning: {result.warning}")
     return OUTCOME_EXIT.get(result.status, EXIT_EFFECT_UNKNOWN)
 
 
@@ -616,6 +681,7 @@ def cmd_provider(args: argparse.Namespace) -> int:
         serve(args.host, args.port, args.receipts, args.latency, args.fail_first,
               receipts_root=args.receipts_root, truncate_after=args.truncate_after,
               stall_after=args.stall_after, fresh_tool_call_ids=args.fresh_tool_call_ids,
+              bundle_id=args.bundle_id,
               fail_status=args.fail_status, retry_after=args.retry_after)
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -748,44 +814,23 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
     return EXIT_OK
 
 
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the bundle by real kills; optionally keep a live producer and open the app.
 
-    With --open, a bundle-mode provider serves the port the bundle's case.json files
-    name for as long as the console is open, so a resume confirmed in the console
-    reaches a provider that logs to that case's own receipt log. If the usual port is
-    taken, the bundle is built against a free one instead (never against whatever
-    listens there), and the console says where resumes go (issue 9, A9).
+    With --open, the bundle's own bundle-mode provider is started first, on 8768, or on
+    a port the system gives it where 8768 is taken: the provider process binds the port
+    itself and reports it, and only then is the bundle built with that port in its
+    case.json files, so nothing can take it between the choice and the use. It serves
+    for as long as the console is open, under the bundle's id, so a resume confirmed in
+    the console reaches it and no other bundle's provider (and logs to that case's own
+    receipt log); the console says where resumes go. Should no provider start at all,
+    the console still opens, and says resumes will be refused.
     """
-    from codeai_tui.demo import DEMO_PROVIDER_PORT
+    from codeai_tui.provider import new_bundle_id
 
     out = Path(args.out_dir) if args.out_dir else None
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CliError(f"{out}: exists and is not an empty directory; give a new directory")
-    port = DEMO_PROVIDER_PORT
-    if args.open and not _port_free(port):
-        port = _free_port()
-        _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
-             f"name port {port} instead")
     # with --open the console may replay tool plans (R): the kernel's key lives, outside
     # the bundle, exactly as long as the console is open (or where --kernel-key keeps it)
     kernel_key: Path | None = args.kernel_key
@@ -795,45 +840,69 @@ def cmd_demo(args: argparse.Namespace) -> int:
                        "(whoever holds it can sign receipts)")
     import tempfile  # (here: most commands never need it, and every one pays its import)
 
+    if args.open and out is None:  # its provider is rooted there before the build starts
+        out = Path(tempfile.mkdtemp(prefix="codeai-demo-"))
     keys = (tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-")
             if args.open and kernel_key is None else None)
     if keys is not None:
         kernel_key = Path(keys.name) / "kernel.key"
     try:
-        return _demo(args, out, port, kernel_key)
+        return _demo(args, out, kernel_key, new_bundle_id())
     finally:
         if keys is not None:
             keys.cleanup()
 
 
-def _demo(args: argparse.Namespace, out: Path | None, port: int,
-          kernel_key: Path | None) -> int:
-    from codeai_tui.demo import build_demo, start_live
+def _start_demo_provider(bundle: Path, bundle_id: str) -> tuple[ProviderProcess | None, str]:
+    """The bundle's provider for `demo --open`, bound before any case.json names its port:
+    on the usual port, else on one the system chooses (bound by the provider itself and
+    reported back). Returns it (None if none could start) and the console's note."""
+    from codeai_tui.demo import DEMO_PROVIDER_PORT
     from codeai_tui.provider import ProviderProcess
 
-    bundle = build_demo(out, port, kernel_key)
-    # at once: with --live or --open the command runs on, and a script reading the path
-    # from a pipe (block-buffered) would otherwise get it only when it ends
-    print(bundle, flush=True)
-    live = start_live(bundle, args.rate, case_port=port) if args.live else None
+    problems: list[str] = []
+    for port in (DEMO_PROVIDER_PORT, 0):
+        provider = ProviderProcess(receipts_root=bundle, port=port, bundle_id=bundle_id)
+        try:
+            provider.start()
+        except RuntimeError as exc:
+            problems.append(str(exc))
+            continue
+        if provider.port != DEMO_PROVIDER_PORT:
+            _err(f"note: port {DEMO_PROVIDER_PORT} is taken; this bundle's case.json files "
+                 f"name port {provider.port} instead")
+        return provider, (f"demo provider on 127.0.0.1:{provider.port}: resumes from this "
+                          "console reach it (receipts go to each case's "
+                          "provider/receipts.jsonl)")
+    why = "; ".join(problems)
+    _err(f"note: no provider for resumes from the console ({why})")
+    return None, (f"no demo provider ({why[:160]}): resumes from this console are refused "
+                  "and send nothing")
+
+
+def _demo(args: argparse.Namespace, out: Path | None, kernel_key: Path | None,
+          bundle_id: str) -> int:
+    from codeai_tui.demo import DEMO_PROVIDER_PORT, build_demo, start_live
+
+    provider: ProviderProcess | None = None
+    note = ""
+    if args.open:
+        assert out is not None
+        out.mkdir(parents=True, exist_ok=True)
+        provider, note = _start_demo_provider(out.resolve(), bundle_id)
+    port = provider.port if provider is not None else DEMO_PROVIDER_PORT
+    live: subprocess.Popen[str] | None = None
     try:
+        bundle = build_demo(out, port, kernel_key, bundle_id)
+        # at once: with --live or --open the command runs on, and a script reading the
+        # path from a pipe (block-buffered) would otherwise get it only when it ends
+        print(bundle, flush=True)
+        live = start_live(bundle, args.rate, case_port=port) if args.live else None
         if args.open:
-            try:
-                provider: ProviderProcess | None = ProviderProcess(
-                    receipts_root=bundle, port=port).start()
-                note = (f"demo provider on 127.0.0.1:{port}: resumes from this console "
-                        "reach it (receipts go to each case's provider/receipts.jsonl)")
-            except RuntimeError as exc:
-                _err(f"no provider for resumes from the console ({exc}); not opening it")
-                return EXIT_FAILED
-            try:
-                args.path, args.theme, args.read_only = str(bundle), None, False
-                args.model, args.base_url, args.api_key_env = None, None, None
-                args.kernel_key = kernel_key
-                return cmd_open(args, provider_note=note)
-            finally:
-                if provider is not None:
-                    provider.stop()
+            args.path, args.theme, args.read_only = str(bundle), None, False
+            args.model, args.base_url, args.api_key_env = None, None, None
+            args.kernel_key = kernel_key
+            return cmd_open(args, provider_note=note)
         if live is not None:
             print(f"live producer running (its notes go to {bundle / 'live.log'}); "
                   "Ctrl-C to stop", file=sys.stderr)
@@ -841,6 +910,8 @@ def _demo(args: argparse.Namespace, out: Path | None, port: int,
     finally:
         if live is not None:
             _stop_process(live)
+        if provider is not None:
+            provider.stop()
     return EXIT_OK
 
 

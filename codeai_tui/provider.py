@@ -21,6 +21,12 @@ HTTP-date, or a broken value to test a client with). Every answer names its requ
 `x-request-id` (the receipt id, so an observation points at its receipt) and says how
 long it took in `openai-processing-ms`, as OpenAI's API does.
 
+In bundle mode a demo bundle is served under its own id, `/b/<bundle id>/c/<case>/v1`
+(the id is the bundle's `bundle.json` "bundle_id", or `--bundle-id`): a request naming
+another id is answered 404 and logged nowhere, so a case never reaches another bundle's
+provider by its port alone, and `GET .../v1/health` answers `{"identity": <bundle id>}`
+only for this bundle's cases (what resume asks before anything is written).
+
 HTTP is served by aiohttp rather than `http.server`: it reads chunked request bodies,
 drains a body the handler did not need before the next keep-alive request, and streams
 responses; the hand-written handler it replaced got all three wrong.
@@ -35,6 +41,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import socket
 import sys
 import threading
@@ -88,6 +95,38 @@ class ReceiptWriter:
 
 
 _CASE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+BUNDLE_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
+BUNDLE_MANIFEST = Path("bundle.json")
+BUNDLE_MANIFEST_LIMIT = 1024 * 1024
+
+
+def new_bundle_id() -> str:
+    """A random id for one demo bundle (64 bits: two bundles never share one by chance)."""
+    return secrets.token_hex(8)
+
+
+def bundle_id_in(root: Path) -> str | None:
+    """The "bundle_id" `root/bundle.json` names, or None: no manifest (not a demo bundle,
+    or one built before bundles had ids), or none usable in it. The manifest comes with
+    an untrusted bundle: read without following links or blocking, and the id is taken
+    only in its own form (it becomes a URL path segment)."""
+    from codeai_tui.ledger.errors import LedgerError
+    from codeai_tui.ledger.safefile import read_regular
+
+    try:
+        raw = read_regular(root, BUNDLE_MANIFEST, limit=BUNDLE_MANIFEST_LIMIT)
+        doc = json.loads(raw) if raw is not None else None
+    except (LedgerError, OSError, ValueError, RecursionError):
+        return None
+    found = doc.get("bundle_id") if isinstance(doc, dict) else None
+    return found if isinstance(found, str) and BUNDLE_ID_RE.fullmatch(found) else None
+
+
+def bundle_case_url(port: int, case: str, bundle_id: str | None,
+                    host: str = "127.0.0.1") -> str:
+    """The base URL a bundle-mode provider on `port` logs to `case`'s receipt log for."""
+    under = f"/b/{bundle_id}" if bundle_id is not None else ""
+    return f"http://{host}:{port}{under}/c/{case}/v1"
 
 
 class BadRequest(ValueError):
@@ -260,7 +299,9 @@ def stream_chunks(completion: JsonObject, include_usage: bool = False) -> Iterat
 class ProviderServer:
     """One receipt log (`receipts`), or bundle mode (`receipts_root`): a request to
     `/c/<case>/v1/chat/completions` is logged in `<root>/<case>/provider/receipts.jsonl`,
-    so one provider serves every case of a demo bundle with each case's own log."""
+    so one provider serves every case of a demo bundle with each case's own log. A
+    bundle with an id (`bundle_id`, else the root's bundle.json) is served only under
+    `/b/<bundle id>/c/<case>/v1`."""
 
     def __init__(
         self,
@@ -275,6 +316,7 @@ class ProviderServer:
         retry_after: str | None = None,
         stall_after: int | None = None,
         fresh_tool_call_ids: bool = False,
+        bundle_id: str | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the synthetic provider binds to loopback only, not {host!r}")
@@ -290,6 +332,13 @@ class ProviderServer:
             not retry_after or any(not " " <= ch <= "~" for ch in retry_after)
         ):
             raise ValueError("--retry-after must be printable ASCII text")
+        if bundle_id is not None and (receipts_root is None
+                                      or not BUNDLE_ID_RE.fullmatch(bundle_id)):
+            raise ValueError("--bundle-id needs --receipts-root, and 8 to 64 of A-Z a-z "
+                             "0-9 _ -")
+        if bundle_id is None and receipts_root is not None:
+            bundle_id = bundle_id_in(receipts_root)
+        self.bundle_id = bundle_id
         self.host = host
         self.port = port
         self.receipts = ReceiptWriter(receipts) if receipts is not None else None
@@ -307,24 +356,51 @@ class ProviderServer:
         self._count_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
 
+    def case_of(self, path: str) -> tuple[str, str] | None:
+        """(case name, endpoint path after the case prefix) for a bundle-mode request
+        path, or None where it names no case of this bundle: another bundle's id, no id
+        where this bundle has one, or no such case directory."""
+        if self.receipts_root is None:
+            return None
+        if self.bundle_id is not None:
+            under = f"/b/{self.bundle_id}/"
+            if not path.startswith(under):
+                return None
+            path = path[len(under) - 1:]
+        parts = path.split("/", 3)  # "", "c", name, rest
+        if len(parts) < 4 or parts[1] != "c" or not _CASE_NAME_RE.fullmatch(parts[2]):
+            return None
+        if parts[2] in (".", "..") or not (self.receipts_root / parts[2]).is_dir():
+            return None
+        return parts[2], "/" + parts[3]
+
     def writer_for(self, path: str) -> tuple[ReceiptWriter | None, str]:
         """(receipt writer, endpoint path without the case prefix) for a request path."""
         if self.receipts is not None:
             return self.receipts, path
-        parts = path.split("/", 3)  # "", "c", name, rest
-        if len(parts) < 4 or parts[1] != "c" or not _CASE_NAME_RE.fullmatch(parts[2]):
+        found = self.case_of(path)
+        if found is None:
             return None, path
+        name, endpoint = found
         assert self.receipts_root is not None
-        case_dir = self.receipts_root / parts[2]
-        if not case_dir.is_dir() or parts[2] in (".", ".."):
-            return None, path
         with self._writers_lock:
-            writer = self._case_writers.get(parts[2])
+            writer = self._case_writers.get(name)
             if writer is None:
-                writer = self._case_writers[parts[2]] = ReceiptWriter(
-                    case_dir / "provider" / "receipts.jsonl"
+                writer = self._case_writers[name] = ReceiptWriter(
+                    self.receipts_root / name / "provider" / "receipts.jsonl"
                 )
-        return writer, "/" + parts[3]
+        return writer, endpoint
+
+    def health(self, path: str) -> web.Response:
+        """`GET .../health`. A bundle with an id answers only for its own cases, with
+        its identity: what a client compares with the identity its case names before
+        it sends anything (codeai_tui/destination.py)."""
+        if self.bundle_id is None:
+            return _json(200, {"status": "ok"})
+        found = self.case_of(path)
+        if found is None or found[1].rstrip("/") != "/v1/health":
+            return _json(404, {"error": {"message": "no such case in this provider's bundle"}})
+        return _json(200, {"status": "ok", "identity": self.bundle_id, "case": found[0]})
 
     def next_index(self) -> int:
         with self._count_lock:
@@ -348,7 +424,7 @@ class ProviderServer:
             return _json(413, {"error": {"message": "request body too large"}}, close=True)
         path = request.rel_url.raw_path
         if request.method == "GET" and path.rstrip("/").endswith("/health"):
-            return _json(200, {"status": "ok"})
+            return self.health(path)
         writer, endpoint = self.writer_for(path)
         if (request.method != "POST" or writer is None
                 or not endpoint.rstrip("/").endswith("/chat/completions")):
@@ -487,11 +563,12 @@ def serve(
     retry_after: str | None = None,
     stall_after: int | None = None,
     fresh_tool_call_ids: bool = False,
+    bundle_id: str | None = None,
 ) -> None:
     """Run until interrupted. Prints `listening on http://HOST:PORT/v1` once bound."""
     server = ProviderServer(host, port, receipts, latency, fail_first, receipts_root,
                             truncate_after, fail_status, retry_after, stall_after,
-                            fresh_tool_call_ids)
+                            fresh_tool_call_ids=fresh_tool_call_ids, bundle_id=bundle_id)
     aiohttp_log = logging.getLogger("aiohttp")
     aiohttp_log.addHandler(_OneLineLog(logging.WARNING))
     aiohttp_log.propagate = False
@@ -501,7 +578,8 @@ def serve(
         if announce:
             print(f"listening on {server.base_url}", flush=True)
             if receipts_root is not None:
-                print(f"bundle mode: POST /c/<case>/v1/chat/completions logs to "
+                under = f"/b/{server.bundle_id}" if server.bundle_id is not None else ""
+                print(f"bundle mode: POST {under}/c/<case>/v1/chat/completions logs to "
                       f"{receipts_root}/<case>/provider/receipts.jsonl", flush=True)
         if ready is not None:
             ready.set()
@@ -517,7 +595,8 @@ class ProviderProcess:
     """The provider in its own OS process (for the demo harness and tests).
 
     `with ProviderProcess(receipts) as p: p.base_url` — waits for the bound port with a
-    timeout and kills the process on exit.
+    timeout and kills the process on exit. The process binds the port itself (0: one the
+    system chooses) and reports it: nothing can take it between the choice and the use.
     """
 
     def __init__(
@@ -533,9 +612,13 @@ class ProviderProcess:
         retry_after: str | None = None,
         stall_after: int | None = None,
         fresh_tool_call_ids: bool = False,
+        bundle_id: str | None = None,
     ) -> None:
         self.receipts = Path(receipts) if receipts is not None else None
         self.receipts_root = Path(receipts_root) if receipts_root is not None else None
+        # bundle mode: the id it serves under (else the root's own, read as it would be)
+        self.bundle_id = (bundle_id if bundle_id is not None or self.receipts_root is None
+                          else bundle_id_in(self.receipts_root))
         self.latency = latency
         self.fail_first = fail_first
         self.port = port
@@ -563,6 +646,8 @@ class ProviderProcess:
             cmd += ["--receipts", str(self.receipts)]
         if self.receipts_root is not None:
             cmd += ["--receipts-root", str(self.receipts_root)]
+        if self.bundle_id is not None:
+            cmd += ["--bundle-id", self.bundle_id]
         if self.truncate_after is not None:
             cmd += ["--truncate-after", str(self.truncate_after)]
         if self.stall_after is not None:
@@ -584,6 +669,10 @@ class ProviderProcess:
         # keep reading what it says: a full stderr pipe would block the provider
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
         return self
+
+    def case_url(self, case: str) -> str:
+        """The base URL under which this (bundle-mode) provider logs to `case`'s log."""
+        return bundle_case_url(self.port, case, self.bundle_id)
 
     def _drain(self, stream: object) -> None:
         from io import TextIOBase

@@ -22,10 +22,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from codeai_tui.destination import Destination, credential_for, resolve_destination
+from codeai_tui.destination import (
+    Destination,
+    credential_for,
+    identity_problem,
+    resolve_destination,
+)
 from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
-from codeai_tui.ledger.case import CaseConfig, load_case_config, read_termination
+from codeai_tui.ledger.case import (
+    RECEIPTS_RELPATH,
+    CaseConfig,
+    load_case_config,
+    read_termination,
+)
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
@@ -87,10 +98,10 @@ class ResumePlan:
     # the turn (namespace, thread, turn) the call's `call.requested` names, None for a
     # call of no turn: fixed for every attempt, so the successor keys the same operations
     turn: tuple[str, str, str] | None = None
-
     # why the process that wrote the call's last event is known to have ended (an
     # operator's process gone, or the producer's recorded kill), None when unknown
     writer_ended: str | None = None
+    next_operation: NextOperation | None = None  # what the projection names (a refusal's)
 
     def still_active(self, now: datetime) -> str | None:
         """Why the process that requested this call may still be running, when its last
@@ -143,6 +154,8 @@ class ResumeResult:
     drift_check_possible: bool
     status: str
     notes: tuple[str, ...] = ()  # what the runner waited for, or why it stopped early
+    # the provider's receipts did not move where they should have (`receipts_warning`)
+    warning: str | None = None
 
 
 # a call whose last event is younger than this may belong to a process still running
@@ -175,6 +188,40 @@ def check_resumable(state: CallState | None, call_id: str) -> CallState:
     return state
 
 
+def check_destination(case: Path, destination: Destination,
+                      next_operation: NextOperation | None) -> None:
+    """Raise ResumeRefused unless the server at the destination is the one the case
+    names (case.json's identity; nothing to check without one). Called before anything
+    is written: a demo bundle reopened while its provider is not running, or while
+    another bundle's listens on its port, says so and sends nothing."""
+    if destination.identity is None:
+        return
+    try:
+        port = urlsplit(destination.base_url).port
+    except ValueError:  # a port out of range: the check itself says what answered
+        port = None
+    hint = (f" (this bundle's provider: codeai-tui provider --receipts-root "
+            f"{case.resolve().parent}{f' --port {port}' if port else ''})")
+    problem = identity_problem(destination, hint)
+    if problem is not None:
+        raise ResumeRefused(next_operation, problem)
+
+
+def receipts_warning(case: Path, destination: Destination, status: str,
+                     before: int, after: int) -> str | None:
+    """What to say when a request went out, the call ended (succeeded or failed), and the
+    case's own receipt log did not grow, where the case's provider keeps one (case.json
+    names its identity, or the log exists): that provider appends a receipt before it
+    answers, so the answer came from another server, or none was reached. None otherwise."""
+    if status not in ("succeeded", "failed") or after > before:
+        return None
+    if destination.identity is None and not (case / RECEIPTS_RELPATH).exists():
+        return None
+    return (f"provider receipts {before} -> {after}: this case's receipt log did not grow, "
+            f"so the provider that keeps it did not receive this request (another server "
+            f"at {destination.base_url} answered, or none did)")
+
+
 def _payload(events: Sequence[Event], kind: str) -> dict[str, Any]:
     for ev in events:
         if ev.kind == kind and ev.payload is not None:
@@ -199,10 +246,14 @@ def plan_resume(
     base_url: str | None = None,
     api_key_env: str | None = None,
     operator_config: Path | None = None,
+    ask_destination: bool = False,
 ) -> ResumePlan:
     """Read-only: project the call, rebuild its request, compare, and say where it would
-    go. Raises ResumeRefused (not resumable), UnknownCall, DestinationError (unusable URL)
-    or LedgerError (cannot read). Writes nothing."""
+    go. Raises ResumeRefused (not resumable; with `ask_destination`, also where the server
+    there is not the one the case names: `check_destination`), UnknownCall,
+    DestinationError (unusable URL) or LedgerError (cannot read). Writes nothing; sends
+    nothing but, with `ask_destination`, the identity question (the console's drift
+    checks plan every resumable call as it shows them, and ask nobody)."""
     if not call_id:
         raise UnknownCall(call_id)
     case = Path(case_dir)
@@ -275,6 +326,8 @@ def plan_resume(
                 raise ResumeRefused(
                     None, f"call {call_id}: request {stored.describe(req_rec)}; "
                     "the case directory was altered, refusing")
+    if ask_destination and not drift:
+        check_destination(case, destination, state.next_operation)
     return ResumePlan(
         case_dir=case, call_id=call_id, task_id=state.task_id,
         idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
@@ -287,6 +340,7 @@ def plan_resume(
         rendered_context=rendered_now_text, destination=destination,
         last_recorded_at=events[-1].recorded_at if events else None, turn=turn,
         writer_ended=_writer_ended(case, events),
+        next_operation=state.next_operation,
     )
 
 
@@ -354,7 +408,7 @@ def resume_call(
     case = Path(case_dir)
     say(f"projecting {call_id}")
     plan = plan_resume(case, call_id, model=model, base_url=base_url, api_key_env=api_key_env,
-                       operator_config=operator_config)
+                       operator_config=operator_config, ask_destination=True)
     if expected is not None and expected.evidence != plan.evidence:
         raise ResumeRefused(
             None,
@@ -418,4 +472,6 @@ def resume_call(
         receipts_before=receipts_before, receipts_after=receipts_after,
         drift_check_possible=plan.drift_check_possible, status=status,
         notes=tuple(runner.notes),
+        warning=receipts_warning(case, plan.destination, status, receipts_before,
+                                 receipts_after),
     )

@@ -137,9 +137,9 @@ class _CaptureHandler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def capture_server() -> Iterator[Capture]:
-    """Serve on 127.0.0.1 (a free port) until the block ends."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CaptureHandler)
+def capture_server(port: int = 0) -> Iterator[Capture]:
+    """Serve on 127.0.0.1 (`port`, else a free one) until the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _CaptureHandler)
     server.capture = Capture(f"http://127.0.0.1:{server.server_address[1]}/v1")  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

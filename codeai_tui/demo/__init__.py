@@ -15,10 +15,10 @@ DEMO_PROVIDER_PORT = 8768
 
 
 def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT,
-               kernel_key: Path | None = None) -> Path:
+               kernel_key: Path | None = None, bundle_id: str | None = None) -> Path:
     from codeai_tui.demo.harness import build_demo as _build
 
-    return _build(out, case_port, kernel_key)
+    return _build(out, case_port, kernel_key, bundle_id)
 
 
 def start_live(bundle: Path, rate: float, busy_timeout: float = 10.0,

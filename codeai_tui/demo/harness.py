@@ -37,7 +37,7 @@ from codeai_tui.demo.evidence import (
     write_json,
 )
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
-from codeai_tui.provider import ProviderProcess
+from codeai_tui.provider import ProviderProcess, bundle_case_url, new_bundle_id
 from codeai_tui.tools.effects import (
     OWN_PROVIDER_MODES,
     EffectRow,
@@ -167,8 +167,11 @@ CASES: tuple[CaseSpec, ...] = (
 )
 
 
-def case_base_url(name: str, port: int = DEMO_PROVIDER_PORT) -> str:
-    return f"http://127.0.0.1:{port}/c/{name}/v1"
+def case_base_url(name: str, port: int = DEMO_PROVIDER_PORT,
+                  bundle_id: str | None = None) -> str:
+    """Where case `name` of the bundle `bundle_id` sends: its bundle-mode provider on
+    `port` answers this path only for its own bundle (codeai_tui/provider.py)."""
+    return bundle_case_url(port, name, bundle_id)
 
 
 _SAY_LOCK = threading.Lock()
@@ -187,15 +190,17 @@ class Harness:
     """Runs the experiment into one bundle directory with two build-time providers."""
 
     def __init__(self, bundle: Path, fast: ProviderProcess, slow: ProviderProcess,
-                 kernel_key: Path, case_port: int = DEMO_PROVIDER_PORT) -> None:
+                 kernel_key: Path, case_port: int = DEMO_PROVIDER_PORT,
+                 bundle_id: str | None = None) -> None:
         self.bundle = bundle
         self.fast = fast
         self.slow = slow
         self.kernel_key = kernel_key  # outside the bundle: whoever holds it can forge receipts
         self.case_port = case_port  # where case.json sends resumes (`demo --open` serves it)
+        self.bundle_id = bundle_id  # in every case's URL: only this bundle's provider answers
 
     def url(self, name: str, provider: ProviderProcess | None = None) -> str:
-        return case_base_url(name, (provider or self.fast).port)
+        return (provider or self.fast).case_url(name)
 
     # ---- phases
 
@@ -239,9 +244,10 @@ class Harness:
 
     def write_case_json(self, spec: CaseSpec) -> None:
         write_json(self.bundle / spec.name / "case.json", {
-            "provider": {"base_url": case_base_url(spec.name, self.case_port),
+            "provider": {"base_url": case_base_url(spec.name, self.case_port, self.bundle_id),
                          "model": spec.model,
-                         "api_key_env": "CODEAI_API_KEY"},
+                         "api_key_env": "CODEAI_API_KEY",
+                         "identity": self.bundle_id},
             "description": spec.description,
         })
 
@@ -363,12 +369,14 @@ class Harness:
             self.inspect(spec.name)
         write_json(self.bundle / "bundle.json", {
             "format": BUNDLE_FORMAT,
+            # the bundle's identity: in its case.json URLs, and what its provider answers
+            "bundle_id": self.bundle_id,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "events_digest": EVENTS_DIGEST_DEFINITION,
             "cases": [{"dir": s.name, "role": s.role, "description": s.description,
                        "copy_of": s.copy_of} for s in CASES],
         })
-        (self.bundle / "README.txt").write_text(readme(), encoding="utf-8")
+        (self.bundle / "README.txt").write_text(readme(self.case_port), encoding="utf-8")
         write_json(self.bundle / INVENTORY, byte_inventory(self.bundle))
 
 
@@ -381,7 +389,7 @@ def effect_table(rows: list[EffectRow]) -> list[str]:
             *lines]
 
 
-def readme() -> str:
+def readme(case_port: int = DEMO_PROVIDER_PORT) -> str:
     lines = [
         "CodeAI demo bundle: the experiment \"Kill it, reopen it, resume it\".",
         "",
@@ -399,8 +407,9 @@ def readme() -> str:
         "the case as killed, whose decision a naive worker asked the provider again.",
         "",
         "  codeai-tui verify THIS_DIR     re-derive every state independently",
-        "  codeai-tui THIS_DIR            open the console (resumes need the provider:",
-        "                                 `codeai-tui demo --open` starts one on 8768)",
+        "  codeai-tui THIS_DIR            open the console; resumes need this bundle's",
+        "                                 provider, the only one its case.json URLs reach:",
+        f"  codeai-tui provider --receipts-root THIS_DIR --port {case_port}",
         "",
     ]
     lines += [f"{s.name}\n    {s.description}" for s in CASES]
@@ -426,11 +435,13 @@ def byte_inventory(bundle: Path) -> dict[str, Any]:
 
 
 def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT,
-               kernel_key: Path | None = None) -> Path:
+               kernel_key: Path | None = None, bundle_id: str | None = None) -> Path:
     """Build the bundle into `out` (a fresh temp dir when None); returns its path.
-    Its case.json files send resumes to 127.0.0.1:`case_port`. The tool kernel's
-    signing key is made at `kernel_key` (outside the bundle; the caller keeps it, e.g.
-    for the console's replay), else in a temp dir deleted when the bundle is built.
+    Its case.json files send resumes to 127.0.0.1:`case_port` under the bundle's id
+    (`bundle_id`, a new one when None), which only this bundle's provider answers. The
+    tool kernel's signing key is made at `kernel_key` (outside the bundle; the caller
+    keeps it, e.g. for the console's replay), else in a temp dir deleted when the bundle
+    is built.
 
     A failed experiment ends the command with one line and exit 1 (SystemExit), never a
     traceback; the partial bundle is left in place to look at.
@@ -440,11 +451,13 @@ def build_demo(out: Path | None, case_port: int = DEMO_PROVIDER_PORT,
         bundle.mkdir(parents=True, exist_ok=True)
         bundle = bundle.resolve()
         started = time.monotonic()
+        ident = bundle_id if bundle_id is not None else new_bundle_id()
         with tempfile.TemporaryDirectory(prefix="codeai-demo-kernel-") as keys, \
-                ProviderProcess(receipts_root=bundle) as fast, \
-                ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S) as slow:
+                ProviderProcess(receipts_root=bundle, bundle_id=ident) as fast, \
+                ProviderProcess(receipts_root=bundle, latency=IN_FLIGHT_LATENCY_S,
+                                bundle_id=ident) as slow:
             key = kernel_key if kernel_key is not None else Path(keys) / "kernel.key"
-            Harness(bundle, fast, slow, key, case_port).run()
+            Harness(bundle, fast, slow, key, case_port, ident).run()
     except (DemoError, RuntimeError, OSError, ValueError) as exc:
         print(f"codeai-tui demo: failed: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -27,6 +27,7 @@ from codeai_tui.demo.evidence import receipt_count, write_json
 from codeai_tui.demo.processes import kill, python_module, read_line
 from codeai_tui.demo.producer import CHECKPOINT_PREFIX, DONE_PREFIX
 from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.provider import bundle_case_url, bundle_id_in
 
 LIVE_CASE = "live"
 SLOW_LATENCY_S = 3600.0
@@ -87,6 +88,8 @@ class LiveProducer:
         self.bundle = bundle
         self.busy_timeout = busy_timeout
         self.case_port = case_port  # where case.json sends resumes (`demo --open` serves it)
+        # the bundle's id (its providers answer only under it; they read the same one)
+        self.bundle_id = bundle_id_in(bundle)
         self.case = bundle / LIVE_CASE
         self.pace = 1.0 / rate if rate > 0 else 0.25
         self.providers: list[subprocess.Popen[str]] = []
@@ -94,16 +97,17 @@ class LiveProducer:
         self.fast_url = self.slow_url = ""
 
     def start_provider(self, latency: float) -> str:
+        named = ["--bundle-id", self.bundle_id] if self.bundle_id is not None else []
         proc = spawn(python_module("codeai_tui", "provider", "--port", "0", "--receipts-root",
-                                   str(self.bundle), "--latency", str(latency)),
+                                   str(self.bundle), "--latency", str(latency), *named),
                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                      stderr=subprocess.DEVNULL)
         self.providers.append(proc)
         line = read_line(proc, 15.0)
         if not line.startswith("listening on "):
             raise RuntimeError("live: provider did not start")
-        base = line.split("listening on ", 1)[1].strip().removesuffix("/v1")
-        return f"{base}/c/{LIVE_CASE}/v1"
+        port = int(line.split("listening on ", 1)[1].strip().rsplit(":", 1)[1].split("/")[0])
+        return bundle_case_url(port, LIVE_CASE, self.bundle_id)
 
     def next_task_number(self) -> int:
         """Continue numbering after an earlier live run (task-N ids stay unique)."""
@@ -148,8 +152,9 @@ class LiveProducer:
     def run(self) -> None:
         self.case.mkdir(parents=True, exist_ok=True)
         write_json(self.case / "case.json", {
-            "provider": {"base_url": f"http://127.0.0.1:{self.case_port}/c/{LIVE_CASE}/v1",
-                         "model": "synthetic-small", "api_key_env": "CODEAI_API_KEY"},
+            "provider": {"base_url": bundle_case_url(self.case_port, LIVE_CASE, self.bundle_id),
+                         "model": "synthetic-small", "api_key_env": "CODEAI_API_KEY",
+                         "identity": self.bundle_id},
             "description": "Live: a producer keeps appending; some calls are killed mid-way.",
         })
         self.fast_url = self.start_provider(0.0)

@@ -70,6 +70,9 @@ class ProviderConfig:
     base_url: str = "http://127.0.0.1:8768/v1"
     model: str = "synthetic-small"
     api_key_env: str | None = "CODEAI_API_KEY"
+    # what the provider at base_url must answer to be this case's (a demo bundle's id):
+    # checked before anything is written or sent (codeai_tui/destination.py)
+    identity: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,7 @@ class CaseConfig:
             base_url=base_url or self.provider.base_url,
             model=model or self.provider.model,
             api_key_env=self.provider.api_key_env,
+            identity=self.provider.identity,
         )
         return replace(self, provider=prov)
 
@@ -118,7 +122,7 @@ def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
 
     def _str(key: str, default: str | None) -> str | None:
         value = prov.get(key, default)
-        if isinstance(value, str) or (value is None and key == "api_key_env"):
+        if isinstance(value, str) or (value is None and key in ("api_key_env", "identity")):
             return value
         raise LedgerError(LedgerProblem.CORRUPT,
                           f"{path}: provider.{key} is {type(value).__name__}, not a string")
@@ -131,6 +135,7 @@ def load_case_config(case_dir: str | os.PathLike[str]) -> CaseConfig:
             base_url=_str("base_url", defaults.base_url) or defaults.base_url,
             model=_str("model", defaults.model) or defaults.model,
             api_key_env=_str("api_key_env", defaults.api_key_env),
+            identity=_str("identity", None) or None,
         ),
         description=data.get("description", ""),
         present=True,

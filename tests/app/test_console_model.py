@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from apphelpers import make_case
@@ -75,68 +74,6 @@ def test_drift_fixes_name_what_to_change(tmp_path: Path) -> None:
     assert "--model synthetic-small" in fixes
     ok = plan_resume(case, "call-1", model="synthetic-small")
     assert check_from_plan(ok).status is DriftStatus.MATCH and drift_fixes(ok) == ()
-
-
-def test_demo_open_with_the_port_taken_builds_against_a_free_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A9: never send resumes to whatever listens on 8768; say where they go."""
-    import contextlib
-    import socket
-
-    from codeai_tui import cli, demo, provider
-
-    seen: dict[str, object] = {}
-
-    def fake_build(out: Path | None, port: int, kernel_key: Path | None = None) -> Path:
-        seen["port"], seen["built_key"] = port, kernel_key
-        (tmp_path / "b").mkdir(exist_ok=True)
-        return tmp_path / "b"
-
-    class FakeProvider:
-        def __init__(self, *, receipts_root: Path, port: int) -> None:
-            seen["provider_port"] = port
-
-        def start(self) -> FakeProvider:
-            return self
-
-        def stop(self) -> None:
-            seen["stopped"] = True
-
-    def fake_open(args: Any, provider_note: str | None = None) -> int:
-        seen["note"], seen["open_key"] = provider_note, args.kernel_key
-        seen["key_existed"] = args.kernel_key is not None and args.kernel_key.parent.is_dir()
-        return 0
-
-    def fake_live(bundle: Path, rate: float, busy_timeout: float = 10.0,
-                  case_port: int = 0) -> object:
-        seen["live_port"] = case_port
-        return object()
-
-    monkeypatch.setattr(demo, "start_live", fake_live)
-    monkeypatch.setattr(cli, "_stop_process", lambda proc: None)
-    monkeypatch.setattr(demo, "build_demo", fake_build)
-    monkeypatch.setattr(provider, "ProviderProcess", FakeProvider)
-    monkeypatch.setattr(cli, "cmd_open", fake_open)
-    squatter = socket.socket()
-    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        with contextlib.suppress(OSError):  # someone else holds it: the same situation
-            squatter.bind(("127.0.0.1", demo.DEMO_PROVIDER_PORT))
-        squatter.listen()
-        assert cli.main(["demo", "--open", "--live"]) == 0
-    finally:
-        squatter.close()
-    assert seen["port"] != demo.DEMO_PROVIDER_PORT
-    assert seen["provider_port"] == seen["port"] == seen["live_port"] and seen["stopped"]
-    assert f"127.0.0.1:{seen['port']}" in str(seen["note"])
-    assert "reach it" in str(seen["note"])
-    assert f"port {demo.DEMO_PROVIDER_PORT} is taken" in capsys.readouterr().err
-    # the console gets the kernel key the bundle was built with (R can replay), kept in a
-    # private directory while it is open and gone after
-    key = seen["built_key"]
-    assert isinstance(key, Path) and seen["open_key"] == key and seen["key_existed"]
-    assert not key.parent.exists()
 
 
 def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -143,10 +143,15 @@ def test_bundle_holds_the_ten_cases(demo_bundle: Path) -> None:
     assert dirs[17:18] == list(RESUMED_TOOL_CASES)
     assert {c["dir"]: c["role"] for c in manifest["cases"][18:]} == LATER_TOOL_CASES
     assert dirs[18:] == list(LATER_TOOL_CASES)
+    bundle_id = manifest["bundle_id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", bundle_id), bundle_id
     for name in CASE_VECTORS:
         assert (demo_bundle / name / "ledger.sqlite3").is_file()
         config = load(demo_bundle / name / "case.json")["provider"]
-        assert config["base_url"] == f"http://127.0.0.1:8768/c/{name}/v1"
+        # the bundle's own id in the path, which only this bundle's provider answers,
+        # and the identity resume asks of it before sending
+        assert config["base_url"] == f"http://127.0.0.1:8768/b/{bundle_id}/c/{name}/v1"
+        assert config["identity"] == bundle_id
         assert config["model"] == ("synthetic-large" if name == "03_drift_refused" else "synthetic-small")
 
 

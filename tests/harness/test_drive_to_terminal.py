@@ -119,13 +119,12 @@ def test_every_demo_call_is_driven_to_an_end(bundle_with_inventory: Path,
              for i in range(len(EXPECTED))]
     assert cases == list(EXPECTED)
     rows = ["| case | receipts before | after | steps |", "|---|---|---|---|"]
-    with ProviderProcess(receipts_root=bundle) as provider:
-        port = provider.base_url.rsplit(":", 1)[1].split("/")[0]
+    with ProviderProcess(receipts_root=bundle) as provider:  # (under the bundle's own id)
         for name in cases:
             case = bundle / name
             before, dups = len(read_receipts(case).receipts), _duplicate_groups(case)
             publications = count_publications(case) if (case / "tools").is_dir() else 0
-            steps = _drive(case, f"http://127.0.0.1:{port}/c/{name}/v1", kernel_key)
+            steps = _drive(case, provider.case_url(name), kernel_key)
             after = len(read_receipts(case).receipts)
             assert (before, after) == EXPECTED[name], (name, steps)
             # a new duplicate only where one was accepted, and then exactly one

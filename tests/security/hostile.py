@@ -449,6 +449,10 @@ CORPUS: list[Hostile] = [
     Hostile("case_json_wrong_types",
             lambda c: case_json(json.dumps({"provider": {**CAPTURE, "model": 5}}))(c),
             Expect.NOTE, "provider.model is int, not a string"),
+    # the identity its provider must answer: only text (it is compared, never obeyed)
+    Hostile("case_json_identity_not_text",
+            lambda c: case_json(json.dumps({"provider": {**CAPTURE, "identity": 5}}))(c),
+            Expect.NOTE, "provider.identity is int, not a string"),
     Hostile("case_json_provider_not_object", case_json('{"provider": "x"}'), Expect.NOTE,
             "'provider' is not an object"),
     Hostile("case_json_huge", case_json('{"description": "' + "x" * (2 << 20) + '"}'),

@@ -299,7 +299,8 @@ class AdvanceFlow:
             try:
                 plan = advance.plan_next_attempt(
                     view.case, view.call_id, base_url=options.base_url if options else None,
-                    api_key_env=options.api_key_env if options else None)
+                    api_key_env=options.api_key_env if options else None,
+                    ask_destination=True)
             except (ResumeRefused, LedgerError, ValueError) as exc:
                 host.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
                                                   f"{view.call_id}: next attempt refused: {exc}"))

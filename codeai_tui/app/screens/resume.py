@@ -117,8 +117,8 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         )
         dest = plan.destination
         if dest.needs_credential_confirmation:
-            # a separate, explicit control, off by default: only the case directory
-            # vouches for this URL and variable
+            # a separate, explicit control, off by default: the operator did not name
+            # this URL and variable (the case directory or the built-in default did)
             yield Checkbox(Content(visible(f"send the value of {dest.api_key_env} to "
                                            f"{dest.base_url}", one_line=True, limit=160)),
                            value=False, id="resume-send-credential")

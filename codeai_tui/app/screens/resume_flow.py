@@ -22,7 +22,7 @@ from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.drift import check_from_plan
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import LedgerError
-from codeai_tui.resume import ResumePlan, ResumeRefused, ResumeResult
+from codeai_tui.resume import ResumePlan, ResumeRefused, ResumeResult, check_destination
 from codeai_tui.textsafe import visible
 
 
@@ -99,6 +99,9 @@ class ResumeFlow:
         host = self.host
         try:
             plan = host.service.plan(case, call_id)
+            if not plan.drift:  # (a drifted plan's dialog refuses it anyway)
+                # the server there must be the case's own before the dialog offers to send
+                check_destination(plan.case_dir, plan.destination, plan.next_operation)
         except ResumeRefused as exc:
             op = exc.next_operation.value if exc.next_operation is not None else "none"
             host.post_message(ResumeNote(case, call_id, f"{call_id}: refused (next "
@@ -213,8 +216,12 @@ class ResumeFlow:
         # what the runner waited for, or why no whole answer came (a timeout, a stream
         # cut off, the deadline): `resume` prints the same notes
         notes = "".join(f"; {note}" for note in r.notes)
+        # receipts that did not move where they should have: said first, as a warning
+        warning = f"; \u26a0 {r.warning}" if r.warning is not None else ""
         text = visible(f"resumed {r.old_call_id} as {r.new_call_id} ({r.new_stage.value}); "
                        f"provider receipts {r.receipts_before} \u2192 {r.receipts_after}"
-                       f"{notes}", one_line=True, limit=500)
+                       f"{warning}{notes}", one_line=True, limit=500)
         host.report_outcome(message.case, r.old_call_id, Outcome.RESUMED, text, ok=True,
-                            title="resume done")
+                            title="resume done" if r.warning is None
+                            else "resume done: receipts did not move",
+                            severity=None if r.warning is None else "warning")
