@@ -362,14 +362,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_HELP = ("-h", "--help")
+
+
 def _normalise(argv: list[str]) -> list[str]:
-    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        return ["open", *argv]
-    return argv
+    """The console is the default command, and options may come before the path or the
+    command (`codeai-tui --read-only CASE`, `codeai-tui --json inspect CASE`). A first
+    word that is no command, no path that exists and looks like no path is named as an
+    unknown command rather than opened as a missing directory. Raises CliError."""
+    if not argv or argv[0] in _HELP:
+        return argv
+    command = next((i for i, word in enumerate(argv) if word in COMMANDS), None)
+    if command is not None and all(w.startswith("-") for w in argv[:command]):
+        return [argv[command], *argv[:command], *argv[command + 1:]]  # options first
+    words = [w for w in argv if not w.startswith("-")]
+    first = argv[0]
+    if not first.startswith("-") and not os.path.lexists(first) \
+            and "/" not in first and "." not in first and len(words) == 1 \
+            and first.replace("-", "").isalpha():
+        raise CliError(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}; "
+                       f"to open a directory of that name, write ./{first})")
+    return ["open", *argv]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    except CliError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

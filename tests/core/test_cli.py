@@ -217,3 +217,27 @@ def test_an_empty_path_is_bad_input_not_the_working_directory(
     assert proc.stdout == ""
     assert sorted(p.name for p in case.iterdir()) == before
     assert _kinds(case) == [e["kind"] for e in v["events"]]
+
+
+def test_options_before_the_path_or_the_command_are_taken(tmp_path: Path) -> None:
+    """`codeai-tui --read-only CASE` opens the console (here: reaches its path check, a
+    missing path, exit 2 with its line), and `--json inspect CASE` is inspect --json."""
+    missing = cli("--read-only", str(tmp_path / "nowhere"), "--theme", "light")
+    assert missing.returncode == 2, missing.stderr
+    assert "invalid choice" not in missing.stderr
+    assert "nowhere" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    write_ledger(tmp_path / "case", [dict(seq=1, kind="task.created", task_id="t1",
+                                          payload={"title": "x"})])
+    doc = cli("--json", "inspect", str(tmp_path / "case"))
+    assert doc.returncode == 0, doc.stderr
+    assert json.loads(doc.stdout)["format"] == "codeai.work_state.v1"
+
+
+def test_an_unknown_command_is_named_as_one(tmp_path: Path) -> None:
+    proc = cli("bogus-command", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("codeai-tui: unknown command 'bogus-command'")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / "bogus-command").mkdir()  # a directory of that name is a path after all
+    there = cli("bogus-command", cwd=tmp_path)
+    assert "unknown command" not in there.stderr
