@@ -205,6 +205,52 @@ def _check_every_value(parser: argparse.ArgumentParser) -> None:
             action.type = _text_first(action.type)
 
 
+# what an argument is, where its command gave it no help of its own (one line each in
+# every subcommand's --help)
+ARGUMENT_HELP = {
+    "case": "a case directory (or its ledger file)",
+    "path": "a case directory, a ledger file, or a bundle of cases",
+    "call_id": "the call, as inspect names it",
+    "operation_key": "the tool operation, as inspect names it (namespace/thread/turn/id)",
+    "out": "where the copy goes (a new directory)",
+    "out_dir": "where the bundle goes (default: a new temporary directory)",
+    "yes": "confirm without asking (needed off a terminal)",
+    "note": "a note recorded with the finding (at most 300 characters)",
+    "reason": "a reason recorded in call.resumed",
+    "model": "the model the request names (default: case.json's)",
+    "base_url": "where the request goes (default: case.json's, else the built-in "
+                "loopback address)",
+    "api_key_env": "the environment variable holding the provider credential",
+    "max_attempts": "retry while fewer attempts than this started (default 2)",
+    "accept_duplicate": "at decide_duplicate: record the explicit acceptance of a duplicate",
+    "kernel_key": "the tool kernel's signing key (a file outside the case)",
+    "trusted_key": "the kernel's public key to trust (default: the case's tools/kernel.pub)",
+    "finding": "what the evidence says happened",
+    "help": "show this help and exit",
+    "host": "the loopback address to listen on",
+    "port": "the port to listen on (0: one the system gives)",
+}
+EXIT_CODES_HELP = (
+    "exit codes: 0 ok; 1 verification failed; 2 bad input (one line, nothing written); "
+    "3 refused: the projection does not name this step (nothing written); 4 the call "
+    "ended failed; 5 the effect is unknown (the request may have reached the provider); "
+    "74 the disk is full; 70 an internal error"
+)
+
+
+def _complete_help(parser: argparse.ArgumentParser) -> None:
+    """Every argument of every command says what it is, and every command's --help ends
+    with the exit codes."""
+    for action in parser._actions:  # (argparse keeps its actions there; no public list)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES_HELP}" if sub.epilog \
+                    else EXIT_CODES_HELP
+                _complete_help(sub)
+        elif not action.help and action.help is not argparse.SUPPRESS:
+            action.help = ARGUMENT_HELP.get(action.dest)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in one line, as every other bad input (the module's
     contract): the command and what was wrong, without the usage block (`--help` has it)."""
@@ -359,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=_path, default=None,
                    help="write the ledgers here and keep them")
     _check_every_value(parser)
+    _complete_help(parser)
     return parser
 
 

@@ -241,3 +241,23 @@ def test_an_unknown_command_is_named_as_one(tmp_path: Path) -> None:
     (tmp_path / "bogus-command").mkdir()  # a directory of that name is a path after all
     there = cli("bogus-command", cwd=tmp_path)
     assert "unknown command" not in there.stderr
+
+
+@pytest.mark.parametrize("command", ["open", "inspect", "resume", "reconcile",
+                                     "reconcile-tool", "reinterpret", "redecide", "finalize",
+                                     "next-attempt", "replay", "export", "verify", "demo",
+                                     "provider", "bench", "reliability"])
+def test_every_subcommand_help_says_each_argument_and_the_exit_codes(command: str) -> None:
+    proc = cli(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "exit codes: 0 ok" in text and "2 bad input" in text and "3 refused" in text
+    # every argument's line says what it is: no name left alone on its line
+    body = text.split("positional arguments:", 1)[-1].split("exit codes:", 1)[0]
+    lines = [line for line in body.splitlines() if line.startswith("  ") and line.strip()]
+    for line in lines:
+        name_and_help = line.strip().split("  ", 1)
+        if line.startswith("  ") and not line.startswith("    ") and len(name_and_help) == 1:
+            at = lines.index(line)
+            follow = lines[at + 1] if at + 1 < len(lines) else ""
+            assert follow.startswith("   "), f"{command}: {line!r} has no help"
