@@ -242,8 +242,12 @@ def send_request(
         return Transport(status, b"", f"{exc}: not journaled", stream=assembler is not None,
                          complete=False, headers=kept)
     except not_sent as exc:
+        # the connect's own timeout is capped at the deadline: when that cap was the
+        # binding one, its timeout is the deadline's, whichever of the two fired first
+        by_deadline = clock.cut or (isinstance(exc, httpx.ConnectTimeout)
+                                    and deadline <= timeout)
         why = (f"no connection within {deadline:g} s (the deadline): nothing sent"
-               if clock.cut else _describe(exc))
+               if by_deadline else _describe(exc))
         return Transport(None, b"", why, maybe_sent=False)
     except httpx.HTTPError as exc:
         if clock.cut_before_request:  # shut before a byte of the request was written

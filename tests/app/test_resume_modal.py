@@ -67,7 +67,7 @@ async def test_confirmed_resume_appends_events_and_one_receipt(tmp_path: Path,
         await pilot.press("y")
         await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resume done")
         assert "receipts 0 \u2192 1" in resumed(app)
-        assert "receipts 0 \u2192 1" in status_text(app)
+        assert "\u2714 resumed call-1 as" in status_text(app)  # the whole note: the action log
         await wait_for(pilot, lambda: app.main.pane("calls").row_count == 2,
                        what="new call row")
         with LedgerReader(case) as reader:
