@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from codeai_tui.cli import (
+from codeai_tui.cli_common import (
     EXIT_EFFECT_UNKNOWN,
     EXIT_OK,
     EXIT_REFUSED,

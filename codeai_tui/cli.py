@@ -21,6 +21,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from codeai_tui import __version__
+from codeai_tui.cli_common import (
+    EXIT_BAD_INPUT,
+    EXIT_EFFECT_UNKNOWN,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_IO,
+    EXIT_OK,
+    EXIT_REFUSED,
+    OUTCOME_EXIT,
+    CliError,
+    _err,
+    refused,
+)
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem
 from codeai_tui.ledger.reader import SEQ_MAX
 from codeai_tui.textsafe import visible
@@ -29,17 +42,8 @@ if TYPE_CHECKING:
     import subprocess
 
     from codeai_tui.provider import ProviderProcess
-    from codeai_tui.resume import ResumePlan, ResumeRefused
+    from codeai_tui.resume import ResumePlan
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
-# An action that ran reports how its call ended, the same for every action: the exit code
-# alone must tell a script whether to look again (an unknown effect is never "ok").
-EXIT_CALL_FAILED = 4  # the request was sent and answered; the call ended failed
-EXIT_EFFECT_UNKNOWN = 5  # the request may have reached the provider; no answer recorded
-OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
-                "effect_unknown": EXIT_EFFECT_UNKNOWN}
-EXIT_INTERNAL = 70  # EX_SOFTWARE
-EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret",
             "redecide", "finalize", "next-attempt", "provider", "demo", "verify", "bench",
             "export", "receipts", "replay", "reliability")
@@ -48,22 +52,6 @@ COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinter
 # an OSError naming a path with one of these is a bad path, not a failing disk
 _PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
                           errno.EACCES, errno.EPERM, errno.ELOOP})
-
-
-class CliError(Exception):
-    """A bad input: printed as one line, exit 2."""
-
-
-def refused(exc: ResumeRefused) -> int:
-    """A gated action said no: one line naming the projected next operation (drift or a
-    changed call have none to name) and why; nothing was written."""
-    why = f" (next operation: {exc.next_operation.value})" if exc.next_operation else ""
-    print(f"codeai-tui: refused{why}: {visible(exc.reason, one_line=True)}", file=sys.stderr)
-    return EXIT_REFUSED
-
-
-def _err(message: str) -> None:
-    print(f"codeai-tui: {visible(message, one_line=True)}", file=sys.stderr)
 
 
 def _finite(unit: str, *, positive: bool = False) -> Callable[[str], float]:
@@ -409,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_HELP = ("-h", "--help")
+_HELP = ("-h", "--help", "--version")  # the top level's own options
 
 
 def _normalise(argv: list[str]) -> list[str]:
