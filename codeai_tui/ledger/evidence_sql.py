@@ -18,6 +18,13 @@ from pathlib import Path
 
 from codeai_tui.ledger.errors import classify_sqlite_error
 from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
+from codeai_tui.ledger.table_check import (
+    SEQ_MOD,
+    Print,
+    all_print_terms,
+    call_print_terms,
+    table_print_sql,
+)
 
 
 class FastPathUnfit(Exception):
@@ -232,32 +239,70 @@ class EvidenceSQL:
                   AND {bad}))
             ORDER BY seq""", (as_of,) if after is None else (as_of, after))  # type: ignore[return-value]
 
-    def task_extents(self, as_of: int) -> list[tuple[str, int, int, int]]:
-        """(task_id, first seq, last seq, events) of every task id, in first-seq order
-        (the covering index events_task when present)."""
+    def task_extents(self, as_of: int) -> list[tuple[str, int, int, int, int]]:
+        """(task_id, first seq, last seq, events, their seq sum as `table_print` sums
+        them) of every task id, in first-seq order (the covering index events_task when
+        present)."""
         return self._all(  # type: ignore[return-value]
-            "SELECT task_id, min(seq) AS f, max(seq), count(*) FROM events WHERE seq <= ? "
-            "GROUP BY task_id ORDER BY f", (as_of,))
+            f"SELECT task_id, min(seq) AS f, max(seq), count(*), sum(seq % {SEQ_MOD}) "
+            "FROM events WHERE seq <= ? GROUP BY task_id ORDER BY f", (as_of,))
 
     # ---- calls
 
     def call_skeletons(self, as_of: int, call_kinds: Sequence[str], payload_kinds: Sequence[str]
-                       ) -> Iterator[tuple[str, int, int | None, str, int]]:
+                       ) -> Iterator[tuple[str, int, int | None, str, int, int, int]]:
         """Per call id: (call_id, first seq, last seq of an event whose payload matters,
-        packed skeleton), read from the covering index alone, one grouped row per call.
-        `unpack` turns the skeleton into (seq, kind, attempt_id) triples; `count` lets
-        the caller check that no id smuggled a separator in."""
+        packed skeleton, count, seq sum, kind-weighted seq sum), read from the covering
+        index alone, one grouped row per call. `unpack` turns the skeleton into (seq,
+        kind, attempt_id) triples; `count` lets the caller check that no id smuggled a
+        separator in; the last three, summed over the calls, are the index's side of
+        the call print (`table_print` is the table's)."""
         return self._stream(f"""
             SELECT call_id, min(seq), max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END),
                    group_concat(seq || char(31) || {_kind_code(call_kinds)}
                      || CASE WHEN attempt_id IS NULL THEN char(30)
                              WHEN substr(attempt_id, 1, length(call_id)) = call_id
                              THEN char(28) || substr(attempt_id, length(call_id) + 1)
-                             ELSE char(27) || attempt_id END, char(29)), count(*)
+                             ELSE char(27) || attempt_id END, char(29)),
+                   {call_print_terms(call_kinds)}
             FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
             WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
               AND kind IN ({_in(call_kinds)})
             GROUP BY call_id""", (as_of,))  # type: ignore[return-value]
+
+    # ---- the index against the table (ledger/table_check.py)
+
+    def table_print(self, as_of: int, call_kinds: Sequence[str], after: int | None = None
+                    ) -> Print:
+        """The print of the events with a seq in (`after`, `as_of`], read from the table
+        alone: (call events, their seq sum, kind-weighted seq sum, all events, seq sum)."""
+        sql = table_print_sql(_in(call_kinds), call_kinds, after is not None)
+        row = self._all(sql, (as_of,) if after is None else (as_of, after))[0]
+        return tuple(int(v) for v in row)  # type: ignore[return-value, arg-type]
+
+    def index_print(self, as_of: int, call_kinds: Sequence[str]
+                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+        """The same print through the indexes the fast path reads: the call part from
+        `events_call`, the all-events part from `events_task` (None where the ledger has
+        no such index)."""
+        call_index = self._index_on(("call_id", "attempt_id", "kind", "seq"))
+        task_index = self._index_on(("task_id", "seq"))
+        calls = None if call_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
+            f"SELECT {call_print_terms(call_kinds)} FROM events INDEXED BY {call_index} "
+            f"WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ? "
+            f"AND kind IN ({_in(call_kinds)})", (as_of,))[0])
+        every = None if task_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
+            f"SELECT {all_print_terms()} FROM events INDEXED BY {task_index} WHERE seq <= ?",
+            (as_of,))[0])
+        return calls, every
+
+    def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
+        """True when an index the fast path reads gives other events than the table
+        (one scan of each index and one of the table)."""
+        calls, every = self.index_print(as_of, call_kinds)
+        table = self.table_print(as_of, call_kinds)
+        return (calls is not None and calls != table[:3]) or (
+            every is not None and every != table[3:])
 
     def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]],
                         ids: tuple[object, object] = (None, None),

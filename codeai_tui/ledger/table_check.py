@@ -5,7 +5,8 @@ disagrees with its table (a swapped rootpage, plain corruption) would make a wri
 on a record that is not the ledger's. So every read a write gate makes runs twice, once
 as the planner chooses and once with `NOT INDEXED` (rowid lookups and a full scan of the
 table: 84 ms for one call on the 1M-event bench ledger), and the two must be the same
-rows, cell for cell.
+rows, cell for cell. The readers' cheaper check over a whole ledger (a print of what
+the fast path reads through its indexes, against one scan of the table) follows.
 """
 
 from __future__ import annotations
@@ -50,3 +51,52 @@ def first_difference(by_index: Sequence[tuple[object, ...]],
 def _seq(row: tuple[object, ...]) -> str:
     return str(row[0])[:24] if row else "?"
 
+
+# ---- the readers' check over a whole ledger: a print of what the fast path reads
+#
+# The fast path groups the call events it reads from the covering index `events_call`
+# and counts events through `events_task`. Both are compared with one scan of the table
+# (NOT INDEXED): for the call events, how many, the sum of their seqs and of each seq
+# weighted by its kind; for all events, how many and the sum of their seqs. An entry the
+# index hides or adds, or whose seq or kind is not the table's, changes a print. An entry
+# moved from one call to another, keeping its seq and kind, does not: the write gate's
+# exact comparison (`checked_events`) and `PRAGMA integrity_check` catch that.
+
+SEQ_MOD, WEIGHT_MOD = 1_000_003, 1_009  # keep every sum an exact integer, whatever the seqs
+
+
+def kind_number(kinds: Sequence[str]) -> str:
+    """SQL: 1, 2, ... for each of `kinds` in order, 0 for any other kind."""
+    whens = " ".join("WHEN '" + k.replace("'", "''") + f"' THEN {i + 1}"
+                     for i, k in enumerate(kinds))
+    return f"CASE kind {whens} ELSE 0 END"
+
+
+def call_print_terms(kinds: Sequence[str]) -> str:
+    """SQL aggregates over call events: (count, seq sum, kind-weighted seq sum)."""
+    return (f"count(*), coalesce(sum(seq % {SEQ_MOD}), 0), "
+            f"coalesce(sum((seq % {WEIGHT_MOD}) * ({kind_number(kinds)})), 0)")
+
+
+def all_print_terms() -> str:
+    """SQL aggregates over every event: (count, seq sum)."""
+    return f"count(*), coalesce(sum(seq % {SEQ_MOD}), 0)"
+
+
+def table_print_sql(kinds_in: str, kinds: Sequence[str], after: bool) -> str:
+    """One scan of the table (no index): the call print then the print of all events,
+    for seqs <= ? (and > ? when `after`). `kinds_in`: the SQL list of the call kinds."""
+    call = f"call_id IS NOT NULL AND call_id != '' AND kind IN ({kinds_in})"
+    return (
+        f"SELECT coalesce(sum(c), 0), coalesce(sum(CASE WHEN c THEN seq % {SEQ_MOD} END), 0), "
+        f"coalesce(sum(CASE WHEN c THEN (seq % {WEIGHT_MOD}) * ({kind_number(kinds)}) END), 0), "
+        f"{all_print_terms()} "
+        f"FROM (SELECT seq, kind, {call} AS c FROM events NOT INDEXED WHERE seq <= ?"
+        f"{' AND seq > ?' if after else ''})")
+
+
+Print = tuple[int, int, int, int, int]
+
+
+def add_prints(a: Print, b: Print) -> Print:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])

@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Callable
 from operator import itemgetter
 
+from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.grouped_worker import GroupedChild
 from codeai_tui.ledger.schema import CALL_KINDS, KNOWN_KINDS, TOOL_KINDS
@@ -58,6 +59,7 @@ class StageReads:
         self.limit = limit
         self._sql = sql  # (for siblings: its path and stop; its own connection is not used)
         self._sent: set[str] | None = None
+        self._index_agrees: bool | None = None
         self._rows: list[StageRow] | None = None
         self._errors: dict[str, BaseException] = {}
         self._parts: list[tuple[object, object]] = []
@@ -89,9 +91,12 @@ class StageReads:
             self._errors[which] = exc
 
     def _observations(self) -> None:
+        """The observation scan, then (same thread, pages still warm) the comparison of
+        the index the grouped read trusts with the table (ledger/table_check.py)."""
         with self._sql.sibling() as own:
             own.for_one_pass()
             self._sent = own.calls_observed_mentioning(self.limit, "sent")
+            self._index_agrees = not own.index_disagrees(self.limit, CALL_EVENT_KINDS)
 
     def _unsplit(self) -> None:
         self._rows = self._grouped((None, None))
@@ -115,7 +120,8 @@ class StageReads:
     def result(self) -> tuple[list[StageRow], set[str]]:
         """The grouped rows and the calls whose observations mention "sent". Raises the
         grouped read's own error (a LedgerError when interrupted), or FastPathUnfit when
-        only the observations could not be read."""
+        only the observations could not be read, or the index disagrees with the table
+        (its stages would be the index's, not the ledger's)."""
         try:
             rows = self._split_rows() if self._parts else None
         finally:
@@ -129,6 +135,9 @@ class StageReads:
             rows = self._rows
         if self._sent is None:
             raise FastPathUnfit("the observations could not be read")
+        if not self._index_agrees:
+            raise FastPathUnfit(INDEX_DISAGREES if self._index_agrees is False else
+                                "the index could not be compared with the table")
         return rows, self._sent
 
     def close(self) -> None:

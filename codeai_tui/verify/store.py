@@ -45,6 +45,8 @@ class CaseData:
     digest: str = ""
     receipts: list[dict[str, Any]] = field(default_factory=list)
     receipt_problems: list[str] = field(default_factory=list)
+    # the indexes on events whose entries are not the table's rows (index_disagreements)
+    lying_indexes: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -147,6 +149,7 @@ def read_case(case: Path) -> CaseData:
             "SELECT seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,"
             " compilation_id, payload FROM events ORDER BY seq"
         ).fetchall()
+        data.lying_indexes = index_disagreements(conn)
     finally:
         conn.close()
     digest = hashlib.sha256()
@@ -165,6 +168,27 @@ def read_case(case: Path) -> CaseData:
         ))
     data.digest = digest.hexdigest()
     return data
+
+
+_PER_KIND = "SELECT kind, count(*), sum(seq % 1000003) FROM events {how} GROUP BY kind ORDER BY kind"
+
+
+def index_disagreements(conn: sqlite3.Connection) -> list[str]:
+    """The indexes on events that give other events than the table: per kind, how many
+    and the sum of their seqs, read through each index and from the table alone (one
+    scan each). A query answered from an index never looks at the table, so an index
+    that lies (a swapped rootpage, corruption) lies to every reader that trusts it."""
+    table = conn.execute(_PER_KIND.format(how="NOT INDEXED")).fetchall()
+    lying = []
+    for _seq, name, *_rest in conn.execute("PRAGMA index_list(events)").fetchall():
+        quoted = '"' + str(name).replace('"', '""') + '"'
+        try:
+            through = conn.execute(_PER_KIND.format(how=f"INDEXED BY {quoted}")).fetchall()
+        except sqlite3.OperationalError:  # (a partial index answers no such query)
+            continue
+        if through != table:
+            lying.append(str(name))
+    return sorted(lying)
 
 
 def artifact_files(case: Path) -> list[Path]:
