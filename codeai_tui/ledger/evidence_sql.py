@@ -12,6 +12,7 @@ read event by event instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,9 +21,12 @@ from codeai_tui.ledger.errors import classify_sqlite_error
 from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
 from codeai_tui.ledger.table_check import (
     SEQ_MOD,
+    WEIGHT_MOD,
     Print,
     all_print_terms,
+    call_filter,
     call_print_terms,
+    kind_number,
     table_print_sql,
 )
 
@@ -74,6 +78,11 @@ def unpack(packed: str, call_id: str, kinds: Sequence[str]) -> list[tuple[int, s
         events.append((int(seq), kinds[ord(rest[0]) - 97], attempt))
     events.sort()
     return events
+
+
+def _quoted(name: str | None) -> str | None:
+    """An index name as an SQL identifier (a ledger names its own indexes)."""
+    return None if name is None else '"' + name.replace('"', '""') + '"'
 
 
 def _kind_code(kinds: Sequence[str]) -> str:
@@ -276,21 +285,37 @@ class EvidenceSQL:
                     ) -> Print:
         """The print of the events with a seq in (`after`, `as_of`], read from the table
         alone: (call events, their seq sum, kind-weighted seq sum, all events, seq sum)."""
-        sql = table_print_sql(_in(call_kinds), call_kinds, after is not None)
-        row = self._all(sql, (as_of,) if after is None else (as_of, after))[0]
-        return tuple(int(v) for v in row)  # type: ignore[return-value, arg-type]
+        params = (as_of,) if after is None else (as_of, after)
+        calls, every = (self._all(sql, params)[0] for sql in table_print_sql(
+            _in(call_kinds), call_kinds, after is not None))
+        return tuple(int(v) for v in (*calls, *every))  # type: ignore[return-value, arg-type]
+
+    def observed_with_table_print(self, as_of: int, word: str, call_kinds: Sequence[str]
+                                  ) -> tuple[set[str], tuple[int, int, int]]:
+        """`calls_observed_mentioning(as_of, word)` and the table's call print
+        (`table_print(as_of, call_kinds)[:3]`) from ONE scan of the table: the skeleton's
+        observation scan, which compares the index with the table at little extra cost."""
+        # (an observed event with a call id is a call event: the filter keeps them all)
+        observed = ("kind = 'attempt.observed' AND (typeof(payload) != 'text' "
+                    "OR instr(payload, ?) > 0 OR instr(payload, char(92)) > 0)")
+        row = self._all(
+            f"SELECT json_group_array(DISTINCT CASE WHEN {observed} THEN call_id END), "
+            f"{call_print_terms(call_kinds)} FROM events NOT INDEXED "
+            f"WHERE seq <= ? AND {call_filter(_in(call_kinds))}", (word, as_of))[0]
+        ids = json.loads(str(row[0]))
+        return ({str(i) for i in ids if i is not None},
+                (int(row[1]), int(row[2]), int(row[3])))  # type: ignore[arg-type]
 
     def index_print(self, as_of: int, call_kinds: Sequence[str]
                     ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
         """The same print through the indexes the fast path reads: the call part from
         `events_call`, the all-events part from `events_task` (None where the ledger has
         no such index)."""
-        call_index = self._index_on(("call_id", "attempt_id", "kind", "seq"))
-        task_index = self._index_on(("task_id", "seq"))
+        call_index = _quoted(self._index_on(("call_id", "attempt_id", "kind", "seq")))
+        task_index = _quoted(self._index_on(("task_id", "seq")))
         calls = None if call_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
             f"SELECT {call_print_terms(call_kinds)} FROM events INDEXED BY {call_index} "
-            f"WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ? "
-            f"AND kind IN ({_in(call_kinds)})", (as_of,))[0])
+            f"WHERE seq <= ? AND {call_filter(_in(call_kinds))}", (as_of,))[0])
         every = None if task_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
             f"SELECT {all_print_terms()} FROM events INDEXED BY {task_index} WHERE seq <= ?",
             (as_of,))[0])
@@ -306,9 +331,11 @@ class EvidenceSQL:
 
     def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]],
                         ids: tuple[object, object] = (None, None),
-                        ) -> list[tuple[str, int, int, int, int | None, int]]:
+                        ) -> list[tuple[str, int, int, int, int | None, int, int, int, int]]:
         """Per call id, in first-seq order: (call_id, first seq, last seq, flags, last
-        started attempt as `started seq << 5 | its kind bits`, started attempts), read
+        started attempt as `started seq << 5 | its kind bits`, started attempts, and the
+        call's share of the index's call print: events, seq sum, kind-weighted seq sum
+        (ledger/table_check.py; `codes` in the order of the print's kinds)), read
         from the covering index alone (no payload, no table row): the skeleton a console
         paints first (services/skeleton.py). `codes` gives each kind its bit: attempt
         kinds below 32, call kinds from 32. `flags`: the call kinds' bits, the ORed bits
@@ -323,13 +350,16 @@ class EvidenceSQL:
             "" if hi is None else " AND call_id < ?")
         params = (as_of, *(b for b in ids if b is not None))
         whens = " ".join(f"WHEN {_in([k])} THEN {int(c)}" for k, c in codes)
+        number = kind_number([k for k, _c in codes])  # the print's kind numbers
         call_bits = " | ".join(f"max(b & {c})" for _k, c in codes if c >= 32)
         return self._all(f"""
             WITH g AS (
               SELECT call_id AS c, attempt_id AS a, min(seq) AS fs, max(seq) AS ls,
                      min(CASE WHEN kind = 'attempt.started' THEN seq END) AS st,
                      sum(DISTINCT CASE WHEN typeof(kind) != 'text' THEN {ODD_KIND}
-                                  ELSE CASE kind {whens} ELSE 0 END END) AS b
+                                  ELSE CASE kind {whens} ELSE 0 END END) AS b,
+                     count(*) AS pn, sum(seq % {SEQ_MOD}) AS ps,
+                     sum((seq % {WEIGHT_MOD}) * ({number})) AS pk
               FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
               WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?{bounds}
                 AND (kind IN ({_in([k for k, _c in codes])}) OR typeof(kind) != 'text')
@@ -342,7 +372,8 @@ class EvidenceSQL:
                    | max(CASE WHEN st IS NOT NULL AND b & 1 THEN {ATTEMPT_OBSERVED} ELSE 0 END)
                    | max(CASE WHEN st IS NOT NULL AND b & 16 THEN {ATTEMPT_RECONCILED}
                          ELSE 0 END),
-                   max(st * 32 + (b & 31)), count(st)
+                   max(st * 32 + (b & 31)), count(st),
+                   coalesce(sum(pn), 0), coalesce(sum(ps), 0), coalesce(sum(pk), 0)
             FROM g GROUP BY c ORDER BY f""", params)  # type: ignore[return-value]
 
     def middle_call_id(self, as_of: int, samples: int = 31) -> str | None:

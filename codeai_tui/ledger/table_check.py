@@ -83,16 +83,20 @@ def all_print_terms() -> str:
     return f"count(*), coalesce(sum(seq % {SEQ_MOD}), 0)"
 
 
-def table_print_sql(kinds_in: str, kinds: Sequence[str], after: bool) -> str:
-    """One scan of the table (no index): the call print then the print of all events,
-    for seqs <= ? (and > ? when `after`). `kinds_in`: the SQL list of the call kinds."""
-    call = f"call_id IS NOT NULL AND call_id != '' AND kind IN ({kinds_in})"
-    return (
-        f"SELECT coalesce(sum(c), 0), coalesce(sum(CASE WHEN c THEN seq % {SEQ_MOD} END), 0), "
-        f"coalesce(sum(CASE WHEN c THEN (seq % {WEIGHT_MOD}) * ({kind_number(kinds)}) END), 0), "
-        f"{all_print_terms()} "
-        f"FROM (SELECT seq, kind, {call} AS c FROM events NOT INDEXED WHERE seq <= ?"
-        f"{' AND seq > ?' if after else ''})")
+def call_filter(kinds_in: str) -> str:
+    """SQL: the events the fast path groups by call (`kinds_in`: the SQL list of the
+    call kinds)."""
+    return f"call_id IS NOT NULL AND call_id != '' AND kind IN ({kinds_in})"
+
+
+def table_print_sql(kinds_in: str, kinds: Sequence[str], after: bool) -> tuple[str, str]:
+    """Two statements reading the table alone, for seqs <= ? (and > ? when `after`): the
+    call print, then the print of all events. (One statement computing both evaluates
+    the call filter once per aggregate: 2.4 times the time on the 1M-event ledger.)"""
+    seqs = "seq <= ?" + (" AND seq > ?" if after else "")
+    return (f"SELECT {call_print_terms(kinds)} FROM events NOT INDEXED "
+            f"WHERE {seqs} AND {call_filter(kinds_in)}",
+            f"SELECT {all_print_terms()} FROM events NOT INDEXED WHERE {seqs}")
 
 
 Print = tuple[int, int, int, int, int]
