@@ -31,7 +31,7 @@ from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building, freeze_heap, release_frozen
-from codeai_tui.services.projection import INDEX_ANOMALY, gather
+from codeai_tui.services.projection import flag_index, gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS, StageReads
 from codeai_tui.services.time_travel import state_as_of
@@ -326,8 +326,7 @@ class CaseFollower:
     def _flag_index(self) -> None:
         """Show the ledger's index disagreeing with its table, first of its anomalies."""
         with self.lock:
-            if INDEX_ANOMALY not in self.projector.anomalies:
-                self.projector.anomalies.insert(0, INDEX_ANOMALY)
+            flag_index(self.projector.anomalies)
 
     def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                  page: int = PROJECT_PAGE) -> int:

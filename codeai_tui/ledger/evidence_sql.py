@@ -17,17 +17,16 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from codeai_tui.ledger import table_check
 from codeai_tui.ledger.errors import classify_sqlite_error
 from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
 from codeai_tui.ledger.table_check import (
     SEQ_MOD,
     WEIGHT_MOD,
     Print,
-    all_print_terms,
     call_filter,
     call_print_terms,
     kind_number,
-    table_print_sql,
 )
 
 
@@ -78,11 +77,6 @@ def unpack(packed: str, call_id: str, kinds: Sequence[str]) -> list[tuple[int, s
         events.append((int(seq), kinds[ord(rest[0]) - 97], attempt))
     events.sort()
     return events
-
-
-def _quoted(name: str | None) -> str | None:
-    """An index name as an SQL identifier (a ledger names its own indexes)."""
-    return None if name is None else '"' + name.replace('"', '""') + '"'
 
 
 def _kind_code(kinds: Sequence[str]) -> str:
@@ -283,12 +277,8 @@ class EvidenceSQL:
 
     def table_print(self, as_of: int, call_kinds: Sequence[str], after: int | None = None
                     ) -> Print:
-        """The print of the events with a seq in (`after`, `as_of`], read from the table
-        alone: (call events, their seq sum, kind-weighted seq sum, all events, seq sum)."""
-        params = (as_of,) if after is None else (as_of, after)
-        calls, every = (self._all(sql, params)[0] for sql in table_print_sql(
-            _in(call_kinds), call_kinds, after is not None))
-        return tuple(int(v) for v in (*calls, *every))  # type: ignore[return-value, arg-type]
+        """The table's print of the seqs in (`after`, `as_of`] (ledger/table_check.py)."""
+        return table_check.table_print(self._all, as_of, call_kinds, after)
 
     def observed_with_table_print(self, as_of: int, word: str, call_kinds: Sequence[str]
                                   ) -> tuple[set[str], tuple[int, int, int]]:
@@ -301,33 +291,14 @@ class EvidenceSQL:
         row = self._all(
             f"SELECT json_group_array(DISTINCT CASE WHEN {observed} THEN call_id END), "
             f"{call_print_terms(call_kinds)} FROM events NOT INDEXED "
-            f"WHERE seq <= ? AND {call_filter(_in(call_kinds))}", (word, as_of))[0]
+            f"WHERE seq <= ? AND {call_filter(call_kinds)}", (word, as_of))[0]
         ids = json.loads(str(row[0]))
         return ({str(i) for i in ids if i is not None},
                 (int(row[1]), int(row[2]), int(row[3])))  # type: ignore[arg-type]
 
-    def index_print(self, as_of: int, call_kinds: Sequence[str]
-                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-        """The same print through the indexes the fast path reads: the call part from
-        `events_call`, the all-events part from `events_task` (None where the ledger has
-        no such index)."""
-        call_index = _quoted(self._index_on(("call_id", "attempt_id", "kind", "seq")))
-        task_index = _quoted(self._index_on(("task_id", "seq")))
-        calls = None if call_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
-            f"SELECT {call_print_terms(call_kinds)} FROM events INDEXED BY {call_index} "
-            f"WHERE seq <= ? AND {call_filter(_in(call_kinds))}", (as_of,))[0])
-        every = None if task_index is None else tuple(int(v) for v in self._all(  # type: ignore[arg-type]
-            f"SELECT {all_print_terms()} FROM events INDEXED BY {task_index} WHERE seq <= ?",
-            (as_of,))[0])
-        return calls, every
-
     def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
-        """True when an index the fast path reads gives other events than the table
-        (one scan of each index and one of the table)."""
-        calls, every = self.index_print(as_of, call_kinds)
-        table = self.table_print(as_of, call_kinds)
-        return (calls is not None and calls != table[:3]) or (
-            every is not None and every != table[3:])
+        """True when an index the fast path reads gives other events than the table."""
+        return table_check.index_disagrees(self._all, as_of, call_kinds)
 
     def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]],
                         ids: tuple[object, object] = (None, None),

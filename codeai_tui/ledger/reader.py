@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from codeai_tui.ledger import table_check
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
 from codeai_tui.ledger.safefile import check_regular, refusal
 from codeai_tui.ledger.schema import (
@@ -357,6 +358,12 @@ class LedgerReader:
             params += kinds
         rows = checked_events(self._q, self.path, where, params, f"task {task_id[:80]!r}")
         return [event_from_row(r) for r in rows]
+
+    def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
+        """True when the indexes the fast path reads give other events than the table
+        (ledger/table_check.py): for a projection made event by event, which reads the
+        table alone and would not otherwise know."""
+        return table_check.index_disagrees(self._q, as_of, call_kinds)
 
     def call_seqs(self, call_id: str) -> list[int]:
         """Seqs of one call's events, from the covering index alone."""

@@ -83,20 +83,14 @@ def all_print_terms() -> str:
     return f"count(*), coalesce(sum(seq % {SEQ_MOD}), 0)"
 
 
-def call_filter(kinds_in: str) -> str:
-    """SQL: the events the fast path groups by call (`kinds_in`: the SQL list of the
-    call kinds)."""
-    return f"call_id IS NOT NULL AND call_id != '' AND kind IN ({kinds_in})"
+def sql_list(names: Sequence[str]) -> str:
+    """SQL: the quoted list of `names` for an IN (...)."""
+    return ",".join("'" + n.replace("'", "''") + "'" for n in names)
 
 
-def table_print_sql(kinds_in: str, kinds: Sequence[str], after: bool) -> tuple[str, str]:
-    """Two statements reading the table alone, for seqs <= ? (and > ? when `after`): the
-    call print, then the print of all events. (One statement computing both evaluates
-    the call filter once per aggregate: 2.4 times the time on the 1M-event ledger.)"""
-    seqs = "seq <= ?" + (" AND seq > ?" if after else "")
-    return (f"SELECT {call_print_terms(kinds)} FROM events NOT INDEXED "
-            f"WHERE {seqs} AND {call_filter(kinds_in)}",
-            f"SELECT {all_print_terms()} FROM events NOT INDEXED WHERE {seqs}")
+def call_filter(kinds: Sequence[str]) -> str:
+    """SQL: the events the fast path groups by call."""
+    return f"call_id IS NOT NULL AND call_id != '' AND kind IN ({sql_list(kinds)})"
 
 
 Print = tuple[int, int, int, int, int]
@@ -104,3 +98,49 @@ Print = tuple[int, int, int, int, int]
 
 def add_prints(a: Print, b: Print) -> Print:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
+
+
+def _ints(row: tuple[object, ...]) -> tuple[int, ...]:
+    return tuple(int(v) for v in row)  # type: ignore[call-overload]
+
+
+def table_print(query: Query, as_of: int, kinds: Sequence[str], after: int | None = None
+                ) -> Print:
+    """The print of the events with a seq in (`after`, `as_of`], read from the table
+    alone: (call events, their seq sum, kind-weighted seq sum, all events, seq sum). Two
+    statements: one computing both evaluated the call filter once per aggregate (2.4
+    times the time on the 1M-event ledger)."""
+    seqs = "seq <= ?" + ("" if after is None else " AND seq > ?")
+    params = (as_of,) if after is None else (as_of, after)
+    calls = query(f"SELECT {call_print_terms(kinds)} FROM events NOT INDEXED "
+                  f"WHERE {seqs} AND {call_filter(kinds)}", params)[0]
+    every = query(f"SELECT {all_print_terms()} FROM events NOT INDEXED WHERE {seqs}",
+                  params)[0]
+    return _ints((*calls, *every))  # type: ignore[return-value]
+
+
+def indexes_by_columns(query: Query) -> dict[tuple[str, ...], str]:
+    """The indexes on events by their columns: each name quoted for SQL."""
+    found: dict[tuple[str, ...], str] = {}
+    for row in query("PRAGMA index_list(events)", ()):
+        name = '"' + str(row[1]).replace('"', '""') + '"'
+        found.setdefault(tuple(str(r[2]) for r in query(f"PRAGMA index_info({name})", ())),
+                         name)
+    return found
+
+
+def index_disagrees(query: Query, as_of: int, kinds: Sequence[str]) -> bool:
+    """True when an index the fast path reads (events_call for the call events,
+    events_task for all) gives other events than the table: one scan of each index
+    and one of the table, for a reader that does not take the fast path."""
+    indexes = indexes_by_columns(query)
+    call_index = indexes.get(("call_id", "attempt_id", "kind", "seq"))
+    task_index = indexes.get(("task_id", "seq"))
+    table = table_print(query, as_of, kinds)
+    if call_index is not None and _ints(query(
+            f"SELECT {call_print_terms(kinds)} FROM events INDEXED BY {call_index} "
+            f"WHERE seq <= ? AND {call_filter(kinds)}", (as_of,))[0]) != table[:3]:
+        return True
+    return task_index is not None and _ints(query(
+        f"SELECT {all_print_terms()} FROM events INDEXED BY {task_index} WHERE seq <= ?",
+        (as_of,))[0]) != table[3:]

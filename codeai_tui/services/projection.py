@@ -34,6 +34,13 @@ from codeai_tui.workstate.verdicts import ToolCounts
 INDEX_ANOMALY = Anomaly(0, INDEX_DISAGREES)
 
 
+def flag_index(anomalies: list[Anomaly]) -> None:
+    """Put the index's disagreement with the table first among a projector's anomalies
+    (once)."""
+    if INDEX_ANOMALY not in anomalies:
+        anomalies.insert(0, INDEX_ANOMALY)
+
+
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None,
            share: Sharing | None = None, *, plan: HelperPlan | None = None,
            load_receipts: Callable[[], ReceiptLog] | None = None) -> Gathered | str:
