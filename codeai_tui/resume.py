@@ -37,6 +37,7 @@ from codeai_tui.ledger.case import (
     load_case_config,
     read_termination,
 )
+from codeai_tui.ledger.errors import AppendNotLanded, LedgerError
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
@@ -461,7 +462,11 @@ def resume_call(
             ))
             txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
         say(f"sending {new_id} to {plan.destination.base_url}")
-        status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
+        try:
+            status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
+        except AppendNotLanded as exc:  # its attempt.started: the request never left
+            raise LedgerError(exc.problem, f"{call_id} was resumed as {new_id} (recorded: "
+                              f"it waits at start_call), then {exc}") from None
     with LedgerReader(case) as reader:
         new_state = project_call(reader.events_for_call(new_id), new_id)
     receipts_after = len(read_receipts(case).receipts)

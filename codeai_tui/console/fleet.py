@@ -49,6 +49,8 @@ from codeai_tui.console.severity import CaseVerdict, case_verdict
 from codeai_tui.ledger import LedgerError, LedgerReader, read_receipts
 from codeai_tui.ledger.errors import LedgerProblem
 from codeai_tui.ledger.schema import LEDGER_FILENAME
+from codeai_tui.services.projection import flag_index
+from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import Projector
 
 HELPER_MIN_CASES = 200  # fewer: a helper's start (~0.1 s) costs more than it saves
@@ -79,6 +81,9 @@ def summarize(case_dir: Path) -> CaseVerdict:
             return _summarize_big(case_dir)
         projector = Projector()
         projector.feed(events)
+        # read from the table alone: the indexes are compared with it, as the console does
+        if reader.index_disagrees(projector.last_seq, CALL_EVENT_KINDS):
+            flag_index(projector.anomalies)
     state = projector.snapshot(read_receipts(case_dir))
     return case_verdict(state, projector.event_count)
 

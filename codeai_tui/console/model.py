@@ -27,12 +27,13 @@ from codeai_tui.ledger import (
     read_receipts,
 )
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
+from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building, freeze_heap, release_frozen
-from codeai_tui.services.projection import gather
+from codeai_tui.services.projection import flag_index, gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
-from codeai_tui.services.stage_reads import StageReads
+from codeai_tui.services.stage_reads import CALL_EVENT_KINDS, StageReads
 from codeai_tui.services.time_travel import state_as_of
 from codeai_tui.workstate import (
     CallEvidence,
@@ -290,9 +291,17 @@ class CaseFollower:
                 reads.close()
 
     def _fast_start(self) -> None:
-        """The first catch-up through the fast path, when the ledger allows it."""
+        """The first catch-up through the fast path, when the ledger allows it. Either
+        way an index that disagrees with the table is flagged (the event path reads the
+        table alone, so the verdicts are the table's)."""
         if (self.projector.last_seq or not self.projector.event_ids_unique
                 or self.max_seq < FAST_START_MIN):
+            try:
+                disagrees = self.sql.index_disagrees(self.max_seq, CALL_EVENT_KINDS)
+            except FastPathUnfit:  # (text that cannot be read: nothing to compare)
+                disagrees = False
+            if disagrees:
+                self._flag_index()
             return
         # the calls keep the receipt log's key and hash strings and the skeleton's id
         # objects; the skeleton is released here (its owner keeps it)
@@ -302,6 +311,8 @@ class CaseFollower:
         got = gather(self.sql, self.max_seq, None, share)
         if isinstance(got, str):
             self.gathered = f"events ({got})"
+            if got == INDEX_DISAGREES:
+                self._flag_index()
             return
         try:
             projector = projector_from(got)
@@ -311,6 +322,11 @@ class CaseFollower:
         with self.lock:
             self.projector = projector
         self.gathered = "sql"
+
+    def _flag_index(self) -> None:
+        """Show the ledger's index disagreeing with its table, first of its anomalies."""
+        with self.lock:
+            flag_index(self.projector.anomalies)
 
     def catch_up(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                  page: int = PROJECT_PAGE) -> int:

@@ -21,6 +21,11 @@ class LedgerProblem(StrEnum):
     DISK_FULL = "disk_full"
     UNSAFE_FILE = "unsafe_file"  # a symlink, FIFO, device or socket where a file belongs
     TOO_LARGE = "too_large"
+    NOT_LANDED = "not_landed"  # an append that did not land as written (rolled back)
+    INDEX_DISAGREES = "index_disagrees"  # an index says other than its table
+
+
+INDEX_DISAGREES = "the index disagrees with the table: run PRAGMA integrity_check"
 
 
 class LedgerError(Exception):
@@ -33,6 +38,29 @@ class LedgerError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class AppendNotLanded(LedgerError):
+    """An append whose row is not in the table exactly as written, or that changed other
+    rows too (a trigger, a column that converts what it is given): the transaction was
+    rolled back, so nothing that depends on the append happened."""
+
+    def __init__(self, path: object, kind: str, seq: int, why: str) -> None:
+        super().__init__(
+            LedgerProblem.NOT_LANDED,
+            f"{path}: {kind} at seq {seq} did not land as written ({why}): rolled back, "
+            "and nothing that needed it was done (nothing was sent); something in the "
+            "ledger's schema rewrites appends (look at its triggers and column types)")
+        self.kind = kind
+        self.seq = seq
+
+
+class IndexDisagrees(LedgerError):
+    """What an index gives for a query differs from what the table itself holds: no
+    write may act on it (nothing was written or sent)."""
+
+    def __init__(self, path: object, detail: str) -> None:
+        super().__init__(LedgerProblem.INDEX_DISAGREES, f"{path}: {INDEX_DISAGREES} ({detail})")
 
 
 def classify_sqlite_error(path: object, exc: BaseException) -> LedgerError:

@@ -12,12 +12,22 @@ read event by event instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from codeai_tui.ledger import table_check
 from codeai_tui.ledger.errors import classify_sqlite_error
 from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
+from codeai_tui.ledger.table_check import (
+    SEQ_MOD,
+    WEIGHT_MOD,
+    Print,
+    call_filter,
+    call_print_terms,
+    kind_number,
+)
 
 
 class FastPathUnfit(Exception):
@@ -232,38 +242,71 @@ class EvidenceSQL:
                   AND {bad}))
             ORDER BY seq""", (as_of,) if after is None else (as_of, after))  # type: ignore[return-value]
 
-    def task_extents(self, as_of: int) -> list[tuple[str, int, int, int]]:
-        """(task_id, first seq, last seq, events) of every task id, in first-seq order
-        (the covering index events_task when present)."""
+    def task_extents(self, as_of: int) -> list[tuple[str, int, int, int, int]]:
+        """(task_id, first seq, last seq, events, their seq sum as `table_print` sums
+        them) of every task id, in first-seq order (the covering index events_task when
+        present)."""
         return self._all(  # type: ignore[return-value]
-            "SELECT task_id, min(seq) AS f, max(seq), count(*) FROM events WHERE seq <= ? "
-            "GROUP BY task_id ORDER BY f", (as_of,))
+            f"SELECT task_id, min(seq) AS f, max(seq), count(*), sum(seq % {SEQ_MOD}) "
+            "FROM events WHERE seq <= ? GROUP BY task_id ORDER BY f", (as_of,))
 
     # ---- calls
 
     def call_skeletons(self, as_of: int, call_kinds: Sequence[str], payload_kinds: Sequence[str]
-                       ) -> Iterator[tuple[str, int, int | None, str, int]]:
+                       ) -> Iterator[tuple[str, int, int | None, str, int, int, int]]:
         """Per call id: (call_id, first seq, last seq of an event whose payload matters,
-        packed skeleton), read from the covering index alone, one grouped row per call.
-        `unpack` turns the skeleton into (seq, kind, attempt_id) triples; `count` lets
-        the caller check that no id smuggled a separator in."""
+        packed skeleton, count, seq sum, kind-weighted seq sum), read from the covering
+        index alone, one grouped row per call. `unpack` turns the skeleton into (seq,
+        kind, attempt_id) triples; `count` lets the caller check that no id smuggled a
+        separator in; the last three, summed over the calls, are the index's side of
+        the call print (`table_print` is the table's)."""
         return self._stream(f"""
             SELECT call_id, min(seq), max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END),
                    group_concat(seq || char(31) || {_kind_code(call_kinds)}
                      || CASE WHEN attempt_id IS NULL THEN char(30)
                              WHEN substr(attempt_id, 1, length(call_id)) = call_id
                              THEN char(28) || substr(attempt_id, length(call_id) + 1)
-                             ELSE char(27) || attempt_id END, char(29)), count(*)
+                             ELSE char(27) || attempt_id END, char(29)),
+                   {call_print_terms(call_kinds)}
             FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
             WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
               AND kind IN ({_in(call_kinds)})
             GROUP BY call_id""", (as_of,))  # type: ignore[return-value]
 
+    # ---- the index against the table (ledger/table_check.py)
+
+    def table_print(self, as_of: int, call_kinds: Sequence[str], after: int | None = None
+                    ) -> Print:
+        """The table's print of the seqs in (`after`, `as_of`] (ledger/table_check.py)."""
+        return table_check.table_print(self._all, as_of, call_kinds, after)
+
+    def observed_with_table_print(self, as_of: int, word: str, call_kinds: Sequence[str]
+                                  ) -> tuple[set[str], tuple[int, int, int]]:
+        """`calls_observed_mentioning(as_of, word)` and the table's call print
+        (`table_print(as_of, call_kinds)[:3]`) from ONE scan of the table: the skeleton's
+        observation scan, which compares the index with the table at little extra cost."""
+        # (an observed event with a call id is a call event: the filter keeps them all)
+        observed = ("kind = 'attempt.observed' AND (typeof(payload) != 'text' "
+                    "OR instr(payload, ?) > 0 OR instr(payload, char(92)) > 0)")
+        row = self._all(
+            f"SELECT json_group_array(DISTINCT CASE WHEN {observed} THEN call_id END), "
+            f"{call_print_terms(call_kinds)} FROM events NOT INDEXED "
+            f"WHERE seq <= ? AND {call_filter(call_kinds)}", (word, as_of))[0]
+        ids = json.loads(str(row[0]))
+        return ({str(i) for i in ids if i is not None},
+                (int(row[1]), int(row[2]), int(row[3])))  # type: ignore[arg-type]
+
+    def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
+        """True when an index the fast path reads gives other events than the table."""
+        return table_check.index_disagrees(self._all, as_of, call_kinds)
+
     def call_stage_rows(self, as_of: int, codes: Sequence[tuple[str, int]],
                         ids: tuple[object, object] = (None, None),
-                        ) -> list[tuple[str, int, int, int, int | None, int]]:
+                        ) -> list[tuple[str, int, int, int, int | None, int, int, int, int]]:
         """Per call id, in first-seq order: (call_id, first seq, last seq, flags, last
-        started attempt as `started seq << 5 | its kind bits`, started attempts), read
+        started attempt as `started seq << 5 | its kind bits`, started attempts, and the
+        call's share of the index's call print: events, seq sum, kind-weighted seq sum
+        (ledger/table_check.py; `codes` in the order of the print's kinds)), read
         from the covering index alone (no payload, no table row): the skeleton a console
         paints first (services/skeleton.py). `codes` gives each kind its bit: attempt
         kinds below 32, call kinds from 32. `flags`: the call kinds' bits, the ORed bits
@@ -278,13 +321,16 @@ class EvidenceSQL:
             "" if hi is None else " AND call_id < ?")
         params = (as_of, *(b for b in ids if b is not None))
         whens = " ".join(f"WHEN {_in([k])} THEN {int(c)}" for k, c in codes)
+        number = kind_number([k for k, _c in codes])  # the print's kind numbers
         call_bits = " | ".join(f"max(b & {c})" for _k, c in codes if c >= 32)
         return self._all(f"""
             WITH g AS (
               SELECT call_id AS c, attempt_id AS a, min(seq) AS fs, max(seq) AS ls,
                      min(CASE WHEN kind = 'attempt.started' THEN seq END) AS st,
                      sum(DISTINCT CASE WHEN typeof(kind) != 'text' THEN {ODD_KIND}
-                                  ELSE CASE kind {whens} ELSE 0 END END) AS b
+                                  ELSE CASE kind {whens} ELSE 0 END END) AS b,
+                     count(*) AS pn, sum(seq % {SEQ_MOD}) AS ps,
+                     sum((seq % {WEIGHT_MOD}) * ({number})) AS pk
               FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
               WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?{bounds}
                 AND (kind IN ({_in([k for k, _c in codes])}) OR typeof(kind) != 'text')
@@ -297,7 +343,8 @@ class EvidenceSQL:
                    | max(CASE WHEN st IS NOT NULL AND b & 1 THEN {ATTEMPT_OBSERVED} ELSE 0 END)
                    | max(CASE WHEN st IS NOT NULL AND b & 16 THEN {ATTEMPT_RECONCILED}
                          ELSE 0 END),
-                   max(st * 32 + (b & 31)), count(st)
+                   max(st * 32 + (b & 31)), count(st),
+                   coalesce(sum(pn), 0), coalesce(sum(ps), 0), coalesce(sum(pk), 0)
             FROM g GROUP BY c ORDER BY f""", params)  # type: ignore[return-value]
 
     def middle_call_id(self, as_of: int, samples: int = 31) -> str | None:

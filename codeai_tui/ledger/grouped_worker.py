@@ -29,7 +29,7 @@ from codeai_tui.ledger.evidence_sql import EvidenceSQL
 if TYPE_CHECKING:
     import subprocess
 
-StageRow = tuple[str, int, int, int, int | None, int]
+StageRow = tuple[str, int, int, int, int | None, int, int, int, int]
 Task = tuple[str, int, tuple[tuple[str, int], ...], tuple[object, object], int]
 
 _CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "

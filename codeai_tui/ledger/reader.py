@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from codeai_tui.ledger import table_check
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
 from codeai_tui.ledger.safefile import check_regular, refusal
 from codeai_tui.ledger.schema import (
@@ -33,6 +34,7 @@ from codeai_tui.ledger.schema import (
     UndecodableText,
     event_from_row,
 )
+from codeai_tui.ledger.table_check import checked_events
 
 BUSY_TIMEOUT_S = 2.0
 STOP_CHECK_OPS = 1_000_000  # SQLite VM steps between stop checks (see abort_when)
@@ -341,18 +343,27 @@ class LedgerReader:
         return event_from_row(rows[0]) if rows else None
 
     def events_for_call(self, call_id: str) -> list[Event]:
-        rows = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE call_id = ? ORDER BY seq", (call_id,)
-        )
+        """One call's events, the same through its index and from the table alone (a
+        write's plan is made from these: ledger/table_check.py); raises IndexDisagrees."""
+        rows = checked_events(self._q, self.path, "call_id = ?", (call_id,),
+                              f"call {call_id[:80]!r}")
         return [event_from_row(r) for r in rows]
 
     def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?"
+        """A task's events (of `kinds`), checked like `events_for_call`."""
+        where = "task_id = ?"
         params: tuple[object, ...] = (task_id,)
         if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            where += f" AND kind IN ({','.join('?' * len(kinds))})"
             params += kinds
-        return [event_from_row(r) for r in self._q(sql + " ORDER BY seq", params)]
+        rows = checked_events(self._q, self.path, where, params, f"task {task_id[:80]!r}")
+        return [event_from_row(r) for r in rows]
+
+    def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
+        """True when the indexes the fast path reads give other events than the table
+        (ledger/table_check.py): for a projection made event by event, which reads the
+        table alone and would not otherwise know."""
+        return table_check.index_disagrees(self._q, as_of, call_kinds)
 
     def call_seqs(self, call_id: str) -> list[int]:
         """Seqs of one call's events, from the covering index alone."""

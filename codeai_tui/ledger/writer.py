@@ -19,8 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
-from codeai_tui.ledger.reader import check_format, resolve_ledger_path
+from codeai_tui.ledger.errors import (
+    AppendNotLanded,
+    LedgerError,
+    LedgerProblem,
+    classify_sqlite_error,
+)
+from codeai_tui.ledger.reader import check_format, is_decode_error, resolve_ledger_path
 from codeai_tui.ledger.schema import (
     EVENT_COLUMNS,
     LEDGER_FILENAME,
@@ -29,6 +34,7 @@ from codeai_tui.ledger.schema import (
     Event,
     event_from_row,
 )
+from codeai_tui.ledger.table_check import checked_events
 
 WRITE_BUSY_TIMEOUT_S = 10.0
 
@@ -47,42 +53,99 @@ class NewEvent:
     compilation_id: str | None = None
 
 
-class WriteTransaction:
-    """An open `BEGIN IMMEDIATE` transaction: re-read evidence, then append."""
+# The appended row read back from the table itself (a rowid lookup, no index), each cell
+# with its storage class: a column that converts what it is given (NUMERIC affinity, a
+# REAL key) shows there.
+READ_BACK_SQL = (
+    f"SELECT {EVENT_COLUMNS}, "
+    + ", ".join(f"typeof({c.strip()})" for c in EVENT_COLUMNS.split(","))
+    + " FROM events NOT INDEXED WHERE seq = ?"
+)
 
-    def __init__(self, conn: sqlite3.Connection, clock: Callable[[], str]) -> None:
+
+def _storage_class(value: object) -> str:
+    return "null" if value is None else "integer" if isinstance(value, int) else "text"
+
+
+class WriteTransaction:
+    """An open `BEGIN IMMEDIATE` transaction: re-read evidence, then append.
+
+    Every read here is checked against the table itself (ledger/table_check.py): a gate
+    never acts on what an index alone says. Every append checks that it landed."""
+
+    def __init__(self, conn: sqlite3.Connection, clock: Callable[[], str],
+                 path: object = "ledger") -> None:
         self._conn = conn
         self._clock = clock
+        self._path = path
         self.appended: list[Event] = []
 
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        return self._conn.execute(sql, params).fetchall()
+
     def events_for_call(self, call_id: str) -> list[Event]:
-        rows = self._conn.execute(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE call_id = ? ORDER BY seq", (call_id,)
-        ).fetchall()
+        rows = checked_events(self._query, self._path, "call_id = ?", (call_id,),
+                              f"call {call_id[:80]!r}")
         return [event_from_row(r) for r in rows]
 
     def events(self, where: str = "1=1", params: tuple[Any, ...] = ()) -> list[Event]:
-        rows = self._conn.execute(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq", params
-        ).fetchall()
+        rows = checked_events(self._query, self._path, where, params, f"events where {where}")
         return [event_from_row(r) for r in rows]
 
     def max_seq(self) -> int:
         return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
 
     def append(self, new: NewEvent) -> Event:
+        """INSERT one event, then check inside this transaction that it landed: exactly
+        one row changed, by this statement and in all (a trigger's changes count in
+        `total_changes`), and the row at its seq is, cell for cell and storage class for
+        storage class, the one written. Otherwise AppendNotLanded, and `transaction()`
+        rolls back."""
         seq = self.max_seq() + 1
         text = json.dumps(new.payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         row = (
             seq, uuid.uuid4().hex, self._clock(), new.kind, new.task_id,
             new.call_id, new.attempt_id, new.compilation_id, text,
         )
-        self._conn.execute(
-            f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", row
-        )
+        before = self._conn.total_changes
+        try:
+            cursor = self._conn.execute(
+                f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", row
+            )
+        except sqlite3.IntegrityError as exc:
+            # a fresh seq and a random event id meet no constraint of the v1 schema: a
+            # CHECK or a trigger's RAISE refused the row
+            raise AppendNotLanded(self._path, new.kind, seq,
+                                  f"the schema refused the row: {str(exc)[:200]}") from None
+        why = self._not_landed(row, cursor.rowcount, self._conn.total_changes - before)
+        if why is not None:
+            raise AppendNotLanded(self._path, new.kind, seq, why)
         event = event_from_row(row)
         self.appended.append(event)
         return event
+
+    def _not_landed(self, row: tuple[object, ...], inserted: int, changed: int) -> str | None:
+        """Why the INSERT of `row` did not land as written, or None when it did."""
+        if inserted != 1:
+            return f"the INSERT changed {inserted} rows, not 1"
+        if changed != 1:
+            return f"{changed} rows changed in all, not 1"
+        try:
+            found = self._conn.execute(READ_BACK_SQL, (row[0],)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not is_decode_error(exc):
+                raise
+            return "the row read back holds text that is not UTF-8"
+        expected = (*row, *(_storage_class(v) for v in row))
+        if len(found) != 1:
+            return f"{len(found)} rows hold its seq"
+        if found[0] != expected:
+            diff = [c.strip() for c, a, b in zip(
+                EVENT_COLUMNS.split(","), found[0], expected, strict=False) if a != b]
+            types = [c.strip() for c, a, b in zip(
+                EVENT_COLUMNS.split(","), found[0][9:], expected[9:], strict=False) if a != b]
+            return "the row read back differs in " + ", ".join(diff or types)
+        return None
 
 
 class LedgerWriter:
@@ -147,7 +210,7 @@ class LedgerWriter:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise classify_sqlite_error(self.path, exc) from None
-        txn = WriteTransaction(self._conn, self._clock)
+        txn = WriteTransaction(self._conn, self._clock, self.path)
         try:
             yield txn
         except sqlite3.Error as exc:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit, unpack, well_packed
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import (
@@ -33,6 +34,7 @@ from codeai_tui.ledger.schema import (
     TASK_KINDS,
     parse_payload,
 )
+from codeai_tui.ledger.table_check import Print, add_prints
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import (
@@ -112,6 +114,15 @@ def _payload(text: Any) -> dict[str, Any]:
     return parsed or {}
 
 
+def _index_print(packed: Sequence[tuple[Any, ...]], extents: Sequence[tuple[Any, ...]]
+                 ) -> Print:
+    """The indexes' side of the print (table_check), from the grouped reads' sums: the
+    call skeletons' (events_call) and the task extents' (events_task)."""
+    calls = [sum(int(row[i]) for row in packed) for i in (4, 5, 6)]
+    every = [sum(int(row[i]) for row in extents) for i in (3, 4)]
+    return (calls[0], calls[1], calls[2], every[0], every[1])
+
+
 @dataclass(slots=True)
 class _Suspects:
     """What the suspect scan found: cells of the wrong type (`odd`), the first row whose
@@ -121,11 +132,13 @@ class _Suspects:
     odd: int = 0
     odd_text_seq: int | None = None
     rows: list[tuple[int, str, str | None, str | None, bool]] = field(default_factory=list)
+    table: Print = (0, 0, 0, 0, 0)  # the table's print of the same seqs (table_check)
 
 
 def _suspects_in(sql: EvidenceSQL, after: int | None, upto: int) -> _Suspects:
-    """The suspect rows with a seq in (after, upto] (all up to `upto` when None)."""
-    found = _Suspects()
+    """The suspect rows with a seq in (after, upto] (all up to `upto` when None), and
+    the table's print of those seqs (one more scan, on the same connection)."""
+    found = _Suspects(table=sql.table_print(upto, CALL_EVENT_KINDS, after))
     for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
             upto, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS, after):
         if odd_text:
@@ -149,7 +162,8 @@ def _joined(first: _Suspects, rest: _Suspects) -> _Suspects:
     """One scan's findings from its two parts, as if read in one pass (seq order)."""
     if first.odd or first.odd_text_seq is not None:
         return first
-    return _Suspects(0, rest.odd_text_seq, first.rows + rest.rows)
+    return _Suspects(0, rest.odd_text_seq, first.rows + rest.rows,
+                     add_prints(first.table, rest.table))
 
 
 class _SuspectScan:
@@ -339,6 +353,10 @@ class Gathered:
         if suspects.odd_text_seq is not None:
             raise FastPathUnfit(f"seq {suspects.odd_text_seq} holds an id or time that is "
                                 "not plain text")
+        if _index_print(packed, extents) != suspects.table:
+            # verdicts from what the index says would be no verdicts: the event path
+            # reads the table, and the projection flags the ledger (services/projection)
+            raise FastPathUnfit(INDEX_DISAGREES)
         for seq, kind, call_id, problem, known in suspects.rows:
             if problem is not None:
                 an.add(seq, _PAYLOAD, f"{kind or 'event'}: {problem}", call_id, True)
@@ -346,7 +364,7 @@ class Gathered:
                 self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
                 self.unknown_seqs.append((seq, kind))
         lo, hi = ALL_SEQS, 0
-        for task_id, first, last, n in extents:
+        for task_id, first, last, n, _seqs in extents:
             self.tasks[task_id] = TaskEvidence(task_id, int(first), int(last))
             self.event_count += int(n)
             lo, hi = min(lo, int(first)), max(hi, int(last))
@@ -364,7 +382,7 @@ class Gathered:
         # the skeletons are read before anything is produced: ids that cannot be
         # decoded send the ledger down the event path while that is still possible
         skeletons = []
-        for cid, first, ready, events, count in packed:
+        for cid, first, ready, events, count, _seqs, _kinds in packed:
             if not well_packed(events, count):
                 raise FastPathUnfit(f"an id of call {cid[:40]!r} holds a control character")
             skeletons.append((first, cid, ready, events))

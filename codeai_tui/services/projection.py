@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import ReceiptLog, read_receipts, read_receipts_later
@@ -27,6 +28,17 @@ from codeai_tui.workstate import (
 )
 from codeai_tui.workstate.evidence import ReceiptIndex
 from codeai_tui.workstate.verdicts import ToolCounts
+
+# A ledger whose index disagrees with its table (ledger/table_check.py): shown first, at
+# seq 0 (the whole ledger), above verdicts read from the table itself.
+INDEX_ANOMALY = Anomaly(0, INDEX_DISAGREES)
+
+
+def flag_index(anomalies: list[Anomaly]) -> None:
+    """Put the index's disagreement with the table first among a projector's anomalies
+    (once)."""
+    if INDEX_ANOMALY not in anomalies:
+        anomalies.insert(0, INDEX_ANOMALY)
 
 
 def gather(sql: EvidenceSQL, as_of: int | None, receipts: ReceiptLog | None,
@@ -50,6 +62,8 @@ def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
     not an integer once, and stops where paging cannot move)."""
     with building(), LedgerReader(case_dir) as reader:
         state = project(reader.iter_events(0), receipts, as_of)
+    if why == INDEX_DISAGREES:
+        state = replace(state, anomalies=(INDEX_ANOMALY, *state.anomalies))
     return replace(state, gathered=f"events ({why})")
 
 

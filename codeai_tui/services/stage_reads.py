@@ -18,7 +18,8 @@ import weakref
 from collections.abc import Callable
 from operator import itemgetter
 
-from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
+from codeai_tui.ledger.errors import INDEX_DISAGREES
+from codeai_tui.ledger.evidence_sql import ODD_KIND, EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.grouped_worker import GroupedChild
 from codeai_tui.ledger.schema import CALL_KINDS, KNOWN_KINDS, TOOL_KINDS
 
@@ -38,7 +39,7 @@ CODES: tuple[tuple[str, int], ...] = tuple(
          "call.manifest": MANIFEST}.get(k, 0))
     for k in CALL_EVENT_KINDS)
 
-StageRow = tuple[str, int, int, int, int | None, int]
+StageRow = tuple[str, int, int, int, int | None, int, int, int, int]
 
 # from this many events on, the grouped read is split in two by call id, each part read
 # by a child process (ledger/grouped_worker.py): 1.3-1.5 s instead of 2.1-2.6 s on the
@@ -58,6 +59,7 @@ class StageReads:
         self.limit = limit
         self._sql = sql  # (for siblings: its path and stop; its own connection is not used)
         self._sent: set[str] | None = None
+        self._table_print: tuple[int, int, int] | None = None
         self._rows: list[StageRow] | None = None
         self._errors: dict[str, BaseException] = {}
         self._parts: list[tuple[object, object]] = []
@@ -89,9 +91,12 @@ class StageReads:
             self._errors[which] = exc
 
     def _observations(self) -> None:
+        """The observation scan, which also takes the table's print of the call events
+        (ledger/table_check.py): `result` compares it with the grouped read's."""
         with self._sql.sibling() as own:
             own.for_one_pass()
-            self._sent = own.calls_observed_mentioning(self.limit, "sent")
+            self._sent, self._table_print = own.observed_with_table_print(
+                self.limit, "sent", CALL_EVENT_KINDS)
 
     def _unsplit(self) -> None:
         self._rows = self._grouped((None, None))
@@ -115,7 +120,8 @@ class StageReads:
     def result(self) -> tuple[list[StageRow], set[str]]:
         """The grouped rows and the calls whose observations mention "sent". Raises the
         grouped read's own error (a LedgerError when interrupted), or FastPathUnfit when
-        only the observations could not be read."""
+        only the observations could not be read, or the index disagrees with the table
+        (its stages would be the index's, not the ledger's)."""
         try:
             rows = self._split_rows() if self._parts else None
         finally:
@@ -129,6 +135,10 @@ class StageReads:
             rows = self._rows
         if self._sent is None:
             raise FastPathUnfit("the observations could not be read")
+        if not any(row[3] & ODD_KIND for row in rows):  # (else the skeleton refuses)
+            index_print = tuple(sum(int(row[i]) for row in rows) for i in (6, 7, 8))
+            if index_print != self._table_print:
+                raise FastPathUnfit(INDEX_DISAGREES)
         return rows, self._sent
 
     def close(self) -> None:

@@ -61,7 +61,11 @@ def ledger_claims(case: CaseData) -> list[Claim]:
     bad = [r.seq for r in case.rows if not r.payload_ok]
     if bad:
         problems.append(f"payloads that are not JSON objects at seq {bad[:5]}")
-    text = f"ledger v1 with {len(seqs)} events, seq 1..{len(seqs)} gap-free, payloads are objects"
+    if case.lying_indexes:
+        problems.append("the index disagrees with the table: run PRAGMA integrity_check "
+                        f"({', '.join(case.lying_indexes)})")
+    text = (f"ledger v1 with {len(seqs)} events, seq 1..{len(seqs)} gap-free, payloads are "
+            "objects, every index agrees with the table")
     return [Claim(not problems, case.name, text if not problems else "ledger: " + "; ".join(problems))]
 
 

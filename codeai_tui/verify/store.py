@@ -45,6 +45,8 @@ class CaseData:
     digest: str = ""
     receipts: list[dict[str, Any]] = field(default_factory=list)
     receipt_problems: list[str] = field(default_factory=list)
+    # the indexes on events whose entries are not the table's rows (index_disagreements)
+    lying_indexes: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -147,6 +149,7 @@ def read_case(case: Path) -> CaseData:
             "SELECT seq, event_id, recorded_at, kind, task_id, call_id, attempt_id,"
             " compilation_id, payload FROM events ORDER BY seq"
         ).fetchall()
+        data.lying_indexes = index_disagreements(conn)
     finally:
         conn.close()
     digest = hashlib.sha256()
@@ -165,6 +168,36 @@ def read_case(case: Path) -> CaseData:
         ))
     data.digest = digest.hexdigest()
     return data
+
+
+_PER_KIND = "SELECT kind, count(*), sum(seq % 1000003) FROM events {how} GROUP BY kind ORDER BY kind"
+_TOTAL = "SELECT count(*), coalesce(sum(seq % 1000003), 0) FROM events {how}"
+
+
+def index_disagreements(conn: sqlite3.Connection) -> list[str]:
+    """The indexes on events that give other events than the table: per kind, how many
+    and the sum of their seqs, read through each index that holds the kind and from the
+    table alone; for the other indexes (which would send each entry to the table for
+    its kind), how many and the sum of their seqs. A query answered from an index never
+    looks at the table, so an index that lies (a swapped rootpage, corruption) lies to
+    every reader that trusts it."""
+    table = conn.execute(_PER_KIND.format(how="NOT INDEXED")).fetchall()
+    total = (sum(int(r[1]) for r in table), sum(int(r[2] or 0) for r in table))
+    lying = []
+    for _seq, name, *_rest in conn.execute("PRAGMA index_list(events)").fetchall():
+        quoted = '"' + str(name).replace('"', '""') + '"'
+        columns = {r[2] for r in conn.execute(f"PRAGMA index_info({quoted})").fetchall()}
+        how = f"INDEXED BY {quoted}"
+        try:
+            if "kind" in columns:
+                agrees = conn.execute(_PER_KIND.format(how=how)).fetchall() == table
+            else:
+                agrees = tuple(conn.execute(_TOTAL.format(how=how)).fetchone()) == total
+        except sqlite3.OperationalError:  # (a partial index answers no such query)
+            continue
+        if not agrees:
+            lying.append(str(name))
+    return sorted(lying)
 
 
 def artifact_files(case: Path) -> list[Path]:

@@ -9,6 +9,7 @@ the cases whose anomaly is being built on another branch (finding 6, branch issu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -324,6 +325,91 @@ def _manifest(artifact: str) -> dict[str, Any]:
               call_id="call-1")
 
 
+# ---- an index that lies: the covering index events_call is a b-tree built over other rows
+
+
+def _insert_rows(conn: sqlite3.Connection, table: str, events: list[dict[str, Any]]) -> None:
+    conn.executemany(f"INSERT INTO {table} VALUES (?,?,?,?,?,?,?,?,?)", [
+        (e["seq"], f"e{e['seq']}", "2026-09-13T12:00:00Z", e["kind"], e["task_id"],
+         e.get("call_id"), e.get("attempt_id"), None, json.dumps(e["payload"]))
+        for e in events])
+
+
+def swapped_call_index(table: list[dict[str, Any]], index: list[dict[str, Any]]
+                       ) -> Callable[[Path], None]:
+    """The ledger's table holds `table`; its index events_call is the b-tree of a decoy
+    table's index over `index` (rootpages swapped through writable_schema, the decoy
+    then dropped). The schema is exactly the v1 schema; PRAGMA integrity_check names
+    events_call. case.json points at the capture listener."""
+    def build(case: Path) -> None:
+        store = case / "artifacts" / "sha256" / REQUEST_SHA[:2]
+        store.mkdir(parents=True)
+        (store / REQUEST_SHA).write_bytes(REQUEST)
+        (case / "case.json").write_text(json.dumps({"provider": CAPTURE}))
+        path = case / "ledger.sqlite3"
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(SCHEMA)
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO ledger_meta VALUES ('format', 'codeai.ledger.v1')")
+        _insert_rows(conn, "events", table)
+        conn.execute(SCHEMA.split(";")[1].replace("TABLE events", "TABLE decoy"))
+        conn.execute("CREATE INDEX decoy_call ON decoy(call_id, attempt_id, kind, seq)")
+        _insert_rows(conn, "decoy", index)
+        conn.execute("COMMIT")
+        root = {name: page for name, page in conn.execute(
+            "SELECT name, rootpage FROM sqlite_master WHERE name IN ('events_call', "
+            "'decoy_call')")}
+        conn.execute("PRAGMA writable_schema=ON")
+        for name, other in (("events_call", "decoy_call"), ("decoy_call", "events_call")):
+            conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = ?",
+                         (root[other], name))
+        conn.execute("PRAGMA writable_schema=OFF")
+        conn.close()
+        conn = sqlite3.connect(path, isolation_level=None)  # the edited schema, read anew
+        conn.execute("DROP TABLE decoy")  # frees events_call's own b-tree, not the decoy's
+        conn.close()
+    return build
+
+
+# The request a resume of call-1 would rebuild and send (canonical JSON of an empty
+# intent under the default model, no context): its manifest holds no drift.
+REQUEST = json.dumps({"messages": [{"content": "{}", "role": "user"}],
+                      "model": "synthetic-small", "temperature": 0},
+                     sort_keys=True, separators=(",", ":")).encode()
+REQUEST_SHA = hashlib.sha256(REQUEST).hexdigest()
+IN_FLIGHT = [*BASE,
+             ev(3, "call.manifest", {"idempotency_key": "key-1", "intent": {},
+                                     "request_sha256": REQUEST_SHA,
+                                     "request_artifact": REQUEST_SHA,
+                                     "context_package_id": None,
+                                     "rendered_context_sha256": None,
+                                     "model": "synthetic-small"}, call_id="call-1"),
+             ev(4, "attempt.started", {"attempt_no": 1, "request_sha256": REQUEST_SHA},
+                call_id="call-1", attempt_id="call-1-a1")]
+# what the index says of seqs 5-8, which the table holds as task events
+FINISHED = [ev(5, "attempt.observed", {"transport": {"status": 200}}, call_id="call-1",
+               attempt_id="call-1-a1"),
+            ev(6, "attempt.interpreted", {"interpreter": "v1", "outcome": "success"},
+               call_id="call-1", attempt_id="call-1-a1"),
+            ev(7, "attempt.completed", {"status": "succeeded"}, call_id="call-1",
+               attempt_id="call-1-a1"),
+            ev(8, "call.completed", {"status": "succeeded", "adopted_attempt_id": "call-1-a1"},
+               call_id="call-1")]
+LYING_INDEXES = {
+    # an attempt in flight (effect unknown) that the index hides: resumable, by the index
+    "index_hides_attempt_started": swapped_call_index(IN_FLIGHT, IN_FLIGHT[:-1]),
+    # the same attempt in flight, completed by the index
+    "index_shows_completed": swapped_call_index(
+        IN_FLIGHT + [ev(s, "task.claimed", {"worker": "w"}) for s in range(5, 9)],
+        IN_FLIGHT + FINISHED),
+    # a call never started (resumable, by the table) that the index shows in flight
+    "index_shows_attempt_started": swapped_call_index(
+        [*IN_FLIGHT[:-1], ev(4, "task.claimed", {"worker": "w"})], IN_FLIGHT),
+}
+INDEX_WORDS = "the index disagrees with the table: run PRAGMA integrity_check"
+
+
 CORPUS: list[Hostile] = [
     # ---- not a ledger at all
     Hostile("not_sqlite", _not_sqlite, Expect.ERROR, "not an SQLite database"),
@@ -473,4 +559,6 @@ CORPUS: list[Hostile] = [
     Hostile("shm_fifo", special("ledger.sqlite3-shm", "fifo"), Expect.ERROR, "is a FIFO"),
     Hostile("journal_fifo", special("ledger.sqlite3-journal", "fifo"), Expect.ERROR,
             "is a FIFO"),
+    # ---- the schema: an index that disagrees with its table
+    *(Hostile(name, build, Expect.ANOMALY, INDEX_WORDS) for name, build in LYING_INDEXES.items()),
 ]
