@@ -21,6 +21,8 @@ class LedgerProblem(StrEnum):
     DISK_FULL = "disk_full"
     UNSAFE_FILE = "unsafe_file"  # a symlink, FIFO, device or socket where a file belongs
     TOO_LARGE = "too_large"
+    UNSAFE_SCHEMA = "unsafe_schema"  # a trigger, a view, ...: SQL in the schema that runs
+    OVER_BUDGET = "over_budget"  # a read ran past its time budget and was stopped
 
 
 class LedgerError(Exception):
