@@ -25,7 +25,7 @@ from codeai_tui.workstate import (
     WorkState,
     project,
 )
-from codeai_tui.workstate.evidence import ReceiptIndex
+from codeai_tui.workstate.evidence import ReceiptIndex, ledger_anomalies
 from codeai_tui.workstate.verdicts import ToolCounts
 
 
@@ -50,7 +50,8 @@ def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
     not an integer once, and stops where paging cannot move)."""
     with building(), LedgerReader(case_dir) as reader:
         state = project(reader.iter_events(0), receipts, as_of)
-    return replace(state, gathered=f"events ({why})")
+        flagged = ledger_anomalies(reader.schema.notes)
+    return replace(state, anomalies=flagged + state.anomalies, gathered=f"events ({why})")
 
 
 def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,
