@@ -117,25 +117,49 @@ class StatementGuard:
 
 
 class LedgerCursor(sqlite3.Cursor):
-    """A cursor whose every statement, and every batch of rows, starts a new budget."""
+    """A cursor whose every statement, and every batch of rows, starts a new budget.
+
+    A statement that fails closes its cursor: the traceback keeps this frame, and a cursor
+    kept alive keeps its statement, which keeps the database file open after the
+    connection's close (until the traceback is collected)."""
 
     connection: LedgerConnection
 
+    def _release(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # (its connection may be closed already)
+            self.close()
+
     def execute(self, sql: str, parameters: Any = (), /) -> LedgerCursor:
         self.connection.guard.begin()
-        return super().execute(sql, parameters)
+        try:
+            return super().execute(sql, parameters)
+        except BaseException:
+            self._release()
+            raise
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> LedgerCursor:
         self.connection.guard.begin()
-        return super().executemany(sql, seq_of_parameters)
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except BaseException:
+            self._release()
+            raise
 
     def executescript(self, sql_script: str, /) -> LedgerCursor:
         self.connection.guard.begin()
-        return super().executescript(sql_script)
+        try:
+            return super().executescript(sql_script)
+        except BaseException:
+            self._release()
+            raise
 
     def fetchmany(self, size: int | None = None) -> list[Any]:
         self.connection.guard.begin()
-        return super().fetchmany(self.arraysize if size is None else size)
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except BaseException:
+            self._release()
+            raise
 
 
 class LedgerConnection(sqlite3.Connection):
