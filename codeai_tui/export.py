@@ -76,11 +76,14 @@ def rows_sha256(conn: sqlite3.Connection, until_seq: int | None = None) -> tuple
     digest = hashlib.sha256()
     count = max_seq = 0
     where, params = ("WHERE seq <= ?", (until_seq,)) if until_seq is not None else ("", ())
-    for row in conn.execute(f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY seq", params):
-        digest.update(repr(row).encode("ascii", "backslashreplace") + b"\n")
-        count += 1
-        if isinstance(row[0], int):
-            max_seq = max(max_seq, row[0])
+    cur = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY seq", params)
+    # in batches: on a ledger connection each batch has its own read budget (guard)
+    while rows := cur.fetchmany(4096):
+        for row in rows:
+            digest.update(repr(row).encode("ascii", "backslashreplace") + b"\n")
+            count += 1
+            if isinstance(row[0], int):
+                max_seq = max(max_seq, row[0])
     return count, max_seq, digest.hexdigest()
 
 

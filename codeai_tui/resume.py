@@ -464,9 +464,11 @@ def resume_call(
         say(f"sending {new_id} to {plan.destination.base_url}")
         try:
             status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
-        except AppendNotLanded as exc:  # its attempt.started: the request never left
-            raise LedgerError(exc.problem, f"{call_id} was resumed as {new_id} (recorded: "
-                              f"it waits at start_call), then {exc}") from None
+        except (AppendNotLanded, LedgerError) as exc:
+            # the resume itself is recorded; what the runner could not write says itself
+            # what happened (an attempt.started that did not land: nothing was sent)
+            raise LedgerError(exc.problem, f"{call_id} was resumed as {new_id} (recorded), "
+                              f"then {exc}") from None
     with LedgerReader(case) as reader:
         new_state = project_call(reader.events_for_call(new_id), new_id)
     receipts_after = len(read_receipts(case).receipts)

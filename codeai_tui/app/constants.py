@@ -28,4 +28,10 @@ WAY_OUT = {
     "host, then open it again.",
     LedgerProblem.READONLY_DIR: "Copy the case directory to a writable place and open the copy.",
     LedgerProblem.BUSY: "Another process holds a lock; wait a moment and open it again.",
+    LedgerProblem.UNSAFE_SCHEMA: "Nothing was read or written. Get the ledger from its "
+    "producer again; look at the schema with `sqlite3 -readonly FILE .schema`, never by "
+    "querying its tables.",
+    LedgerProblem.OVER_BUDGET: "A read was stopped to keep the console answering. Check the "
+    "file with `sqlite3 -readonly FILE 'PRAGMA quick_check'`; for a very big ledger, set "
+    "CODEAI_TUI_READ_BUDGET to more seconds.",
 }

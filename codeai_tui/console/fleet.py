@@ -52,6 +52,7 @@ from codeai_tui.ledger.schema import LEDGER_FILENAME
 from codeai_tui.services.projection import flag_index
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import Projector
+from codeai_tui.workstate.evidence import ledger_anomalies
 
 HELPER_MIN_CASES = 200  # fewer: a helper's start (~0.1 s) costs more than it saves
 HELPER_CHUNK = 25  # cases per message to a helper (~25 ms of work)
@@ -73,13 +74,15 @@ def case_stamp(case_dir: Path) -> CaseStamp:
             receipts_stamp(case_dir))
 
 
-def summarize(case_dir: Path) -> CaseVerdict:
-    """Project one case once and name its worst next operation; raises LedgerError."""
-    with LedgerReader(case_dir) as reader:
+def summarize(case_dir: Path, stop: Callable[[], bool] | None = None) -> CaseVerdict:
+    """Project one case once and name its worst next operation; raises LedgerError (one
+    saying "interrupted" soon after `stop()` turns true, even inside a read)."""
+    with LedgerReader(case_dir, stop=stop) as reader:
         events = reader.read_after(0, PROJECT_PAGE)
         if len(events) >= PROJECT_PAGE:
-            return _summarize_big(case_dir)
+            return _summarize_big(case_dir, stop)
         projector = Projector()
+        projector.anomalies.extend(ledger_anomalies(reader.schema.notes))
         projector.feed(events)
         # read from the table alone: the indexes are compared with it, as the console does
         if reader.index_disagrees(projector.last_seq, CALL_EVENT_KINDS):
@@ -88,8 +91,9 @@ def summarize(case_dir: Path) -> CaseVerdict:
     return case_verdict(state, projector.event_count)
 
 
-def _summarize_big(case_dir: Path) -> CaseVerdict:
-    follower = CaseFollower(case_dir, keep=False)  # read once and dropped: never frozen
+def _summarize_big(case_dir: Path, stop: Callable[[], bool] | None) -> CaseVerdict:
+    # read once and dropped: never frozen
+    follower = CaseFollower(case_dir, stop, keep=False)
     try:
         follower.catch_up()
         snap = follower.snapshot()
@@ -121,7 +125,10 @@ def summarize_all(cases: list[Path], stopped: Callable[[], bool] = lambda: False
             yield from work.answered()
             case = work.take_front() or work.take_leftover()
             if case is not None:
-                yield _summary(case)
+                summary = _summary(case, stopped)
+                if stopped():
+                    return  # (an interrupted summary is no verdict)
+                yield summary
             elif not any(h.running for h in pool) and work.settled() and work.empty():
                 break  # (a helper gives its cases back before it stops running)
             elif (summary := work.wait()) is not None:
@@ -132,9 +139,9 @@ def summarize_all(cases: list[Path], stopped: Callable[[], bool] = lambda: False
             helper.stop()
 
 
-def _summary(case: Path) -> Summary:
+def _summary(case: Path, stop: Callable[[], bool] | None = None) -> Summary:
     try:
-        return case, summarize(case)
+        return case, summarize(case, stop)
     except LedgerError as exc:
         return case, exc
 

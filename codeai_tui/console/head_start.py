@@ -92,8 +92,7 @@ class HeadStart:
         from codeai_tui.services.stage_reads import StageReads
 
         try:
-            with EvidenceSQL(self.case) as sql:
-                sql.abort_when(self._stopped)
+            with EvidenceSQL(self.case, self._stopped) as sql:
                 return StageReads(sql, sql.max_seq())  # (each read opens its own)
         except Exception:  # noqa: BLE001 - see _run
             return None

@@ -42,6 +42,7 @@ from codeai_tui.workstate import (
     WorkState,
     parse_time,
 )
+from codeai_tui.workstate.evidence import ledger_anomalies
 from codeai_tui.workstate.receipts import by_key_of
 
 __all__ = [  # the names the app imports from here (the console's model API)
@@ -227,18 +228,24 @@ class CaseFollower:
             follower = me()
             return follower is not None and follower.stopped()
 
-        self.reader = LedgerReader(case_dir)
-        self.reader.abort_when(stopped)
+        # given `stopped` when opened: a quit ends even the open's own reads (the schema
+        # check, the format row)
+        self.reader = LedgerReader(case_dir, stop=stopped)
         # which file this follower reads; the reader keeps reading it even if replaced
         self.identity = file_identity(self.reader.path)
-        self.sql = EvidenceSQL(case_dir)
-        self.sql.abort_when(stopped)
+        try:
+            self.sql = EvidenceSQL(case_dir, stopped)
+        except BaseException:
+            self.reader.close()
+            raise
         self.lock = threading.Lock()
         try:
             unique = self.sql.event_ids_unique()
         except FastPathUnfit:  # a schema whose text cannot be read: remember every id
             unique = False
         self.projector: Projector = FollowProjector(event_ids_unique=unique)
+        # the schema's harmless oddities (an extra table), flagged before any event's
+        self.projector.anomalies.extend(ledger_anomalies(self.reader.schema.notes))
         self.gathered = "events"  # how the first catch-up gathered its evidence
         # read on first use: the skeleton, painted first, needs no receipt (143,000
         # receipts take ~1 s to read)

@@ -4,7 +4,9 @@ Same rules as `reader.py`: read-only URI, autocommit, query_only, every query co
 at once so no read transaction outlives a poll. Same hazards too: only regular files are
 opened, a page with text that is not UTF-8 is re-read as bytes and flagged per cell, and
 when seq is not the INTEGER PRIMARY KEY only integer seqs are used as cursors and the
-other rows come once, first, flagged (as in the synchronous reader).
+other rows come once, first, flagged (as in the synchronous reader). The connection is
+hardened and its schema checked before any table is read, and every statement has the
+reader's time budget (guard, schema_check).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
+from codeai_tui.ledger.errors import LedgerError, LedgerProblem
+from codeai_tui.ledger.guard import StatementGuard, ledger_error, ledger_factory, read_budget
 from codeai_tui.ledger.reader import (
     BUSY_TIMEOUT_S,
     PAGE_SIZE,
@@ -36,12 +40,29 @@ from codeai_tui.ledger.reader import (
     seq_key_from,
 )
 from codeai_tui.ledger.schema import EVENT_COLUMNS, LEDGER_FORMAT, Event, event_from_row
+from codeai_tui.ledger.schema_check import (
+    COLUMNS_SQL,
+    INDEXES_SQL,
+    MASTER_SQL,
+    SchemaReport,
+    judge_master,
+    judge_tables,
+)
 
 
 class AsyncLedgerReader:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """`stop`: every read, the open's included, ends soon after it turns true; closing
+    (or cancelling the open) ends a read in progress too, so the connection's thread,
+    which is not a daemon, never keeps the process alive."""
+
+    def __init__(self, path: str | os.PathLike[str],
+                 stop: Callable[[], bool] | None = None) -> None:
         self.path: Path = resolve_ledger_path(path)
         self._conn: aiosqlite.Connection | None = None
+        self._stop = stop
+        self._ending = False
+        self._guard: StatementGuard | None = None
+        self.schema = SchemaReport()
         self._inode: tuple[int, int] | None = None
         self._data_version = -1
         self._int = ""  # "typeof(seq) = 'integer' AND " when seq is not the rowid
@@ -64,11 +85,17 @@ class AsyncLedgerReader:
 
     async def _open(self) -> AsyncLedgerReader:
         check_ledger_files(self.path)
+        guard = self._guard = StatementGuard(read_budget(self.path), self._stopped)
         try:
             self._conn = await aiosqlite.connect(
-                readonly_uri(self.path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S
+                readonly_uri(self.path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S,
+                factory=ledger_factory(guard),
             )
             await self._conn.execute("PRAGMA query_only=1")
+            # the schema before any table is read (schema_check), in its two halves
+            master = judge_master(await self._q(MASTER_SQL), self.path)
+            self.schema = judge_tables(master, await self._q(COLUMNS_SQL),
+                                       await self._q(INDEXES_SQL), self.path)
             rows = await self._q("SELECT value FROM ledger_meta WHERE key='format'")
             if rows and rows[0][0] == LEDGER_FORMAT and not seq_key_from(
                 await self._q(TABLE_INFO_SQL), await self._q(TABLE_SQL)
@@ -76,7 +103,7 @@ class AsyncLedgerReader:
                 self._int = "typeof(seq) = 'integer' AND "
         except sqlite3.Error as exc:
             await self.close()
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard) from None
         except LedgerError:
             await self.close()
             raise
@@ -91,12 +118,18 @@ class AsyncLedgerReader:
         self._data_version = await self._read_data_version()
         return self
 
+    def _stopped(self) -> bool:
+        stop = self._stop
+        return self._ending or (stop is not None and stop())
+
     def _stop_now(self) -> None:
+        self._ending = True  # a statement in progress ends now: the close is not held
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.stop()  # queues close-and-end for its thread; returns at once
 
     async def close(self) -> None:
+        self._ending = True  # a statement in progress ends now: the close is not held
         if self._conn is not None:
             conn, self._conn = self._conn, None
             # closing a broken connection must not mask the error that broke it
@@ -132,7 +165,7 @@ class AsyncLedgerReader:
             finally:
                 conn.text_factory = str
         except sqlite3.Error as exc:
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, self._guard) from None
 
     async def _read_data_version(self) -> int:
         return int((await self._q("PRAGMA data_version"))[0][0])

@@ -23,6 +23,8 @@ class LedgerProblem(StrEnum):
     TOO_LARGE = "too_large"
     NOT_LANDED = "not_landed"  # an append that did not land as written (rolled back)
     INDEX_DISAGREES = "index_disagrees"  # an index says other than its table
+    UNSAFE_SCHEMA = "unsafe_schema"  # a trigger, a view, ...: SQL in the schema that runs
+    OVER_BUDGET = "over_budget"  # a read ran past its time budget and was stopped
 
 
 INDEX_DISAGREES = "the index disagrees with the table: run PRAGMA integrity_check"

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from codeai_tui.ledger import table_check
-from codeai_tui.ledger.errors import classify_sqlite_error
-from codeai_tui.ledger.reader import abort_when, connect_readonly, resolve_ledger_path
+from codeai_tui.ledger.guard import StatementGuard, guard_of, ledger_error
+from codeai_tui.ledger.reader import abort_when, open_readonly, resolve_ledger_path
 from codeai_tui.ledger.table_check import (
     SEQ_MOD,
     WEIGHT_MOD,
@@ -44,10 +44,10 @@ NULL_ATTEMPT, ATTEMPT_OBSERVED, ATTEMPT_RECONCILED = 1 << 10, 1 << 11, 1 << 12
 ODD_KIND = 1 << 20
 
 
-def _error(path: Path, exc: sqlite3.Error) -> Exception:
+def _error(path: Path, exc: sqlite3.Error, guard: StatementGuard | None) -> Exception:
     if isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc).lower():
         return FastPathUnfit("text that is not UTF-8")
-    return classify_sqlite_error(path, exc)
+    return ledger_error(path, exc, guard)
 
 
 def _in(names: Sequence[str]) -> str:
@@ -88,10 +88,11 @@ def _kind_code(kinds: Sequence[str]) -> str:
 class EvidenceSQL:
     """One read-only connection to a ledger, for the fast path's grouped queries."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, stop: Callable[[], bool] | None = None) -> None:
+        """`stop`: every read, this open's included, ends soon after it turns true."""
         self.path = resolve_ledger_path(path)
-        self._conn = connect_readonly(self.path)
-        self._stop: Callable[[], bool] | None = None
+        self._conn, self.schema = open_readonly(self.path, stop=stop)
+        self._stop: Callable[[], bool] | None = stop
 
     def close(self) -> None:
         self._conn.close()
@@ -106,11 +107,9 @@ class EvidenceSQL:
         and by `abandoned` (its caller gave up): for a grouped read in a second thread
         (SQLite steps outside the GIL, so two reads use both cores). Every query is
         bounded by a seq, so both see one prefix of a ledger that is still growing."""
-        other = EvidenceSQL(self.path)
         checks = [c for c in (self._stop, abandoned) if c is not None]
-        if checks:
-            other.abort_when(lambda: any(check() for check in checks))
-        return other
+        return EvidenceSQL(self.path, (lambda: any(check() for check in checks))
+                           if checks else None)
 
     def for_one_pass(self) -> None:
         """Keep a small page cache (256 KiB instead of SQLite's 2 MiB): a connection
@@ -128,7 +127,7 @@ class EvidenceSQL:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise _error(self.path, exc) from None
+            raise _error(self.path, exc, guard_of(self._conn)) from None
 
     def _stream(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
         """Rows in batches; the statement is finished (or reset) before returning."""
@@ -143,7 +142,7 @@ class EvidenceSQL:
                 with contextlib.suppress(sqlite3.ProgrammingError):
                     cur.close()
         except sqlite3.Error as exc:
-            raise _error(self.path, exc) from None
+            raise _error(self.path, exc, guard_of(self._conn)) from None
 
     # ---- can this ledger take the fast path?
 

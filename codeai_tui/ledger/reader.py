@@ -25,6 +25,14 @@ from urllib.parse import quote
 
 from codeai_tui.ledger import table_check
 from codeai_tui.ledger.errors import LedgerError, LedgerProblem, classify_sqlite_error
+from codeai_tui.ledger.guard import (
+    CHECK_OPS,
+    StatementGuard,
+    guard_of,
+    ledger_error,
+    ledger_factory,
+    read_budget,
+)
 from codeai_tui.ledger.safefile import check_regular, refusal
 from codeai_tui.ledger.schema import (
     EVENT_COLUMNS,
@@ -34,10 +42,11 @@ from codeai_tui.ledger.schema import (
     UndecodableText,
     event_from_row,
 )
+from codeai_tui.ledger.schema_check import SchemaReport, check_schema
 from codeai_tui.ledger.table_check import checked_events
 
 BUSY_TIMEOUT_S = 2.0
-STOP_CHECK_OPS = 1_000_000  # SQLite VM steps between stop checks (see abort_when)
+STOP_CHECK_OPS = CHECK_OPS  # SQLite VM steps between stop checks (see abort_when)
 PAGE_SIZE = 5000
 CAREFUL_PAGE = 50_000  # careful mode (see LedgerReader): fewer full scans of an unindexed seq
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER range
@@ -145,40 +154,60 @@ def fetch_all(conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = (
     return decode_cells(rows)
 
 
-def connect_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """Open a ledger read-only; never creates the file. Raises LedgerError."""
+def open_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S,
+                  stop: Callable[[], bool] | None = None
+                  ) -> tuple[sqlite3.Connection, SchemaReport]:
+    """Open a ledger read-only; never creates the file. Raises LedgerError.
+
+    The connection is hardened before its first query (guard.LedgerConnection), every
+    statement on it has a time budget and ends soon after `stop()` turns true (so a
+    console quitting during this very open is not held), and the schema is checked
+    (schema_check) before the format row, the first read of a table."""
     check_ledger_files(path)
+    guard = StatementGuard(read_budget(path), stop)
     try:
         conn = sqlite3.connect(
             readonly_uri(path), uri=True, isolation_level=None, timeout=timeout,
-            check_same_thread=False,
+            check_same_thread=False, factory=ledger_factory(guard),
         )
     except sqlite3.Error as exc:
         raise classify_sqlite_error(path, exc) from None
     try:
         conn.execute("PRAGMA query_only=1")
+        report = check_schema(conn, path)
         check_format(conn, path)
     except sqlite3.Error as exc:
         conn.close()
-        raise classify_sqlite_error(path, exc) from None
+        raise ledger_error(path, exc, guard) from None
     except LedgerError:
         conn.close()
         raise
-    return conn
+    return conn, report
+
+
+def connect_readonly(path: Path, timeout: float = BUSY_TIMEOUT_S,
+                     stop: Callable[[], bool] | None = None) -> sqlite3.Connection:
+    """`open_readonly` for a caller that needs no schema report."""
+    return open_readonly(path, timeout, stop)[0]
 
 
 def abort_when(conn: sqlite3.Connection, stop: Callable[[], bool]) -> None:
     """Make every statement on `conn` end with "interrupted" (a LedgerError to callers)
     soon after `stop()` turns true: SQLite asks every STOP_CHECK_OPS virtual-machine steps
     (~25 ms here; at most ~0.1 s seen), so a reader thread in the middle of a long grouped
-    read lets the console quit at once (issue 9/12: `q` during the first load).
+    read lets the console quit at once (issue 9/12: `q` during the first load). Better:
+    give `stop` when opening (`open_readonly`), so the open itself is covered too.
 
     Each check calls into Python, so it waits for the GIL: up to the switch interval
     (5 ms) while another thread runs Python. At 20,000 steps the skeleton's grouped read
     (82M steps on the 1M-event ledger) made 4,100 checks, and beside a busy thread it ran
     ~40% slower (the console's answer: median 3.23 s against 2.31 s at 1,000,000 steps,
     7 alternating launches each)."""
-    conn.set_progress_handler(lambda: 1 if stop() else 0, STOP_CHECK_OPS)
+    guard = guard_of(conn)
+    if guard is not None:
+        guard.stop = stop
+    else:
+        conn.set_progress_handler(lambda: 1 if stop() else 0, STOP_CHECK_OPS)
 
 
 def check_format(conn: sqlite3.Connection, path: Path) -> None:
@@ -202,15 +231,17 @@ class LedgerReader:
     start (seq -1, `payload_error` saying why), so the projection flags them as anomalies.
     """
 
-    def __init__(self, path: str | os.PathLike[str], timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(self, path: str | os.PathLike[str], timeout: float = BUSY_TIMEOUT_S,
+                 stop: Callable[[], bool] | None = None) -> None:
+        """`stop`: every read, this open's included, ends soon after it turns true."""
         self.path = resolve_ledger_path(path)
-        self._conn = connect_readonly(self.path, timeout)
+        self._conn, self.schema = open_readonly(self.path, timeout, stop)
         self._lock = threading.Lock()  # text_factory is per connection (see fetch_all)
         try:
             self.careful = not seq_is_rowid(self._conn)
         except sqlite3.Error as exc:
             self._conn.close()
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard_of(self._conn)) from None
         # SQL that keeps only integer seqs (empty when the schema guarantees them)
         self._int = "typeof(seq) = 'integer' AND " if self.careful else ""
         self._odd_sent = False
@@ -236,7 +267,7 @@ class LedgerReader:
             with self._lock:
                 return fetch_all(self._conn, sql, params)
         except sqlite3.Error as exc:
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard_of(self._conn)) from None
 
     def _read_data_version(self) -> int:
         return int(self._q("PRAGMA data_version")[0][0])  # type: ignore[arg-type]

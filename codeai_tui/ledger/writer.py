@@ -3,6 +3,11 @@
 WAL, `synchronous=FULL`, each event (or each resume's group of events) in its own
 `BEGIN IMMEDIATE` transaction, gap-free seq assigned inside the transaction. Never make a
 network call while a transaction is open (one writer, one winner).
+
+The schema is checked (schema_check) when the ledger is opened and again inside every
+write transaction, under its lock: a trigger added since the open is seen before any
+row is written. The connection is hardened like a reader's (guard), so a trigger that got
+past the check would make the INSERT fail, not run.
 """
 
 from __future__ import annotations
@@ -25,6 +30,13 @@ from codeai_tui.ledger.errors import (
     LedgerProblem,
     classify_sqlite_error,
 )
+from codeai_tui.ledger.guard import (
+    StatementGuard,
+    guard_of,
+    ledger_error,
+    ledger_factory,
+    read_budget,
+)
 from codeai_tui.ledger.reader import check_format, is_decode_error, resolve_ledger_path
 from codeai_tui.ledger.schema import (
     EVENT_COLUMNS,
@@ -34,6 +46,7 @@ from codeai_tui.ledger.schema import (
     Event,
     event_from_row,
 )
+from codeai_tui.ledger.schema_check import check_schema
 from codeai_tui.ledger.table_check import checked_events
 
 WRITE_BUSY_TIMEOUT_S = 10.0
@@ -181,10 +194,11 @@ class LedgerWriter:
             raise LedgerError(LedgerProblem.MISSING, f"{p}: no such ledger file")
         conn = _connect_rw(p, busy_timeout)
         try:
+            check_schema(conn, p)
             check_format(conn, p)
         except sqlite3.Error as exc:
             conn.close()
-            raise classify_sqlite_error(p, exc) from None
+            raise ledger_error(p, exc, guard_of(conn)) from None
         except LedgerError:
             conn.close()
             raise
@@ -206,16 +220,18 @@ class LedgerWriter:
         SQLite rolls a transaction back by itself on some errors (a full disk at COMMIT):
         then there is nothing left to roll back, and the error to report is the first one,
         never "cannot rollback - no transaction is active"."""
+        guard = guard_of(self._conn)
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard) from None
         txn = WriteTransaction(self._conn, self._clock, self.path)
         try:
+            check_schema(self._conn, self.path)  # under the write lock: no change after it
             yield txn
         except sqlite3.Error as exc:
             self._rollback()
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard) from None
         except BaseException:
             self._rollback()
             raise
@@ -223,7 +239,7 @@ class LedgerWriter:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
-            raise classify_sqlite_error(self.path, exc) from None
+            raise ledger_error(self.path, exc, guard) from None
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -247,9 +263,11 @@ class LedgerWriter:
 
 
 def _connect_rw(path: Path, busy_timeout: float = WRITE_BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    guard = StatementGuard(read_budget(path))
     try:
         conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=busy_timeout, check_same_thread=False
+            str(path), isolation_level=None, timeout=busy_timeout, check_same_thread=False,
+            factory=ledger_factory(guard),
         )
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")

@@ -58,7 +58,7 @@ from codeai_tui.workstate import (
     fold_task_event,
     receipts_before,
 )
-from codeai_tui.workstate.evidence import ReceiptIndex, _intern
+from codeai_tui.workstate.evidence import ReceiptIndex, _intern, ledger_anomalies
 from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
     ByKey,
@@ -602,7 +602,8 @@ class Gathered:
             self.rollups.setdefault(cs.task_id, TaskRollup()).add(cs)
         tasks = tuple(classify_task(t, self.rollups.get(t.task_id)) for t in self.tasks.values())
         log, index = self._cut_receipts()
-        return self.anomalies.ordered(), tasks, comps, check_log(log, self.coverage, index)
+        anomalies = ledger_anomalies(self.sql.schema.notes) + self.anomalies.ordered()
+        return anomalies, tasks, comps, check_log(log, self.coverage, index)
 
     def receipt_index(self) -> ReceiptIndex:
         """The receipts as of this projection's cut-off, indexed: known before any call

@@ -26,7 +26,7 @@ from codeai_tui.workstate import (
     WorkState,
     project,
 )
-from codeai_tui.workstate.evidence import ReceiptIndex
+from codeai_tui.workstate.evidence import ReceiptIndex, ledger_anomalies
 from codeai_tui.workstate.verdicts import ToolCounts
 
 # A ledger whose index disagrees with its table (ledger/table_check.py): shown first, at
@@ -62,9 +62,10 @@ def project_events(case_dir: str | os.PathLike[str], as_of: int | None,
     not an integer once, and stops where paging cannot move)."""
     with building(), LedgerReader(case_dir) as reader:
         state = project(reader.iter_events(0), receipts, as_of)
+        flagged = ledger_anomalies(reader.schema.notes)
     if why == INDEX_DISAGREES:
-        state = replace(state, anomalies=(INDEX_ANOMALY, *state.anomalies))
-    return replace(state, gathered=f"events ({why})")
+        flagged = (INDEX_ANOMALY, *flagged)
+    return replace(state, anomalies=(*flagged, *state.anomalies), gathered=f"events ({why})")
 
 
 def project_case(case_dir: str | os.PathLike[str], as_of: int | None = None, *,

@@ -134,6 +134,19 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def refuse_schema_code(conn: sqlite3.Connection) -> None:
+    """Raise ValueError when the schema holds SQL that runs when the tables are read or
+    written (a trigger, a view, a virtual table): a view named `events` can read for ever,
+    a trigger can have swallowed the events a claim rests on. Reads `sqlite_master` only."""
+    for kind, name, sql in conn.execute(
+            "SELECT CAST(type AS BLOB), CAST(name AS BLOB), CAST(sql AS BLOB) FROM sqlite_master"):
+        shown = repr(name.decode("utf-8", "replace")[:60]) if isinstance(name, bytes) else "?"
+        if kind in (b"trigger", b"view"):
+            raise ValueError(f"the ledger's schema holds {kind.decode()} {shown}: not read")
+        if isinstance(sql, bytes) and sql.lstrip().lower().startswith(b"create virtual table"):
+            raise ValueError(f"the ledger's schema holds virtual table {shown}: not read")
+
+
 def read_case(case: Path) -> CaseData:
     """Read receipts, then every event. Raises sqlite3.Error / OSError on a bad ledger."""
     data = CaseData(case)
@@ -143,6 +156,8 @@ def read_case(case: Path) -> CaseData:
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
     try:
         conn.execute("PRAGMA query_only=1")
+        conn.execute("PRAGMA trusted_schema=OFF")
+        refuse_schema_code(conn)
         row = conn.execute("SELECT value FROM ledger_meta WHERE key='format'").fetchone()
         data.format = _text(row[0]) if row else None
         rows = conn.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
@@ -50,6 +50,15 @@ class Anomaly:
 
     def as_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "problem": self.problem}
+
+
+LEDGER_ANOMALY_SEQ = 0  # where an anomaly of the ledger file itself (not of an event) shows
+
+
+def ledger_anomalies(problems: Iterable[str]) -> tuple[Anomaly, ...]:
+    """Anomalies of the ledger file itself (e.g. a table ledger v1 does not define), listed
+    before any event's: they hold at every seq."""
+    return tuple(Anomaly(LEDGER_ANOMALY_SEQ, p) for p in problems)
 
 
 class Rare(Generic[T]):

@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,10 +149,10 @@ def test_a_helper_answers_each_case_and_leaves_other_errors_to_the_caller(
     real = fleet.summarize
     broken = mixed_bundle[1]
 
-    def summarize_or_fail(case: Path) -> CaseVerdict:
+    def summarize_or_fail(case: Path, stop: Callable[[], bool] | None = None) -> CaseVerdict:
         if case == broken:
             raise RuntimeError("a bug")
-        return real(case)
+        return real(case, stop)
 
     monkeypatch.setattr(fleet, "summarize", summarize_or_fail)
     chunk = mixed_bundle[:3]

@@ -83,3 +83,14 @@ def test_a_reader_cancelled_while_opening_lets_the_process_exit(big_case: Path) 
             from None
     assert proc.returncode == 0
     assert int(out) >= 5  # the cancels did land inside open()
+
+
+def test_a_bundle_summary_ends_with_a_ledger_error_once_stop_turns_true(big_case: Path
+                                                                        ) -> None:
+    """A bundle's case summaries run in the console's worker: `q` must not wait for the
+    whole projection of the case being summarised (its reads stop as the follower's do)."""
+    from codeai_tui.console.fleet import summarize
+
+    with pytest.raises(LedgerError, match="interrupted"):
+        summarize(big_case, lambda: True)
+    assert summarize(big_case).event_count == 20000

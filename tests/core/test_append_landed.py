@@ -46,12 +46,6 @@ TRIGGERS = {
     # the schema refuses the row outright
     "raises": "CREATE TRIGGER t BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no'); END",
 }
-SAID = {"swallowed": "the INSERT changed 0 rows, not 1",
-        "deletes_another": "2 rows changed in all, not 1",
-        "rewrites_it": "2 rows changed in all, not 1",
-        "adds_a_row": "2 rows changed in all, not 1",
-        "raises": "the schema refused the row: no"}
-
 
 def _rows(case: Path) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(case / "ledger.sqlite3")
@@ -85,10 +79,12 @@ def test_an_append_a_trigger_changes_is_rolled_back(tmp_path: Path, name: str) -
         before = _rows(tmp_path)
         with pytest.raises(LedgerError) as err:
             writer.append("task.claimed", "task-1", {"worker": "w"})
-        assert err.value.problem is LedgerProblem.NOT_LANDED
+        # the schema is checked again under the write lock, before the row is written:
+        # the trigger is named there
+        assert err.value.problem is LedgerProblem.UNSAFE_SCHEMA
         said = _one_line(err.value)
-        assert "task.claimed at seq 3 did not land as written" in said and SAID[name] in said
-        assert _rows(tmp_path) == before  # rolled back, the trigger's own changes with it
+        assert "trigger 't' on 'events'" in said
+        assert _rows(tmp_path) == before  # nothing written, the trigger never ran
         _execute(tmp_path, "DROP TRIGGER t")
         writer.append("task.claimed", "task-1", {"worker": "w"})  # the writer goes on
     assert [r[0] for r in _rows(tmp_path)] == [1, 2, 3]
@@ -148,9 +144,10 @@ def test_resume_sends_nothing_when_its_attempt_started_does_not_land(
     with pytest.raises(LedgerError) as err:
         resume_call(case, "call-1", progress=progress)
     said = _one_line(err.value)
-    assert err.value.problem is LedgerProblem.NOT_LANDED
-    assert "call-1 was resumed as" in said and "attempt.started at seq" in said
-    assert "nothing was sent" in said
+    # the attempt's transaction checks the schema under its lock: the trigger is seen
+    # before attempt.started is written, so the request never leaves
+    assert err.value.problem is LedgerProblem.UNSAFE_SCHEMA
+    assert "call-1 was resumed as" in said and "trigger 't' on 'events'" in said
     assert read_receipts(case).receipts == ()  # the provider received nothing
     kinds = [r[3] for r in _rows(case)]
     assert "attempt.started" not in kinds and kinds[-3:] == [
@@ -223,15 +220,15 @@ def test_the_tool_actions_under_a_swallowing_trigger_run_and_write_nothing(
 
     case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
     _killed_run(case, key, kill_at)
+    doc = json.loads(cli("inspect", str(case), "--json").stdout)  # before the trigger
+    op = next(o for c in doc["calls"] if c.get("tools") for o in c["tools"]["operations"])
     _execute(case, HIDE_ALL)
     before = file_hashes(case), _rows(case), count_publications(case)
     if action == "replay":
         proc = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
     else:
-        doc = json.loads(cli("inspect", str(case), "--json").stdout)
-        op = next(o for c in doc["calls"] if c.get("tools") for o in c["tools"]["operations"])
         proc = cli("reconcile-tool", str(case), op["operation_key"], "--finding", "executed",
                    "--yes")
     _refused_with_one_line(proc)
-    assert "did not land as written" in proc.stderr
+    assert "unsafe ledger schema: trigger 'hide' on 'events'" in proc.stderr
     assert (file_hashes(case), _rows(case), count_publications(case)) == before

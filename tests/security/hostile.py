@@ -48,6 +48,9 @@ class Hostile:
     expect: Expect
     words: str  # must appear in the line the operator reads
     pending: str | None = None
+    # every write action is run on it too: each refuses (exit 2, one line with `words`),
+    # sends nothing and writes nothing (its case holds a call a write would act on)
+    writes: bool = False
 
 
 # ------------------------------------------------------------------ building blocks
@@ -317,6 +320,132 @@ def _duplicate_event_id(case: Path) -> None:
         row(3, 3, "task.claimed", '{"worker": "w"}', event_id="same-id")])
 
 
+# ---- a schema that runs code (the victim: call-1, requested, which resume would send)
+
+ENDLESS = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r)"
+EVENT_NAMES = ("seq, event_id, recorded_at, kind, task_id, call_id, attempt_id, "
+               "compilation_id, payload")
+
+
+def with_schema(*statements: str) -> Callable[[Path], None]:
+    """A clean ledger, then `statements` run on it by plain sqlite3."""
+    def build(case: Path) -> None:
+        clean(case)
+        sql(case, *statements)
+    return build
+
+
+def _meta_view(case: Path) -> None:
+    """ledger_meta as a view whose recursive CTE never ends (the format row is never
+    found: the reader's first query reads for ever)."""
+    clean(case)
+    sql(case, "DROP TABLE ledger_meta",
+        f"CREATE VIEW ledger_meta(key, value) AS {ENDLESS} SELECT 'k' || n, 'v' FROM r "
+        "WHERE n < 0")
+
+
+def _events_view(rows: str) -> Callable[[Path], None]:
+    """events as a view over the recursive CTE: `rows` is its SELECT list over `r`."""
+    def build(case: Path) -> None:
+        clean(case)
+        sql(case, "DROP TABLE events",
+            f"CREATE VIEW events({EVENT_NAMES}) AS {ENDLESS.replace('FROM r)', rows)}")
+    return build
+
+
+# never ends, and no row is ever out: the reader's first page waits for ever
+_ENDLESS_ROWS = ("FROM r) SELECT n, 'e' || n, '2026-09-13T12:00:00Z', 'task.claimed', "
+                 "'task-1', NULL, NULL, NULL, '{}' FROM r WHERE n < 0")
+# 1,000 rows of 4 MB each: 4 GB of payloads from a file of a few KB
+_HUGE_ROWS = ("FROM r WHERE n < 1000) SELECT n, 'e' || n, '2026-09-13T12:00:00Z', "
+              "'task.claimed', 'task-1', NULL, NULL, NULL, "
+              "'{\"w\": \"' || printf('%.*c', 4000000, 'x') || '\"}' FROM r")
+
+
+def _virtual_events(case: Path) -> None:
+    case.mkdir(parents=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO ledger_meta VALUES ('format', 'codeai.ledger.v1')")
+    conn.execute(f"CREATE VIRTUAL TABLE events USING fts5({EVENT_NAMES})")
+    for e in BASE:
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)",
+                     (e["seq"], f"e{e['seq']}", "2026-09-13T12:00:00Z", e["kind"], e["task_id"],
+                      e.get("call_id"), None, None, json.dumps(e["payload"])))
+    conn.close()
+
+
+def _generated_kind(case: Path) -> None:
+    """`kind` computed on read from the stored one: an attempt.started reads back as a
+    harmless task.claimed, so the call would look untouched."""
+    schema = SCHEMA.replace(
+        "kind TEXT NOT NULL,",
+        "stored_kind TEXT NOT NULL, kind TEXT GENERATED ALWAYS AS (CASE stored_kind "
+        "WHEN 'attempt.started' THEN 'task.claimed' ELSE stored_kind END) VIRTUAL,")
+    case.mkdir(parents=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.executescript(schema)
+    conn.execute("INSERT INTO ledger_meta VALUES ('format', 'codeai.ledger.v1')")
+    for e in BASE + [ev(3, "attempt.started", {"attempt_no": 1, "request_sha256": "ab" * 32},
+                        call_id="call-1", attempt_id="att-1")]:
+        conn.execute("INSERT INTO events (seq, event_id, recorded_at, stored_kind, task_id, "
+                     "call_id, attempt_id, compilation_id, payload) VALUES (?,?,?,?,?,?,?,?,?)",
+                     (e["seq"], f"e{e['seq']}", "2026-09-13T12:00:00Z", e["kind"], e["task_id"],
+                      e.get("call_id"), e.get("attempt_id"), None, json.dumps(e["payload"])))
+    conn.close()
+
+
+def _schema_variant(old: str, new: str) -> Callable[[Path], None]:
+    """The ledger of `clean`, built from SCHEMA with `old` replaced by `new`."""
+    def build(case: Path) -> None:
+        assert old in SCHEMA
+        raw_ledger(case, SCHEMA.replace(old, new), [
+            row(1, 1, payload=json.dumps(BASE[0]["payload"])),
+            row(2, 2, "call.requested", call_id="call-1",
+                payload=json.dumps(BASE[1]["payload"]))])
+    return build
+
+
+SCHEMA_CORPUS: list[Hostile] = [
+    Hostile("trigger_swallows_resume", with_schema(
+        "CREATE TRIGGER hide BEFORE INSERT ON events WHEN NEW.kind IN "
+        "('call.resumed', 'attempt.started') BEGIN SELECT RAISE(IGNORE); END"),
+        Expect.ERROR, "trigger 'hide' on 'events'", writes=True),
+    Hostile("trigger_rewrites_history", with_schema(
+        "CREATE TRIGGER rewrite AFTER INSERT ON events BEGIN "
+        "DELETE FROM events WHERE seq < NEW.seq AND kind = 'attempt.started'; "
+        "UPDATE events SET payload = '{}' WHERE seq < NEW.seq; END"),
+        Expect.ERROR, "trigger 'rewrite' on 'events'", writes=True),
+    Hostile("events_view_endless", _events_view(_ENDLESS_ROWS), Expect.ERROR,
+            "view 'events'", writes=True),
+    Hostile("meta_view_endless", _meta_view, Expect.ERROR, "view 'ledger_meta'", writes=True),
+    Hostile("events_view_4gb_of_payloads", _events_view(_HUGE_ROWS), Expect.ERROR,
+            "view 'events'", writes=True),
+    Hostile("events_virtual_table", _virtual_events, Expect.ERROR,
+            "virtual table 'events'", writes=True),
+    Hostile("generated_kind_column", _generated_kind, Expect.ERROR,
+            "generated column 'kind' in events", writes=True),
+    Hostile("call_id_collate_nocase",
+            _schema_variant("call_id TEXT,", "call_id TEXT COLLATE NOCASE,"), Expect.ERROR,
+            "events declares a COLLATE clause", writes=True),
+    Hostile("on_conflict_ignore",
+            _schema_variant("payload TEXT NOT NULL);",
+                            "payload TEXT NOT NULL, UNIQUE (call_id, kind) ON CONFLICT IGNORE);"),
+            Expect.ERROR, "events declares an ON CONFLICT clause", writes=True),
+    Hostile("partial_covering_index",
+            _schema_variant("CREATE INDEX events_call ON events(call_id, attempt_id, kind, seq);",
+                            "CREATE INDEX events_call ON events(call_id, attempt_id, kind, seq) "
+                            "WHERE kind != 'attempt.started';"),
+            Expect.ERROR, "partial index 'events_call' on events", writes=True),
+    # an ordinary table beside the ledger's: never read, flagged
+    Hostile("extra_table", with_schema(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)",
+        "INSERT INTO notes (body) VALUES ('kept by an analyst')"),
+        Expect.ANOMALY, "the ledger holds table 'notes'"),
+]
+
+
 def _manifest(artifact: str) -> dict[str, Any]:
     return ev(3, "call.manifest", {"idempotency_key": "key-1", "intent": {},
                                    "request_sha256": "ab" * 32, "request_artifact": artifact,
@@ -434,7 +563,8 @@ CORPUS: list[Hostile] = [
     Hostile("missing_events_table", _drop("events"), Expect.ERROR, "without the ledger v1 tables"),
     Hostile("missing_meta_table", _drop("ledger_meta"), Expect.ERROR,
             "without the ledger v1 tables"),
-    Hostile("missing_payload_column", _no_payload_column, Expect.ERROR, "no such column: payload"),
+    Hostile("missing_payload_column", _no_payload_column, Expect.ERROR,
+            "events has no column payload"),
     Hostile("extra_columns", _extra_columns, Expect.OK, "events 2"),
     Hostile("other_meta_rows", _meta_extra_rows, Expect.OK, "events 2"),
     Hostile("wal_only_killed_producer", wal_only, Expect.OK, "events 2"),
@@ -561,4 +691,5 @@ CORPUS: list[Hostile] = [
             "is a FIFO"),
     # ---- the schema: an index that disagrees with its table
     *(Hostile(name, build, Expect.ANOMALY, INDEX_WORDS) for name, build in LYING_INDEXES.items()),
+    *SCHEMA_CORPUS,
 ]

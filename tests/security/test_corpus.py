@@ -4,7 +4,8 @@ For each case: `inspect` (a subprocess, 5 s) exits 2 with exactly one line, or e
 reports the problem; the console shows its error screen or flags the problem within 5 s;
 no traceback anywhere; no file in or beside the case changes (SQLite may add an empty -wal
 and a -shm beside a cleanly closed WAL ledger); nothing reaches the capture
-listener every case.json points at.
+listener every case.json points at. The cases marked `writes` also go through every
+write action (resume, reconcile, ..., replay), each of which must refuse the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from pathlib import Path
 import consoleprobe as probe
 import hostile
 import pytest
+from actionrun import WRITE_ACTIONS
 from apphelpers import frozen_clock, wait_for
 from hostile import CORPUS, Expect, Hostile
 from inspectrun import Run, run_inspect
@@ -201,6 +205,80 @@ def test_inspect_json(h: Hostile, inspected: dict[str, Inspected]) -> None:
         assert any(h.words in p for p in problems), problems
     else:
         assert problems == []
+
+
+# ------------------------------------------------------------------------------ writes
+
+ACTIONS_TIMEOUT_S = 20.0  # all eight actions of one case, in one process
+ACTION_RUNNER = str(Path(__file__).with_name("actionrun.py"))
+
+
+@dataclass
+class Written:
+    runs: dict[str, Run]  # action -> what it did; an action still running is missing
+    hung: str | None  # why the runner did not finish
+    before: dict[str, tuple[str, str]]
+    after: dict[str, tuple[str, str]]
+
+
+def _run_actions(job: tuple[Path, str, Path]) -> tuple[dict[str, Run], str | None]:
+    case, url, key = job
+    env = {**os.environ, "CODEAI_TUI_DEBUG": ""}
+    hung = None
+    try:
+        proc = subprocess.run([sys.executable, ACTION_RUNNER, str(case), url, str(key)],
+                              capture_output=True, timeout=ACTIONS_TIMEOUT_S, env=env,
+                              stdin=subprocess.DEVNULL, cwd=case.parent)
+        out = proc.stdout
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or b""
+        hung = f"still running after {ACTIONS_TIMEOUT_S} s"
+    runs = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        done = json.loads(line)
+        runs[done["action"]] = Run(done["rc"], done["out"], done["err"])
+    return runs, hung
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory, capture: socket.socket
+            ) -> dict[str, Written]:
+    """Every `writes` case built once and given every write action, one process per case
+    (a few at a time), each under its own deadline."""
+    root = tmp_path_factory.mktemp("writes")
+    key = root / "kernel.key"
+    key.write_bytes(b"not a key: the ledger must be refused before it is read\n")
+    cases = {}
+    for h in CORPUS:
+        if h.writes:
+            (root / h.name).mkdir()
+            h.build(root / h.name / "case")
+            cases[h.name] = root / h.name / "case"
+    before = {name: tree_state(case.parent) for name, case in cases.items()}
+    url = hostile.CAPTURE["base_url"]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = dict(zip(cases, pool.map(_run_actions, [(c, url, key) for c in cases.values()]),
+                        strict=True))
+    return {name: Written(*done[name], before[name], tree_state(case.parent))
+            for name, case in cases.items()}
+
+
+@pytest.mark.parametrize("action", list(WRITE_ACTIONS))
+@pytest.mark.parametrize("h", [p for p in _params() if p.values[0].writes])  # type: ignore[union-attr]
+def test_write_action(h: Hostile, action: str, written: dict[str, Written],
+                      capture: socket.socket) -> None:
+    """A write action on a case that must not be read: exit 2, one line naming what was
+    found, nothing sent, nothing written (SQLite's -wal/-shm aside, as for inspect)."""
+    assert h.expect is Expect.ERROR
+    result = written[h.name]
+    run = result.runs.get(action)
+    assert run is not None, f"{action} on {h.name}: {result.hung or 'never ran'}"
+    assert "Traceback" not in run.out + run.err
+    assert run.rc == 2, (action, run.rc, run.out, run.err)
+    assert len(run.err_lines) == 1 and run.out == "", run.err
+    assert run.err.startswith("codeai-tui: ") and h.words in run.err, run.err
+    assert_no_write(result.before, result.after)
+    assert_nothing_sent(capture)
 
 
 # ------------------------------------------------------------------------------ console

@@ -561,7 +561,7 @@ class MainScreen(Screen[None]):
                     continue
                 try:
                     if reader is None:
-                        reader = await AsyncLedgerReader(case).open()
+                        reader = await AsyncLedgerReader(case, lambda: self._closing).open()
                         self._watch_reader = reader
                         # its data_version counts commits from now on: one made since the
                         # follower last read (while nothing watched) is polled for now

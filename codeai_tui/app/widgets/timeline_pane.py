@@ -263,7 +263,8 @@ class TimelinePane(Pane):
                 old, self._reader = self._reader, None
                 await old.close()
             if self._reader is None:
-                self._reader = await AsyncLedgerReader(case).open()
+                # a read in progress ends as the pane closes (its workers are awaited)
+                self._reader = await AsyncLedgerReader(case, lambda: self._closing).open()
                 self._reader_case = case
             return self._reader
 
