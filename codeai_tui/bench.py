@@ -623,7 +623,7 @@ def _measure_app_live(case: Path, seconds: float, rate: int = 1000
 
 def _measure_follow_reads(case: Path, seconds: float, rate: int = 1000
                           ) -> list[tuple[str, str, str, str]]:
-    """Issue 9 C: where the follower reads new events. Both ways poll `data_version`
+    """Where the follower reads new events. Both ways poll `data_version`
     through aiosqlite every 0.1 s as the console does; "thread" reads and folds in the
     follower thread with the sync reader (what the console does), "aiosqlite" reads the
     new events on the event loop and hands them to a thread to fold. Commit-to-snapshot

@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default 10")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
 
-    p = sub.add_parser("bench", help="print the speed and memory target table (issue 8)")
+    p = sub.add_parser("bench", help="print the speed and memory target table")
     p.add_argument("--events", type=_whole(100), default=1_000_000,
                    help="events in the interleaved ledger (default 1,000,000)")
     p.add_argument("--runs", type=_whole(1), default=3, help="runs per measure (medians)")
@@ -857,7 +857,7 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
         kernel_key=getattr(args, "kernel_key", None),
     )
     app.run()
-    # what the operator did stays on the terminal after the screen is gone (A5)
+    # what the operator did stays on the terminal after the screen is gone
     print(visible(app.action_log.summary(), one_line=True))
     ended_by = getattr(app, "ended_by", None)
     if ended_by:

@@ -1,5 +1,5 @@
 """One action registry: it feeds the screen's bindings, the help screen and the command
-palette, so a key remapped with `App.set_keymap` shows the same everywhere (issue 9, C).
+palette, so a key remapped with `App.set_keymap` shows the same everywhere.
 
 No private Textual API: the app records the keymap it was given (`keymap_in_use`).
 """

@@ -1,7 +1,7 @@
 """Messages the workers post up to the screen: small dataclasses, no widget calls.
 
 Every message names the case it is about, so a late answer for a case the operator has
-left is dropped instead of drawn on another case (issue 9, A1).
+left is dropped instead of drawn on another case.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class LedgerTrouble(Message):
 
 @dataclass
 class LedgerReplaced(Message):
-    """The case's ledger file is another file than the one read so far (issue 12)."""
+    """The case's ledger file is another file than the one read so far."""
 
     case: Path
 

@@ -1,4 +1,4 @@
-"""What the operator did this session, kept (issue 9, A5).
+"""What the operator did this session, kept.
 
 Toasts vanish; this log does not. Every resume, reconcile, refusal, cancellation and alert goes
 here with its time, case and call; the console shows it (`a`) and prints `summary()`
@@ -18,7 +18,7 @@ SELECT_A_CALL = "select a call first (3 focuses Calls)"
 
 class Outcome(StrEnum):
     RESUMED = "resumed"
-    ADVANCED = "advanced"  # reinterpret / redecide / finalize / next attempt (issue 11)
+    ADVANCED = "advanced"  # reinterpret / redecide / finalize / next attempt
     RECONCILED = "reconciled"
     REPLAYED = "replayed"  # a saved tool plan ran from the console (no provider)
     REFUSED = "refused"

@@ -1,4 +1,4 @@
-"""What a resume plan's drift means to an operator, and what to fix (issue 9, A2).
+"""What a resume plan's drift means to an operator, and what to fix.
 
 The list must not promise what the dialog refuses: a resumable call's row says
 "drift not checked yet" until its plan has been read, then match / drift / no check

@@ -1,4 +1,4 @@
-"""One filter semantics for every pane (issue 9, C).
+"""One filter semantics for every pane.
 
 A filter is case-insensitive; its words must all appear (in any order) in the text a
 row shows, plus the words an operator would search for that the row only implies

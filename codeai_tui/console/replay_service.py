@@ -1,4 +1,4 @@
-"""Replay from the console (issue 10 section 4), Textual-free.
+"""Replay from the console, Textual-free.
 
 The gate is the projection's (workstate/tool_ops.py, the rule `codeai-tui replay` uses):
 `gate()` says why not, from the verdict on screen, before anything is read; `preview()`

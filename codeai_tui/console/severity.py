@@ -3,7 +3,7 @@
 `worst_state` is the call-stage summary kept from before; `case_verdict` is what the
 Cases pane shows: a case's worst next operation of any kind, so a task that needs
 repeat_acceptance or a compilation that needs recompile is not "completed" and not "no
-calls" (issue 9, A7). The counts feed the bundle header (B).
+calls". The counts feed the bundle header.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ OPERATION_RANK: dict[NextOperation, int] = {
     NextOperation.NONE: 0,
 }
 # a start_call that resume refuses for drift needs the operator to fix the configuration
-# first (like fix_inputs); the label is the Calls pane's own words (issue 9, A2)
+# first (like fix_inputs); the label is the Calls pane's own words
 RANK_DRIFT = OPERATION_RANK[NextOperation.FIX_INPUTS]
 DRIFT_LABEL = "\u2716 drift: resume refuses"
 RANK_DUPLICATE = 90

@@ -70,7 +70,7 @@ class CaseSpec:
     copy_of: str | None = None
     effect_mode: str | None = None  # a tool case: the mode of tools.effects it runs
     # an operator action run (its own process) after the kill: (verb, *args), e.g. a
-    # reconcile finding, recorded in operator_action.json (issue 11: a case for each step)
+    # reconcile finding, recorded in operator_action.json (a case for each step)
     action: tuple[str, ...] | None = None
 
 

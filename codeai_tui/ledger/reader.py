@@ -4,7 +4,7 @@ Rules measured against SQLite: open with `mode=ro`, autocommit, `query_only`, a 
 `immutable=1`; never hold a read transaction between polls (every query is consumed at
 once); page by key, never OFFSET; detect other writers' commits with `data_version`.
 
-A ledger is untrusted input (issue 7): only regular files are handed to SQLite (a FIFO
+A ledger is untrusted input: only regular files are handed to SQLite (a FIFO
 would block the open forever, a symlink would read a file from elsewhere); a table whose
 `seq` is not the INTEGER PRIMARY KEY can hold 2.5, '2x' or NULL, which would stall a
 `seq > ?` cursor, so such rows are returned once, flagged, and never used as a cursor;
@@ -195,7 +195,7 @@ def abort_when(conn: sqlite3.Connection, stop: Callable[[], bool]) -> None:
     """Make every statement on `conn` end with "interrupted" (a LedgerError to callers)
     soon after `stop()` turns true: SQLite asks every STOP_CHECK_OPS virtual-machine steps
     (~25 ms here; at most ~0.1 s seen), so a reader thread in the middle of a long grouped
-    read lets the console quit at once (issue 9/12: `q` during the first load). Better:
+    read lets the console quit at once (`q` during the first load). Better:
     give `stop` when opening (`open_readonly`), so the open itself is covered too.
 
     Each check calls into Python, so it waits for the GIL: up to the switch interval

@@ -1,4 +1,4 @@
-"""The reliability harness (issue 12): races, kills mid-action, faults, read-only
+"""The reliability harness: races, kills mid-action, faults, read-only
 checks and a soak, run against every registered write action as real OS processes.
 
 `codeai-tui reliability` runs it and prints one Markdown table; the tests run quick

@@ -4,7 +4,7 @@ attached on another; meanwhile instrumented resumes check that no write transact
 ours spans a network call.
 
 Figures: the -wal's largest size with and without us, our longest read transaction, the
-writer's p99 commit latency with and without us. Bounds (issue 12): -wal at most 8 MB
+writer's p99 commit latency with and without us. Bounds: -wal at most 8 MB
 beyond the writer alone, longest read shorter than one poll, p99 up by at most 10 ms,
 no network call inside a write transaction, and the follower reached the last seq.
 """

@@ -1,5 +1,5 @@
 """A report worker process: runs or replays one "publish report" turn, and can SIGKILL
-itself at a named moment, so effects are counted after real kills (issue 10, part 6).
+itself at a named moment, so effects are counted after real kills.
 
     python -m codeai_tui.tools.worker run|replay|reask CASE BASE_URL KERNEL_KEY
         [--stream] [--kill-at KIND|receipt|tool-effect]

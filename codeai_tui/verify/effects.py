@@ -1,6 +1,6 @@
 """The verifier's checks of tool cases and `effects.json`, with its own code.
 
-What a tool case claims (the seed "Model-call recovery", issue 10 part 6) is checked
+What a tool case claims (the seed "Model-call recovery") is checked
 from the stores the effects live in, never from the project's tool code: publications
 are rows of the tool's own `tools/reports.sqlite3` (plain sqlite3, read-only), provider
 calls are lines of the provider's own `provider/receipts.jsonl`, and every line of

@@ -59,7 +59,7 @@ EXPECTED: dict[str, Expect] = {
     "resumed": Expect(("call.manifest", "after_commit"),
                       (("completed", "none", "happened"), ("superseded", "none", "none")),
                       _COMP_OK, ("check_and_accept",), 1, resume_exit=0),
-    # issue 11: a case for each advance step (15, 16 after a separate reconcile process)
+    # a case for each advance step (15, 16 after a separate reconcile process)
     "reconciled_not_received": Expect(("attempt.started", "after_commit"),
                                       (("reconciled_not_received", "start_next_attempt", "none"),),
                                       _COMP_OK, ("start_next_attempt",), 0,

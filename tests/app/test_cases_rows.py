@@ -1,6 +1,6 @@
-"""The Cases pane of a bundle never misleads: a drifted case says the drift (issue 9,
-A2 in the Cases row), under time travel the open case's row is as-of while every
-other row is marked live (issue 9, A6 in a bundle), and a case another process writes
+"""The Cases pane of a bundle never misleads: a drifted case says the drift in its
+row, under time travel the open case's row is as-of while every
+other row is marked live, and a case another process writes
 while the bundle is open is summarised again."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A bundle's Cases rows: the lean per-case summary says exactly what the full
-projection of the open case says (issue 8/9 B), for every vector, hostile case and a
+projection of the open case says, for every vector, hostile case and a
 case too big for one page."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The main screen composes its flows; it is not assembled from mixins (issue 9, C)."""
+"""The main screen composes its flows; it is not assembled from mixins."""
 
 from __future__ import annotations
 

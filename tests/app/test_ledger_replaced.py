@@ -1,4 +1,4 @@
-"""Issue 12: a ledger file replaced under the console is announced, and nothing read
+"""A ledger file replaced under the console is announced, and nothing read
 from the old file survives (drift verdicts, timeline pages, the projection)."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def test_wheel_ships_the_themes_and_reads_only_its_own(tmp_path: Path) -> None:
     for theme in ("incident-dark", "light", "high-contrast"):
         assert f"codeai_tui/app/theme_files/{theme}.json" in names
     assert not any(n.startswith(("themes/", "share/")) or ".data/" in n for n in names)
-    # developer tools are not shipped (C): screenshots/make.py and the test helpers
+    # developer tools are not shipped: screenshots/make.py and the test helpers
     assert not any(n.endswith(("app/screenshots.py", "app/pilot.py")) or "make.py" in n
                    for n in names)
     # a --target install (like --user: nothing under sys.prefix/share) ...

@@ -1,4 +1,4 @@
-"""`q` during the first load of a big ledger answers at once (issue 9/12): the reader
+"""`q` during the first load of a big ledger answers at once: the reader
 thread deep in the fast path's grouped reads is interrupted, not waited for. So does `q`
 while the very first open of a ledger is busy in SQLite (the format check).
 

@@ -1,4 +1,4 @@
-"""Issue 11 sections 1-2 in the console: the provider's log beside the verdict, the
+"""Receipt evidence and reconcile in the console: the provider's log beside the verdict, the
 call <-> receipt cross-links, and `x` reconcile (pre-filled, gated, recorded)."""
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ async def test_confirmed_resume_appends_events_and_one_receipt(tmp_path: Path,
         assert outcomes[:2] == ["confirmed", "resumed"]  # A5: kept, with case and call
         assert all(e.call_id == "call-1" and e.case == "c1" for e in app.action_log.entries
                    if e.outcome.value != "alert")
-        # a call in flight passed through effect_unknown: no alert for it (A5)
+        # a call in flight passed through effect_unknown: no alert for it
         assert not any(e.outcome.value == "alert" for e in app.action_log.entries)
 
 

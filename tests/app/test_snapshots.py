@@ -226,7 +226,7 @@ def test_action_log_screen(in_tmp: Path, snap_compare: Any, size: tuple[int, int
 @pytest.mark.parametrize("kind", ["received", "unknowable"])
 def test_reconcile_modal(in_tmp: Path, snap_compare: Any, kind: str,
                          size: tuple[int, int]) -> None:
-    """The reconcile dialog (issue 11): evidence first, the finding pre-filled from it
+    """The reconcile dialog: evidence first, the finding pre-filled from it
     (or not, where the log cannot say), fitting 80x24 with the body scrolling inside."""
     data = json.loads((CONFORMANCE.parent / "conformance_ext" /
                        f"evidence_{'received' if kind == 'received' else 'no_log'}.json")

@@ -1,4 +1,4 @@
-"""The console's tool operations (issue 10 sections 4 and 7): the Tools section of a
+"""The console's tool operations: the Tools section of a
 call's Detail, the header count, the Cases row, and replay (`R`) gated by the projection
 and confirmed in a dialog, run against real kernel keys and a real tool store."""
 

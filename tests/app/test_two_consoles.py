@@ -1,4 +1,4 @@
-"""Issue 12 §1: two consoles on one case. When one resumes, the other shows it live, and
+"""Two consoles on one case. When one resumes, the other shows it live, and
 its own resume of that call is refused having appended nothing: by its dialog (the
 evidence moved) or, with its follower paused so it cannot know, by the projection gate
 that re-reads the call inside the write transaction."""

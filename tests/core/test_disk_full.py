@@ -1,5 +1,5 @@
 """A full disk during resume: one line that names the cause (exit 74), and a ledger that
-is consistent at every fill level (issue 12). The disk is a real, tiny tmpfs."""
+is consistent at every fill level. The disk is a real, tiny tmpfs."""
 
 from __future__ import annotations
 

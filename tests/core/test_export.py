@@ -1,5 +1,5 @@
 """`codeai-tui export`: a case killed mid-write is shared whole, and the source is not
-touched (issue 12: copying only ledger.sqlite3 loses every commit still in -wal)."""
+touched (copying only ledger.sqlite3 loses every commit still in -wal)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The SQL fast path and the event-by-event oracle give the same document, on random
-ledgers (hostile ones included) and at every as_of; the rules issue 8 fixed hold on both."""
+ledgers (hostile ones included) and at every as_of; the same rules hold on both."""
 
 from __future__ import annotations
 

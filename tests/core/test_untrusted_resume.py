@@ -1,5 +1,5 @@
 """A case directory is untrusted: resume must never send bytes it did not verify, nor a
-credential to a destination only the case vouches for (issue 7, findings 1, 2 and 7)."""
+credential to a destination only the case vouches for ."""
 
 from __future__ import annotations
 

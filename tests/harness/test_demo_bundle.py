@@ -97,7 +97,7 @@ LATER_TOOL_CASES = {  # after the advance cases (tests/harness/test_fresh_ids.py
 }
 
 
-# issue 11: a case where each advance step is next (stage, next operation, receipts)
+# a case where each advance step is next (stage, next operation, receipts)
 ADVANCE_CASES = {
     "15_reconciled_not_received": "reconciled_not_received",
     "16_reconciled_received": "reconciled_received",

@@ -1,4 +1,4 @@
-"""Issue 11's closing test: from the demo bundle, every non-terminal call is driven to a
+"""From the demo bundle, every non-terminal call is driven to a
 terminal state through the command line alone, doing at each step what the projection
 names; no receipt is duplicated except where a duplicate was explicitly accepted.
 

@@ -1,4 +1,4 @@
-"""The demo's tool cases (issue 10 part 6): the seed's effect table from real kills,
+"""The demo's tool cases: the seed's effect table from real kills,
 recounted here with plain sqlite3 and file reads (not the project's counting code)."""
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def test_special_files_in_a_case_fail_verify_without_hanging(bundle_copy: Path) 
     fails(done.stdout.splitlines(), "09_resumed", "not a regular file")
 
 
-# ---- tool cases (issue 10 part 6): the stores, the signed receipts and effects.json
+# ---- tool cases: the stores, the signed receipts and effects.json
 
 
 def _change_one_byte(path: Path, marker: bytes) -> None:

@@ -1,7 +1,7 @@
 """Everything tests/security asks of the running console, in one place.
 
 The security tests drive the real app (`create_app` + `App.run_test`) and read what it
-shows. The app's inner shape is being rewritten (issue 9); when it changes, this module
+shows. When the app's inner shape changes, this module
 is the one file to adapt, and the security tests keep their meaning.
 """
 
@@ -47,7 +47,7 @@ def status_text(app: Any) -> str:
 
 def receipt_lines(app: Any) -> list[str]:
     """What the console holds about the receipt log, worded as `inspect` words it (the
-    console does not display receipt-log problems yet: see the issue 7 report)."""
+    console does not display receipt-log problems yet)."""
     log = app.main.live.receipts
     lines = [f"receipt log{f' line {n}' if n else ''}: {p}" for n, p in log.problems]
     if log.truncated_tail:

@@ -1,4 +1,4 @@
-"""The hostile-input corpus (issue 7, "Must hold"): case directories made by code.
+"""The hostile-input corpus: case directories made by code.
 
 Each `Hostile` builds one case directory into a given path and states, without an `or`,
 what an operator must see: `inspect` exits 2 with one line naming the problem (ERROR), or
@@ -628,7 +628,7 @@ CORPUS: list[Hostile] = [
     Hostile("call_event_before_requested",
             with_events([ev(3, "call.completed", {"status": "succeeded"}, call_id="call-2")]),
             Expect.ANOMALY, "before any call.requested"),
-    # ---- finding 6 (issue 8 built it into the projection): anomalies, never paths opened
+    # ---- anomalies the projection flags, never paths opened
     Hostile("duplicate_event_id", _duplicate_event_id, Expect.ANOMALY, "same-id"),
     Hostile("artifact_ref_dotdot", with_events([_manifest("../../../../etc/passwd")]),
             Expect.ANOMALY, "request_artifact"),

@@ -1,4 +1,4 @@
-"""Issue 7 "Must hold": every hostile case directory, through `inspect` and the console.
+"""Every hostile case directory, through `inspect` and the console.
 
 For each case: `inspect` (a subprocess, 5 s) exits 2 with exactly one line, or exits 0 and
 reports the problem; the console shows its error screen or flags the problem within 5 s;

@@ -1,4 +1,4 @@
-"""Issue 7, findings 3-5: each reproduced as an operator meets it (`inspect`, 5 s limit)."""
+"""Three findings of the hostile corpus, each reproduced as an operator meets it (`inspect`, 5 s limit)."""
 
 from __future__ import annotations
 

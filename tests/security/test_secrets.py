@@ -1,4 +1,4 @@
-"""Secrets (issue 7 "Must hold"): a credential goes only to a destination the operator
+"""Secrets: a credential goes only to a destination the operator
 trusts or confirmed; an unrelated variable goes nowhere.
 
 Recognisable values sit in the credential variable and in an unrelated one. Resume runs

@@ -1,4 +1,4 @@
-"""Terminal safety on the bytes a real terminal receives (issue 7 "Must hold").
+"""Terminal safety on the bytes a real terminal receives .
 
 Hostile text sits in every field `inspect` and the console print: ids, kinds, keys,
 payloads, receipt fields, the case directory's own name, the ledger format. Under a pty,

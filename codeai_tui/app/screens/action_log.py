@@ -1,4 +1,4 @@
-"""The action log: every resume, refusal, cancellation and alert of this session (A5)."""
+"""The action log: every resume, refusal, cancellation and alert of this session."""
 
 from __future__ import annotations
 

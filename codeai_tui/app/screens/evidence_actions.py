@@ -1,4 +1,4 @@
-"""The main screen's evidence actions (issue 11, sections 1-2): the receipts beside the
+"""The main screen's evidence actions: the receipts beside the
 verdict, the call <-> receipt cross-links, and `x` reconcile: of the call's own unknown
 effect, else of its first tool operation whose effect is unknown (docs/tools.md).
 

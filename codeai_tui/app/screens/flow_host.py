@@ -33,7 +33,7 @@ from codeai_tui.workstate import CallState
 
 @dataclass(frozen=True)
 class Note:
-    """The last action's outcome: it belongs to one case and one call (A1)."""
+    """The last action's outcome: it belongs to one case and one call."""
 
     case: Path
     call_id: str

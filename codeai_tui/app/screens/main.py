@@ -710,7 +710,7 @@ class MainScreen(Screen[None]):
             self.paint_status()
         self.refresh_bindings()
 
-    # ------------------------------------------------------------------ alerts (A5)
+    # ------------------------------------------------------------------ alerts
 
     def _note_changes(self, snap: CaseSnapshot, first: bool) -> None:
         """New effect_unknown calls wait ALERT_AFTER_S before they alert (a call in flight
@@ -756,7 +756,7 @@ class MainScreen(Screen[None]):
         except ValueError:
             return str(case)
 
-    # ------------------------------------------------------------------ drift (A2)
+    # ------------------------------------------------------------------ drift
 
     def _check_drift(self, snap: CaseSnapshot) -> None:
         todo = [c.call_id for c in snap.state.resumable_calls() if (
@@ -790,7 +790,7 @@ class MainScreen(Screen[None]):
                 check = DriftCheck(check.call_id, call.last_seq, check.status, check.fixes)
             self.drift[check.call_id] = check
         if live is not None and self._live_base is not None:
-            # the Cases row says the drift once it is known, as the Calls pane does (A2)
+            # the Cases row says the drift once it is known, as the Calls pane does
             self.live_verdict = self._verdict_with_drift(live, self._live_base)
             self.cases_pane.set_verdict(message.case, self.live_verdict)
             if self.as_of is None:
@@ -986,7 +986,7 @@ class MainScreen(Screen[None]):
         self.action_focus_pane(pane)
 
     def action_next_effect_unknown(self) -> None:
-        """Every effect_unknown call of every case in turn (A3): the rest of this case's,
+        """Every effect_unknown call of every case in turn: the rest of this case's,
         then the next case that has one (the Cases cursor follows), then around."""
         calls = self.calls
         if (self.as_of is None and len(self.cases) > 1 and calls.is_last_effect_unknown()

@@ -1,4 +1,4 @@
-"""The replay confirmation (issue 10 section 4): the saved tool plan and each operation's
+"""The replay confirmation: the saved tool plan and each operation's
 state, Cancel focused; `y` confirms, `n` / escape cancel.
 
 What replay will do is said in words before the plan: run only the never-admitted

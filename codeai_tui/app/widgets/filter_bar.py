@@ -1,4 +1,4 @@
-"""The `/` filter: one input, and while a filter is on, a line that says so (A8)."""
+"""The `/` filter: one input, and while a filter is on, a line that says so."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The bar owns its state (`facts`, set from above) and its one-second timer (humanized
 "last commit" times), so nothing fires after it is gone. A note about an action names
-its case; the screen passes only the note of the open case (issue 9, A1).
+its case; the screen passes only the note of the open case.
 """
 
 from __future__ import annotations

@@ -318,7 +318,7 @@ class TableView(ScrollView, can_focus=True):
         self._fit_columns()
         self.virtual_size = Size(self.total_width, self.row_count + 1)
         # Grown wide enough again: a horizontal scroll from the narrow size would
-        # otherwise stay and hide the first columns (issue 9, A4).
+        # otherwise stay and hide the first columns.
         if self.scrollable_content_region.width >= self.total_width and self.scroll_offset.x:
             self.scroll_to(x=0, animate=False, immediate=True)
         self._scroll_to_cursor()

@@ -1,4 +1,4 @@
-"""One line that is never squeezed out: the selected call and its verdict (issue 9, A4)."""
+"""One line that is never squeezed out: the selected call and its verdict."""
 
 from __future__ import annotations
 
