@@ -95,7 +95,7 @@ def test_unknown_or_empty_call_id_is_bad_input(tmp_path: Path, call_id: str) -> 
     before = _rows(case)
     proc = cli("reconcile", str(case), call_id, "--finding", "received", "--yes")
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("codeai-tui: ")
+    assert proc.stderr.startswith("codeai-tui") and len(proc.stderr.strip().splitlines()) == 1
     assert _rows(case) == before
 
 

@@ -264,6 +264,12 @@ class AdvanceFlow:
         return (bool(steps_for(host.selected_call())) and host.as_of is None
                 and not host.resuming and not host.planning)
 
+    def action_explain_advance(self) -> None:
+        """`v` where no advance step is permitted: say why (in read-only mode, that the
+        console writes nothing); the projection's reason otherwise."""
+        if not self.host.explain_read_only("advance"):
+            self.action_advance()
+
     def action_advance(self) -> None:
         host = self.host
         call = host.selected_call()

@@ -175,6 +175,8 @@ class EvidenceFlow:
     def action_explain_reconcile(self) -> None:
         """`x` where reconcile is not permitted: say why (kept in the action log)."""
         host = self.host
+        if host.explain_read_only("reconcile"):
+            return
         if self.reconciling:
             host.notify("a reconcile is already in progress", markup=False)
             return

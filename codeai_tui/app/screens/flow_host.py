@@ -81,6 +81,10 @@ class FlowHost(Protocol):
         """Keep an outcome in the action log (case None: the open case)."""
         ...
 
+    def explain_read_only(self, action: str) -> bool:
+        """In read-only mode: say that `action` writes nothing here, and return True."""
+        ...
+
     def refuse(self, call_id: str | None, action: str, text: str) -> None:
         """A gated action refused before anything was written: the action log and a
         toast titled "<action> refused"."""

@@ -1187,16 +1187,13 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ flows (delegates)
 
     def action_explain_resume(self) -> None:
-        if not self.explain_read_only("resume"):
-            self.resume_flow.action_explain_resume()
+        self.resume_flow.action_explain_resume()
 
     def action_explain_advance(self) -> None:
-        if not self.explain_read_only("advance"):
-            self.advance_flow.action_advance()  # refuses with the projection's reason
+        self.advance_flow.action_explain_advance()
 
     def action_explain_replay(self) -> None:
-        if not self.explain_read_only("replay"):
-            self.replay_flow.action_replay()  # refuses with the gate's reason
+        self.replay_flow.action_explain_replay()
 
     def action_resume(self) -> None:
         self.resume_flow.action_resume()
@@ -1226,8 +1223,7 @@ class MainScreen(Screen[None]):
         self.evidence_flow.action_goto_call()
 
     def action_explain_reconcile(self) -> None:
-        if not self.explain_read_only("reconcile"):
-            self.evidence_flow.action_explain_reconcile()
+        self.evidence_flow.action_explain_reconcile()
 
     def action_reconcile(self) -> None:
         self.evidence_flow.action_reconcile()

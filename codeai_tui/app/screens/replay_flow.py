@@ -56,6 +56,12 @@ class ReplayFlow:
                 and gate(host.selected_call(), kernel_key=service.kernel_key,
                          state=host.live.state if host.live else None) is None)
 
+    def action_explain_replay(self) -> None:
+        """`R` where replay is not permitted: say why (in read-only mode, that the
+        console writes nothing); the gate's reason otherwise."""
+        if not self.host.explain_read_only("replay"):
+            self.action_replay()
+
     def action_replay(self) -> None:
         host = self.host
         if host.read_only or host.case is None:

@@ -65,6 +65,8 @@ class ResumeFlow:
     def action_explain_resume(self) -> None:
         """`r` where resume is not permitted: say why (kept in the action log)."""
         host = self.host
+        if host.explain_read_only("resume"):
+            return
         if host.resuming:
             host.notify("a resume is already running", markup=False)
             return

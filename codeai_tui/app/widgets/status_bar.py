@@ -79,12 +79,10 @@ class StatusBar(Static):
         compact = 0 < self.size.width < 110  # short words keep 80 columns to two lines
         parts: list[str | tuple[str, str]] = [("codeai-tui ", "bold $accent"),
                                               (cell(f.path, 30 if compact else 60), "bold")]
-        if f.case_name:
-            parts += [" \u00b7 case ", (cell(f.case_name, 40), "bold")]
-        if f.state == "opening" and not f.event_count:
-            parts += [" \u00b7 "]  # not counted yet: "0 events" would read as an empty ledger
-        else:
-            parts += [f" \u00b7 {f.event_count:,} events \u00b7 "]
+        # what the operator must see first comes first: a narrow line is cut at its end
+        if f.read_only:
+            parts += [" \u00b7 ", ("read-only", "bold $warning")]
+        parts.append(" \u00b7 ")
         if f.as_of is not None:
             parts.append((f"\u23f2 as of seq {f.as_of:,} of {f.max_seq:,}", "bold $warning"))
         else:
@@ -94,11 +92,14 @@ class StatusBar(Static):
             glyph = {"following": "\u25cf ", "paused": "\u2016 ",
                      "opening": "\u25cb "}.get(f.state, "\u2716 ")
             parts.append((glyph + f.state, style))
-            if f.last_commit:
-                parts += [" \u00b7 " if compact else " \u00b7 last commit ",
-                          ago(f.last_commit, self.clock())]
-        if f.read_only:
-            parts += [" \u00b7 ", ("read-only", "bold $warning")]
+        if f.case_name:
+            parts += [" \u00b7 case ", (cell(f.case_name, 40), "bold")]
+        if not (f.state == "opening" and not f.event_count):
+            # (not counted yet: "0 events" would read as an empty ledger)
+            parts.append(f" \u00b7 {f.event_count:,} events")
+        if f.as_of is None and f.last_commit:
+            parts += [" \u00b7 " if compact else " \u00b7 last commit ",
+                      ago(f.last_commit, self.clock())]
         lines = [parts]
         parts = []
         if f.counts is None:
