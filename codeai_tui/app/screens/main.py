@@ -968,7 +968,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(HelpScreen(self.help_rows(), self.read_only))
 
     def action_action_log(self) -> None:
-        self.app.push_screen(ActionLogScreen(self.action_log))
+        self.app.push_screen(ActionLogScreen(self.action_log, self.case, self.as_of))
 
     def action_quit(self) -> None:
         self.app.exit()
