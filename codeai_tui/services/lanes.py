@@ -309,16 +309,19 @@ class LaneIndex:
         self._seen = 0
         self._last_id: str | None = None
         self._rows = 0
+        self._calls = 0
         self.uncovered = False
 
     def update(self, calls: Sequence[CallState], uncovered: bool = False) -> bool:
         """Index the calls appended since the last update. False, changing nothing,
         when `calls` does not continue what was indexed (another case, an earlier
-        as-of): build a new index for it."""
+        as-of): build a new index for it. The rows are laid out again from the first
+        task that grew (a followed case's newest tasks are its last: little to do)."""
         n, seen = len(calls), self._seen
         if n < seen or (seen and calls[seen - 1].call_id != self._last_id):
             return False
         keep = self._keep
+        first_grown = len(self._groups)
         for pos in range(seen, n):
             call = calls[pos]
             if keep is not None and not keep(call):
@@ -330,24 +333,34 @@ class LaneIndex:
                 self._tasks.append(task)
                 self._groups.append(array("q"))
             self._groups[g].append(pos)
+            self._calls += 1
+            first_grown = min(first_grown, g)
         if n:
             self._last_id = calls[n - 1].call_id
         self._seen = n
-        self.uncovered = uncovered
-        row = 1 if uncovered else 0
-        starts = []
-        for group in self._groups:
+        if uncovered != self.uncovered:
+            self.uncovered, first_grown = uncovered, 0
+        self._lay_out(first_grown)
+        return True
+
+    def _lay_out(self, first: int) -> None:
+        """The header rows of the tasks from `first` on."""
+        starts = self._starts
+        del starts[first:]
+        row = (starts[-1] + 1 + len(self._groups[first - 1]) if first
+               else (1 if self.uncovered else 0))
+        for group in self._groups[first:]:
             starts.append(row)
             row += 1 + len(group)
-        self._starts, self._rows = starts, row
-        return True
+        self._rows = (starts[-1] + 1 + len(self._groups[-1]) if starts
+                      else (1 if self.uncovered else 0))
 
     def __len__(self) -> int:
         return self._rows
 
     @property
     def call_count(self) -> int:
-        return sum(len(g) for g in self._groups)
+        return self._calls
 
     def at(self, row: int) -> RowItem | None:
         if not 0 <= row < self._rows:
