@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ MAX_VERDICTS = 500
 MAX_LANES = 200
 MAX_DRIFT_CHECKS = 50
 MAX_ANOMALIES = 20
+MAX_UNKNOWNS = 200
 EFFECTS_FILE = "effects.json"
 EFFECTS_LIMIT = 1024 * 1024
 
@@ -168,7 +170,7 @@ def gather(case: str | os.PathLike[str], as_of: int | None = None) -> ReportFact
         lanes=lanes, lanes_left_out=lanes_out, clock=clock,
         actions=tuple(_actions(operator)), actions_cut=len(operator) >= OPERATOR_EVENTS_LIMIT,
         effects=tuple(_effects(case_dir, state)),
-        unknowns=tuple(_unknowns(case_dir, state, clock)),
+        unknowns=_listed(_unknowns(case_dir, state, clock), MAX_UNKNOWNS),
         receipt_log=index.log if index is not None else ("present" if check.log_present
                                                            else "absent"),
         receipts=check.count,
@@ -194,6 +196,14 @@ def one_case(case: str | os.PathLike[str]) -> Path:
                           f"{case}: not a case directory (a report is of one case: name the "
                           "directory that holds its ledger.sqlite3)")
     return named
+
+
+def _listed(lines: Iterator[str], most: int) -> tuple[str, ...]:
+    """The first `most` lines, and how many more there were."""
+    kept = list(islice(lines, most))
+    more = sum(1 for _ in lines)
+    return (*kept, f"\u2026 and {more:,} more (codeai-tui inspect lists every one)") \
+        if more else tuple(kept)
 
 
 def _description(case_dir: Path) -> str:

@@ -73,7 +73,7 @@ footer { color: var(--muted); font-size: 12px; margin-top: 36px; }
 
 # the picture's geometry (pixels)
 WIDTH, LABEL_W, ROW_H, TOP, RIGHT = 1120, 220, 20, 40, 16
-TICK_GAP = 150  # the least room between two ticks' labels
+TICK_GAP = 175  # the least room between two ticks' labels
 COLOUR = {ATTEMPT: "#1f5fae", UNKNOWN: "#b3261e", EXTENT: "#9aa4ae", RECEIPT: "#1e7a34",
           DUPLICATE: "#b3261e", UNCOVERED: "#b3261e", TOOL: "#a15c00",
           TOOL_UNKNOWN: "#b3261e"}
@@ -126,17 +126,21 @@ class Picture:
         last = self.axis.hi - 1
         first, end = self.clock.time_of(self.axis.lo), self.clock.time_of(last)
         fraction = first is not None and end is not None and end - first < 10e6
-        placed: list[float] = []
-        for seq in reversed(_nice_ticks(self.axis.lo, last)):  # the last seq always shows
+        ticks = _nice_ticks(self.axis.lo, last)
+        kept = [ticks[-1]]  # the last seq always shows, its label drawn leftwards of it
+        for seq in reversed(ticks[:-1]):
+            room = TICK_GAP * (2 if len(kept) == 1 else 1)
+            if self.x(kept[-1]) - self.x(seq) >= room:
+                kept.append(seq)
+        if ticks[0] not in kept and len(kept) > 1 and \
+                self.x(kept[-2]) - self.x(ticks[0]) >= TICK_GAP * (2 if len(kept) == 2 else 1):
+            kept[-1] = ticks[0]  # the first seq rather than the one nearest it
+        for seq in kept:
             x = self.x(seq)
-            # (the last seq's label is drawn leftwards of its tick: twice the room)
-            if placed and placed[-1] - x < TICK_GAP * (2 if len(placed) == 1 else 1):
-                continue
-            placed.append(x)
             when = self.clock.time_of(seq)
             label = f"seq {seq:,}" + (f" \u00b7 {clock_text(when, fraction=fraction)}"
                                       if when is not None else "")
-            anchor = "end" if x > WIDTH - 120 else "start"
+            anchor = "end" if seq == kept[0] and len(kept) > 1 or x > WIDTH - 200 else "start"
             out.append(f'<line x1="{_num(x)}" y1="{TOP - 6}" x2="{_num(x)}" '
                        f'y2="{height - 20}" stroke="#e3e7eb"/>')
             out.append(f'<text x="{_num(x + (2 if anchor == "start" else -2))}" '
