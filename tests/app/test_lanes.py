@@ -203,3 +203,19 @@ async def test_the_action_log_writes_the_report_outside_the_case(tmp_path: Path)
     assert "Incident report" in text and "call-c" in text and "<svg" in text
     assert ledger_digest(case) == before
     assert not [p for p in case.rglob("*") if "report" in p.name or p.suffix == ".html"]
+
+
+async def test_a_filter_keeps_the_lanes_of_the_calls_it_matches(tmp_path: Path) -> None:
+    """`/` in Lanes: the calls whose Calls row matches, under their tasks; the uncovered
+    receipts' lane stays (it belongs to no call); escape brings every lane back."""
+    app = create_app(lanes_case(tmp_path), clock=frozen_clock)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot)
+        lanes = await open_lanes(pilot)
+        await pilot.press("slash", *"call", "minus", "b", "enter")
+        await wait_for(pilot, lambda: lanes.row_count == 3, what="filtered")
+        drawn = lines(lanes)
+        assert drawn[1].startswith("\u26a0 uncovered") and drawn[3].startswith("call-b")
+        assert drawn[2].startswith("\u25be task task-2") and lanes.title_count() == 1
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: lanes.row_count == 6, what="every lane again")

@@ -173,7 +173,9 @@ class LanesPane(Pane):
         self._task_states = None
         self._duplicated = duplicated_ids(snap.state.receipts) if snap is not None else frozenset()
         self.set_source(LaneRows(self._index, snap))
-        if fresh and self.selected_call_id is not None:  # first drawn: at the selected call
+        # at the selected call when first drawn, and whenever the operator is elsewhere
+        # (a call selected while this pane was hidden may have had no lane yet)
+        if self.selected_call_id is not None and (fresh or not self.has_focus):
             self.select_key(call_key(self.selected_call_id))
         self.refresh()
         super().paint()
