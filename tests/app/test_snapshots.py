@@ -307,6 +307,9 @@ def test_lanes_view(in_tmp: Path, snap_compare: Any, when: str, size: tuple[int,
         lanes = main.query_one("#lanes")
         await wait_for(pilot, lambda: pilot.app.focused is lanes and lanes.clock is not None,
                        what="lanes drawn")
+        # the lane under the cursor selected its call: Detail says it (laid out anew)
+        await wait_for(pilot, lambda: "verdict:" in main.detail.text(), what="detail")
+        await pilot.pause()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=drawn)
