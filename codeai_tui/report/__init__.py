@@ -52,22 +52,32 @@ def write_report(case: str | os.PathLike[str], out: str | os.PathLike[str],
         raise LedgerError(LedgerProblem.NOT_A_LEDGER,
                           f"{out}: inside the case directory; a report describes the case "
                           "and is not part of it: write it elsewhere")
+    if target.is_dir():
+        raise LedgerError(LedgerProblem.NOT_A_LEDGER, f"{out}: a directory; name a file")
+    if not target.parent.is_dir():
+        raise LedgerError(LedgerProblem.MISSING, f"{out}: no directory {target.parent} to "
+                          "write it in")
     return write_whole(target, report_text(case, as_of, fmt).encode("utf-8"))
 
 
 def write_whole(target: Path, data: bytes) -> int:
     """`data` at `target` through a temporary file beside it and a rename: a reader
     never sees half a report, and a failed write leaves no file behind."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:  # named by what was asked for, not by the temporary name
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
         raise
     return len(data)
 

@@ -191,6 +191,8 @@ def test_bad_input_is_one_line_and_nothing_is_written(tmp_path: Path) -> None:
         (("report", str(tmp_path)), "not a case directory"),  # a bundle
         (("report", str(tmp_path / "nope")), "no such file"),
         (("report", str(case), "-o", str(inside)), "inside the case directory"),
+        (("report", str(case), "-o", str(tmp_path)), "a directory; name a file"),
+        (("report", str(case), "-o", str(tmp_path / "no" / "r.html")), "no directory"),
         (("report", str(case), "--format", "pdf"), "invalid choice"),
         (("report", str(case), "--as-of", "-1"), "must be an integer"),
         (("report", ""), "empty"),
