@@ -163,6 +163,8 @@ class LanesPane(Pane):
         snap = self.snapshot
         if snap is not None:
             self._follow_clock(snap)
+        else:  # no case, another case, or a ledger replaced: its clock is read anew
+            self._clock_case, self.clock = None, None
         if not self.display:
             self._stale = True  # indexed when shown: a hidden pane costs nothing
             super().paint()
