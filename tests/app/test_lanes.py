@@ -5,9 +5,11 @@ action log writes (`w`)."""
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from apphelpers import (
     SIZE,
     detail_text,
@@ -182,7 +184,11 @@ async def test_a_lane_shows_a_hostile_call_id_literally(tmp_path: Path) -> None:
         assert "e\u27e8ESC\u27e9[31m[b]x" in text and "\x1b" not in text
 
 
-async def test_the_action_log_writes_the_report_outside_the_case(tmp_path: Path) -> None:
+async def test_the_action_log_writes_the_report_outside_the_case(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    temp = tmp_path / "temp"  # the report's temporary directory goes here, not to /tmp
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     case = lanes_case(tmp_path)
     before = ledger_digest(case)
     app = create_app(case, clock=frozen_clock)
@@ -198,7 +204,8 @@ async def test_the_action_log_writes_the_report_outside_the_case(tmp_path: Path)
         found = re.search(r"written to (\S+\.html)", str(note.render()))
     assert found is not None
     report = Path(found.group(1))
-    assert report.is_file() and not report.resolve().is_relative_to(case.resolve())
+    assert report.is_file() and report.parent.parent == temp
+    assert not report.resolve().is_relative_to(case.resolve())
     text = report.read_text(encoding="utf-8")
     assert "Incident report" in text and "call-c" in text and "<svg" in text
     assert ledger_digest(case) == before
