@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 COMMANDS = ("open", "inspect", "resume", "reconcile", "reconcile-tool", "reinterpret",
             "redecide", "finalize", "next-attempt", "provider", "demo", "verify", "bench",
-            "export", "receipts", "replay", "reliability")
+            "export", "receipts", "replay", "reliability", "report")
 
 
 # an OSError naming a path with one of these is a bad path, not a failing disk
@@ -278,6 +278,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", type=_whole(0, SEQ_MAX), default=None, metavar="SEQ",
                    help="project only events with seq <= SEQ")
 
+    p = sub.add_parser("report", help="a self-contained incident report of one case "
+                                      "(HTML with the lanes drawn, or Markdown)")
+    p.add_argument("case", type=_path, help="a case directory or its ledger file")
+    p.add_argument("--as-of", type=_whole(0, SEQ_MAX), default=None, metavar="SEQ",
+                   help="report the case as it stood at seq SEQ")
+    p.add_argument("--format", choices=("html", "md"), default="html",
+                   help="html (default: inline CSS and SVG, no script, no network) or md")
+    p.add_argument("-o", "--output", type=_path, default=None, metavar="OUT",
+                   help="write the report here (never inside the case directory); "
+                        "default: standard output")
+
     p = sub.add_parser("resume", help="resume one call where the projection permits it")
     p.add_argument("case", type=_path)
     p.add_argument("call_id")
@@ -489,6 +500,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "receipts":
         return cmd_receipts_verify(args)
+    if args.command == "report":
+        return cmd_report(args)
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "reliability":
@@ -555,6 +568,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     # a big case's calls are rendered by two processes where two cores are ours
     write = write_json if args.json else write_table
     write(args.path, args.as_of, sys.stdout, helper_plan())
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from codeai_tui.report import report_text, write_report
+
+    if args.output is None:
+        sys.stdout.write(report_text(args.case, args.as_of, args.format))
+        return EXIT_OK
+    size = write_report(args.case, args.output, args.as_of, args.format)
+    print(visible(f"wrote the report of {args.case} to {args.output} ({size:,} bytes)",
+                  one_line=True))
     return EXIT_OK
 
 

@@ -8,8 +8,11 @@ main.svg (the worst case, its effect_unknown call selected), time-travel.svg (th
 case as of an earlier event), bundle.svg / bundle-80x24.svg / bundle-100x30.svg (the
 bundle, worst first, after `e`), receipt-detail.svg (a duplicated receipt's detail),
 resume-match.svg (a resumable call whose request matches), resume-refused-drift.svg
-(the refusal: a case whose configuration drifted) and tool-reconcile.svg (`x` on a tool
-operation admitted without an outcome). "Now" is frozen at five minutes
+(the refusal: a case whose configuration drifted), tool-reconcile.svg (`x` on a tool
+operation admitted without an outcome), lanes.svg (`l` on the case in trouble with the
+most calls)
+and report.png (the worst case's incident report, drawn by headless Chromium when the
+machine has one). "Now" is frozen at five minutes
 after the last event so the humanized times are stable. Nothing is written to any
 ledger: the dialogs are opened, never confirmed.
 """
@@ -18,7 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +70,7 @@ class Survey:
     resumable: Path | None = None  # a manifest, no drift: the match dialog
     drifted: Path | None = None  # a manifest, drift: the refusal
     tool_unknown: Path | None = None  # a tool operation admitted without an outcome
+    busiest: Path | None = None  # in trouble, with the most calls: the fullest lanes
     last: datetime | None = None
 
 
@@ -72,6 +79,7 @@ def _survey(path: Path) -> Survey:
     from codeai_tui.resume import ResumeRefused, plan_resume
 
     worst: tuple[int, Path] | None = None
+    busiest: tuple[bool, int, int, Path] | None = None
     found = Survey(Path(path))
     for case in discover_cases(path):
         try:
@@ -86,6 +94,10 @@ def _survey(path: Path) -> Survey:
         score = snap.state.effect_unknown_count * 10 + len(snap.state.receipts.duplicates)
         if worst is None or score > worst[0]:
             worst = (score, case)
+        trouble = score + snap.state.tool_effect_unknown_count
+        calls = len(snap.state.calls)
+        if busiest is None or (trouble > 0, calls, trouble) > busiest[:3]:
+            busiest = (trouble > 0, calls, trouble, case)
         if found.duplicates is None and snap.state.receipts.duplicates:
             found.duplicates = case
         if found.tool_unknown is None and any(
@@ -108,6 +120,7 @@ def _survey(path: Path) -> Survey:
     if worst is None:
         raise SystemExit(f"{path}: no readable case")
     found.worst = worst[1]
+    found.busiest = busiest[3] if busiest is not None else None
     return found
 
 
@@ -156,6 +169,32 @@ async def _time_travel(pilot: Any) -> None:
     await _until(pilot, lambda: main.shown is not None and main.shown.as_of is not None
                  and main.progress is None)
     await _until(pilot, timeline.cursor_loaded)
+
+
+async def _lanes(pilot: Any) -> None:
+    """`l`: the lanes of every call, the selected one highlighted."""
+    main = pilot.app.main
+    await pilot.press("l")
+    lanes = main.query_one("#lanes")
+    await _until(pilot, lambda: pilot.app.focused is lanes and lanes.clock is not None)
+
+
+def report_png(out: Path, case: Path) -> None:
+    """The case's incident report as headless Chromium draws its first page."""
+    from codeai_tui.report import report_text
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        print("no chromium: report.png not made", file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        page.write_text(report_text(os.path.relpath(case)), encoding="utf-8")
+        subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", f"--screenshot={out / 'report.png'}",
+                        "--window-size=1200,1600", page.as_uri()],
+                       check=True, capture_output=True, timeout=120)
+    print(f"wrote {out / 'report.png'}")
 
 
 async def _tool_reconcile(pilot: Any) -> None:
@@ -214,6 +253,8 @@ async def make_all(out: Path, path: Path) -> None:
                      model="a-different-model")
     if found.tool_unknown is not None:
         await _shoot(out, "tool-reconcile", found.tool_unknown, clock, _tool_reconcile)
+    await _shoot(out, "lanes", found.busiest or found.worst, clock, _lanes)
+    report_png(out, found.worst)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,6 +69,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Focus Compilations"),
     ActionSpec("focus.timeline", "5", "focus_pane('timeline')", "Timeline", "Focus Timeline"),
     ActionSpec("focus.receipts", "6", "focus_pane('receipts')", "Receipts", "Focus Receipts"),
+    ActionSpec("focus.lanes", "l", "focus_pane('lanes')", "Lanes",
+               "Lanes: one lane per call, attempts and effect-unknown spans on a seq or "
+               "time axis"),
     ActionSpec("next_pane", "tab", "next_pane", "Next pane", "Next pane"),
     ActionSpec("step.back", "left_square_bracket", "step(-1)", "Step back",
                "Step back one event", group="time"),

@@ -81,8 +81,11 @@ def short_phrase(call: CallState, snap: CaseSnapshot | None) -> str:
 def attempt_lines(call: CallState, snap: CaseSnapshot | None) -> list[AttemptLine]:
     """Every started attempt with the receipts matching it, oldest first."""
     index = receipt_index(snap)
-    if index is None:
-        return []
+    return attempt_lines_with(call, index) if index is not None else []
+
+
+def attempt_lines_with(call: CallState, index: ReceiptIndex) -> list[AttemptLine]:
+    """`attempt_lines` against a receipt index (the projection's, same cut-off)."""
     lines = []
     for att in call.evidence.started_attempts():
         got = attempt_receipts(call.evidence, att, index)

@@ -50,6 +50,10 @@ STOP_CHECK_OPS = CHECK_OPS  # SQLite VM steps between stop checks (see abort_whe
 PAGE_SIZE = 5000
 CAREFUL_PAGE = 50_000  # careful mode (see LedgerReader): fewer full scans of an unindexed seq
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER range
+TIMES_CHUNK = 500  # seqs per `times_of` query (SQLite allows 32,766 parameters)
+# the payload fields that name who wrote an operator's event (codeai_tui/ledger/who.py)
+OPERATOR_FIELDS = ("decided_by", "by", "recorded_by")
+OPERATOR_EVENTS_LIMIT = 1000
 
 
 def clamp_seq(seq: int) -> int:
@@ -407,6 +411,33 @@ class LedgerReader:
             f"SELECT recorded_at FROM events WHERE {self._int}1 ORDER BY seq DESC LIMIT 1"
         )
         return str(rows[0][0]) if rows else None
+
+    def times_of(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
+        """(seq, recorded_at) of the events with these seqs, in seq order: the samples
+        of a time axis, read by key a few hundred at a time (2,048 of a 10^6-event
+        ledger cost milliseconds). Seqs that hold no event, and recorded_at cells that
+        are not text, are left out."""
+        out: list[tuple[int, str]] = []
+        wanted = sorted({clamp_seq(s) for s in seqs})
+        for i in range(0, len(wanted), TIMES_CHUNK):
+            chunk = tuple(wanted[i:i + TIMES_CHUNK])
+            rows = self._q(
+                f"SELECT seq, recorded_at FROM events WHERE {self._int}seq IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY seq", chunk)
+            out += [(r[0], r[1]) for r in rows if type(r[0]) is int and isinstance(r[1], str)]
+        return out
+
+    def operator_events(self, until_seq: int | None = None,
+                        limit: int = OPERATOR_EVENTS_LIMIT) -> list[Event]:
+        """The events whose payload text names who wrote it (`decided_by`, `by`,
+        `recorded_by`: what an operator's action appends), in seq order, at most `limit`
+        of them. A text match: the caller checks each payload's field."""
+        matches = " OR ".join(f"instr(payload, '\"{name}\"') > 0" for name in OPERATOR_FIELDS)
+        rows = self._q(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE {self._int}seq <= ? AND ({matches}) "
+            "ORDER BY seq LIMIT ?",
+            (clamp_seq(SEQ_MAX if until_seq is None else until_seq), limit))
+        return [event_from_row(r) for r in rows]
 
 
 def _inode(path: Path) -> tuple[int, int] | None:

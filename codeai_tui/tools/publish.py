@@ -85,28 +85,40 @@ def count_publications(case_dir: str | Path) -> int:
         conn.close()
 
 
-def publications_line(case_dir: str | Path, operation_key: str) -> str:
-    """What the demo tool's own store says of one operation, in one line for the
-    operator: its path and the publications recorded under the operation key.
-
-    The store is a file in an untrusted case: it is opened read-only, its schema must be
-    the one table this tool makes (no trigger, no view: nothing that runs when read),
-    and the read has a step budget."""
+def _open_store(case_dir: str | Path) -> tuple[sqlite3.Connection | None, str]:
+    """The demo tool's store opened read-only for a look from outside, or None and why
+    not. The store is a file in an untrusted case: its schema must be the one table
+    this tool makes (no trigger, no view: nothing that runs when read), and every read
+    has a step budget."""
     path = reports_path(case_dir)
     shown = f"{TOOLS_DIR}/{REPORTS_FILE}"  # relative to the case
     if not path.is_file() or path.is_symlink():
-        return f"{shown}: absent (the tool's store was never written)"
+        return None, f"{shown}: absent (the tool's store was never written)"
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        return f"{shown}: cannot be read ({exc})"
+        return None, f"{shown}: cannot be read ({exc})"
     try:
         conn.execute("PRAGMA trusted_schema=OFF")
         kinds = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
         if any(kind in ("trigger", "view") for kind, _ in kinds) or (
                 ("table", "publications") not in kinds):
-            return f"{shown}: not this tool's store (unexpected schema); not read"
+            conn.close()
+            return None, f"{shown}: not this tool's store (unexpected schema); not read"
         conn.set_progress_handler(lambda: 1, 5_000_000)  # ends any runaway read
+    except sqlite3.Error as exc:
+        conn.close()
+        return None, f"{shown}: cannot be read ({exc})"
+    return conn, shown
+
+
+def publications_line(case_dir: str | Path, operation_key: str) -> str:
+    """What the demo tool's own store says of one operation, in one line for the
+    operator: its path and the publications recorded under the operation key."""
+    conn, shown = _open_store(case_dir)
+    if conn is None:
+        return shown
+    try:
         rows = conn.execute(
             "SELECT id, tool_call_id, published_at FROM publications WHERE operation_key = ?"
             " ORDER BY id LIMIT 5", (operation_key,)).fetchall()
@@ -118,3 +130,18 @@ def publications_line(case_dir: str | Path, operation_key: str) -> str:
         return f"{shown}: no publication recorded under this operation"
     listed = "; ".join(f"publication {r[0]} (tool-call id {r[1]}) at {r[2]}" for r in rows)
     return f"{shown}: {listed}"
+
+
+def store_publications(case_dir: str | Path) -> tuple[int | None, str]:
+    """How many publications the demo tool's own store holds, read as `publications_line`
+    reads it (checked schema, step budget): (count, the store's path in the case), or
+    (None, why it was not counted)."""
+    conn, shown = _open_store(case_dir)
+    if conn is None:
+        return None, shown
+    try:
+        return int(conn.execute("SELECT count(*) FROM publications").fetchone()[0]), shown
+    except sqlite3.Error as exc:
+        return None, f"{shown}: cannot be read ({exc})"
+    finally:
+        conn.close()

@@ -1,9 +1,11 @@
-"""The screenshot script makes the four SVGs the README references, writing no ledger."""
+"""The screenshot script makes the SVGs (and the report's PNG) the README references,
+writing no ledger."""
 
 from __future__ import annotations
 
 import html
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -42,9 +44,9 @@ async def test_screenshots_script_makes_the_readme_svgs(tmp_path: Path) -> None:
     out = tmp_path / "shots"
     await load_make().make_all(out, bundle)
     names = sorted(p.name for p in out.glob("*.svg"))
-    assert names == ["bundle-100x30.svg", "bundle-80x24.svg", "bundle.svg", "main.svg",
-                     "receipt-detail.svg", "resume-match.svg", "resume-refused-drift.svg",
-                     "time-travel.svg", "tool-reconcile.svg"]
+    assert names == ["bundle-100x30.svg", "bundle-80x24.svg", "bundle.svg", "lanes.svg",
+                     "main.svg", "receipt-detail.svg", "resume-match.svg",
+                     "resume-refused-drift.svg", "time-travel.svg", "tool-reconcile.svg"]
 
     def text(name: str) -> str:
         return html.unescape((out / name).read_text()).replace("\u00a0", " ")
@@ -57,4 +59,7 @@ async def test_screenshots_script_makes_the_readme_svgs(tmp_path: Path) -> None:
     assert "duplicate" in text("receipt-detail.svg")
     assert "2 of 4 cases have effect-unknown calls" in text("bundle.svg")
     assert "did it run?" in text("tool-reconcile.svg")
+    assert "l Lanes" in text("lanes.svg") and "seq \u25b8" in text("lanes.svg")
+    if shutil.which("chromium"):  # (.ci/run installs it; the report tests say so if not)
+        assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (ledger_digest(real), ledger_digest(drifted), ledger_digest(tool)) == before

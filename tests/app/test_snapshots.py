@@ -282,3 +282,34 @@ def test_tools_section(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=shown)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("when", ["live", "as-of"])
+def test_lanes_view(in_tmp: Path, snap_compare: Any, when: str, size: tuple[int, int]) -> None:
+    """The lanes (l): tasks and their calls, attempts, the in-flight call's open span and
+    its duplicated receipt, the uncovered receipt's lane; as of seq 14, the as-of line."""
+    from lanes_cases import lanes_case
+
+    lanes_case(in_tmp)
+    app = create_app(Path("case"), clock=frozen_clock)
+
+    async def drawn(pilot: Any) -> None:
+        await checked(pilot)
+        main = pilot.app.main
+        if when == "as-of":
+            await pilot.press("5")
+            main.timeline.move_to(13)
+            await pilot.press("t")
+            await wait_for(pilot, lambda: main.shown.as_of == 14 and main.progress is None,
+                           what="as of 14")
+        await pilot.press("l")
+        lanes = main.query_one("#lanes")
+        await wait_for(pilot, lambda: pilot.app.focused is lanes and lanes.clock is not None,
+                       what="lanes drawn")
+        # the lane under the cursor selected its call: Detail says it (laid out anew)
+        await wait_for(pilot, lambda: "verdict:" in main.detail.text(), what="detail")
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=drawn)

@@ -53,6 +53,7 @@ from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
 from codeai_tui.app.widgets.compilations_pane import CompilationsPane
 from codeai_tui.app.widgets.detail_view import DetailView, Subject
 from codeai_tui.app.widgets.filter_bar import FilterBar
+from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pulse import Pulse
@@ -88,7 +89,10 @@ from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 
-PANES = ("cases", "tasks", "calls", "compilations", "timeline", "receipts")
+PANES = ("cases", "tasks", "calls", "compilations", "timeline", "receipts", "lanes")
+# each pane's key, as its border title names it
+PANE_KEYS = {pane.__name__.removesuffix("Pane").lower(): pane.KEY for pane in (
+    CasesPane, TasksPane, CallsPane, CompilationsPane, TimelinePane, ReceiptsPane, LanesPane)}
 ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news
 DRIFT_CHECKS_PER_SNAPSHOT = 50
 
@@ -102,10 +106,12 @@ class PaneTabs(Static):
 
     def render(self) -> Content:
         parts: list[str | tuple[str, str]] = []
-        for key, pane in enumerate(PANES, start=1):
-            label = f" {key} {pane.capitalize()} "
+        for pane in PANES:
+            label = f" {PANE_KEYS[pane]} {pane.capitalize()} "
             parts.append((label, "reverse bold") if pane == self.active else label)
-        parts.append(("  tab: next", "$text-muted"))
+        hint = "  tab: next"
+        if sum(len(p) for p in parts) + len(hint) <= self.content_size.width:
+            parts.append((hint, "$text-muted"))
         return Content.assemble(*parts)
 
 
@@ -192,6 +198,7 @@ class MainScreen(Screen[None]):
             yield DetailView(self.clock, self.read_only, id="detail-box")
             yield TimelinePane(id="timeline")
             yield ReceiptsPane(id="receipts")
+            yield LanesPane(id="lanes")
         yield FilterBar(id="filter-bar")
         yield Footer()
 
@@ -314,7 +321,7 @@ class MainScreen(Screen[None]):
     def _paint_panes(self) -> None:
         snap = self.shown
         with self.app.batch_update():
-            for name in ("tasks", "calls", "compilations", "receipts"):
+            for name in ("tasks", "calls", "compilations", "receipts", "lanes"):
                 self.pane(name).snapshot = snap
             self.calls.drift = dict(self.drift)
             timeline = self.timeline
@@ -341,6 +348,7 @@ class MainScreen(Screen[None]):
         line.follow_up_due = follow_up_due(snap.state, call) if snap and call else False
         line.early = self._early_call() if snap is None else None
         self.evidence_flow.paint_links(self.selected_call_id)
+        self.query_one(LanesPane).selected_call_id = self.selected_call_id
 
     def _early_call(self) -> SkeletonCall | None:
         """The selected call in the skeleton (shown until the projection arrives)."""
@@ -825,7 +833,16 @@ class MainScreen(Screen[None]):
 
     def _select_from(self, table: TableView) -> None:
         detail = self.detail
-        if isinstance(table, CallsPane):
+        if isinstance(table, LanesPane):  # a lane selects its call everywhere
+            call = table.call_at_cursor()
+            if call is not None:
+                self.selected_call_id = call.call_id
+                self.calls.select_key(call.call_id)
+                detail.subject = Subject("call", call)
+                self._paint_verdict()
+            elif (task := table.task_at_cursor()) is not None:
+                detail.subject = Subject("task", task)
+        elif isinstance(table, CallsPane):
             call = table.call_at_cursor()
             if call is not None:
                 self.selected_call_id = call.call_id
@@ -878,6 +895,7 @@ class MainScreen(Screen[None]):
         self.active_pane = name
         for pane in PANES:
             self.pane(pane).set_class(pane == name, "-active")
+        self.query_one("#body").set_class(name == "lanes", "-lanes")  # (the grid's layout)
         self.query_one(PaneTabs).active = name
 
     # ------------------------------------------------------------------ actions
@@ -950,7 +968,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(HelpScreen(self.help_rows(), self.read_only))
 
     def action_action_log(self) -> None:
-        self.app.push_screen(ActionLogScreen(self.action_log))
+        self.app.push_screen(ActionLogScreen(self.action_log, self.case, self.as_of))
 
     def action_quit(self) -> None:
         self.app.exit()

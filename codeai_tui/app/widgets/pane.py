@@ -58,6 +58,11 @@ class Pane(TableView):
         """Whether the rows shown are the case's (else an empty pane says so)."""
         return self.snapshot is not None
 
+    def title_count(self) -> int:
+        """The count in the border title: the rows (a pane whose rows are not all
+        items, such as Lanes with its task headers, counts its items)."""
+        return self.row_count
+
     def title_marks(self) -> list[TitlePart]:
         """Warnings after the count in the border title."""
         return []
@@ -66,7 +71,7 @@ class Pane(TableView):
         """Set the border's title and subtitle where they changed: Textual redraws the
         whole pane on every set, which a live snapshot would otherwise cause in every
         pane."""
-        count = f"{self.row_count:,}" if self.rows_known() else "\u2026"  # not 0: not known
+        count = f"{self.title_count():,}" if self.rows_known() else "\u2026"  # not 0: not known
         parts: list[TitlePart] = [f"{self.KEY} {self.TITLE}", f" ({count})"]
         parts += self.title_marks()
         if parts != self._title_parts:
