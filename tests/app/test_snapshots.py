@@ -309,6 +309,9 @@ def test_lanes_view(in_tmp: Path, snap_compare: Any, when: str, size: tuple[int,
                        what="lanes drawn")
         # the lane under the cursor selected its call: Detail says it (laid out anew)
         await wait_for(pilot, lambda: "verdict:" in main.detail.text(), what="detail")
+        # ... and laid out: the text alone can come a layout before its lines
+        await wait_for(pilot, lambda: main.query_one("#detail").size.height > 2,
+                       what="detail laid out")
         await pilot.pause()
         await pilot.pause()
 
