@@ -69,9 +69,23 @@ class ToolEvidence:
     turn: tuple[str, str, str] | None = None
     plans: dict[str, tuple[PlannedTool, ...]] = field(default_factory=dict)  # attempt -> plan
     ops: list[ToolOpEvidence] = field(default_factory=list)
+    # operation key -> its evidence in `ops` (`op`, `add_op`): a scan of `ops` for each
+    # event made a call with 10^5 operations quadratic. Not compared: derived from ops.
+    by_key: dict[str, ToolOpEvidence] = field(default_factory=dict, compare=False,
+                                              repr=False)
 
     def clone(self) -> ToolEvidence:
-        return ToolEvidence(self.turn, dict(self.plans), [replace(o) for o in self.ops])
+        ops = [replace(o) for o in self.ops]
+        return ToolEvidence(self.turn, dict(self.plans), ops,
+                            {o.operation_key: o for o in reversed(ops)})
+
+    def op(self, key: str) -> ToolOpEvidence | None:
+        """The (first) operation with this key."""
+        return self.by_key.get(key)
+
+    def add_op(self, op: ToolOpEvidence) -> None:
+        self.ops.append(op)
+        self.by_key.setdefault(op.operation_key, op)
 
 
 Report = Any  # Callable[[str], None]; kept loose to avoid importing evidence here
@@ -125,13 +139,13 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         report(f"{kind} without operation_key (ignored)")
         return
     tools = call.tools = call.tools or ToolEvidence()
-    op = next((o for o in tools.ops if o.operation_key == key), None)
+    op = tools.op(key)
     if kind == TOOL_RECONCILED:
         _fold_finding(op, key, seq, p, report)
         return
     if op is None:
         op = ToolOpEvidence(key, attempt_id=attempt_id)
-        tools.ops.append(op)
+        tools.add_op(op)
     if kind == TOOL_ADMITTED:
         if op.admitted_seq is not None and not readmittable(op):
             report(f"operation {key} admitted a second time (the first admission stands)")
@@ -347,12 +361,19 @@ def classify_tools(call: CallEvidence) -> ToolsState | None:
         return None
     plan, plan_attempt, adopted = _plan_of(call, tools)
     by_key = {o.operation_key: o for o in tools.ops}
+    by_tool_call: dict[str | None, ToolOpEvidence] | None = None  # (made when needed)
     used: set[str] = set()
     out: list[ToolOpState] = []
     for planned in plan or ():
         key = "/".join((*tools.turn, planned.tool_call_id)) if tools.turn else None
-        ev = by_key.get(key) if key is not None else next(
-            (o for o in tools.ops if o.tool_call_id == planned.tool_call_id), None)
+        if key is not None:
+            ev = by_key.get(key)
+        else:  # no turn: the first operation admitted for its tool call
+            if by_tool_call is None:
+                by_tool_call = {}
+                for o in tools.ops:
+                    by_tool_call.setdefault(o.tool_call_id, o)
+            ev = by_tool_call.get(planned.tool_call_id)
         if ev is not None:
             used.add(ev.operation_key)
         out.append(_state(call, key, ev, planned, adopted))
