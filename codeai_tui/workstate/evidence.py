@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
@@ -185,6 +185,46 @@ class AttemptEvidence:
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptEvidence))
 
 
+class Attempts(list[AttemptEvidence]):
+    """A call's two or more attempts in order of first evidence, with an index by id
+    made once they are many: finding an event's attempt by scanning them made a call
+    with 10^5 attempts cost 10^10 comparisons. Compares (and pickles) as its list."""
+
+    __slots__ = ("_by_id",)
+
+    INDEXED_FROM = 16  # a scan of fewer is as quick, and a dict costs ~1 KB
+
+    def __init__(self, attempts: Iterable[AttemptEvidence] = ()) -> None:
+        super().__init__(attempts)
+        self._by_id: dict[str, AttemptEvidence] | None = None
+        if len(self) >= self.INDEXED_FROM:
+            self._index()
+
+    def _index(self) -> None:
+        by_id: dict[str, AttemptEvidence] = {}
+        for a in self:
+            by_id.setdefault(a.attempt_id, a)
+        self._by_id = by_id
+
+    def __reduce__(self) -> tuple[type[Attempts], tuple[list[AttemptEvidence]]]:
+        return (Attempts, (list(self),))
+
+    def add(self, attempt: AttemptEvidence) -> None:
+        self.append(attempt)
+        by_id = self._by_id
+        if by_id is not None:
+            by_id.setdefault(attempt.attempt_id, attempt)
+        elif len(self) >= self.INDEXED_FROM:
+            self._index()
+
+    def find(self, attempt_id: str) -> AttemptEvidence | None:
+        """The first attempt with this id (the one a scan in order would find)."""
+        by_id = self._by_id
+        if by_id is not None:
+            return by_id.get(attempt_id)
+        return next((a for a in self if a.attempt_id == attempt_id), None)
+
+
 @dataclass(slots=True)
 class CallEvidence:
     call_id: str
@@ -206,8 +246,8 @@ class CallEvidence:
     completed_off: int | None = None
     status: str | None = None
     adopted_attempt_id: str | None = None
-    # see `attempts`: None, the one attempt, or a list of two or more
-    held: AttemptEvidence | list[AttemptEvidence] | None = None
+    # see `attempts`: None, the one attempt, or two or more (Attempts)
+    held: AttemptEvidence | Attempts | None = None
     # ledger/TOOLS.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
     rare: dict[str, Any] | None = None  # the Rare fields below that were set
@@ -228,7 +268,7 @@ class CallEvidence:
         return self.manifest_key or self.idempotency_key
 
     @property
-    def attempts(self) -> tuple[AttemptEvidence, ...] | list[AttemptEvidence]:
+    def attempts(self) -> tuple[AttemptEvidence, ...] | Attempts:
         """The attempts in order of first evidence, scanned by id (calls have one to
         three: a dict each cost 120 bytes more per call). Attempts without
         attempt.started (orphans, an anomaly) are kept too but never decide. Most calls
@@ -237,7 +277,7 @@ class CallEvidence:
         held = self.held
         if held is None:
             return ()
-        if type(held) is list:
+        if type(held) is Attempts:
             return held
         return (held,)  # type: ignore[return-value]
 
@@ -245,10 +285,19 @@ class CallEvidence:
         held = self.held
         if held is None:
             self.held = attempt
-        elif type(held) is list:
-            held.append(attempt)
+        elif type(held) is Attempts:
+            held.add(attempt)
         else:
-            self.held = [held, attempt]  # type: ignore[list-item]
+            self.held = Attempts((held, attempt))  # type: ignore[arg-type]
+
+    def attempt(self, attempt_id: str) -> AttemptEvidence | None:
+        """The attempt with this id (the first, should two share it), or None."""
+        held = self.held
+        if held is None:
+            return None
+        if type(held) is Attempts:
+            return held.find(attempt_id)
+        return held if held.attempt_id == attempt_id else None  # type: ignore[union-attr]
 
     def last_attempt(self) -> AttemptEvidence | None:
         """The attempt whose attempt.started has the highest seq (LEDGER.md section 4):
@@ -279,7 +328,7 @@ class CallEvidence:
 
     def clone(self) -> CallEvidence:
         """A copy that later folds may change while verdicts keep the original."""
-        copies = [replace(a, rare=_copy_rare(a.rare)) for a in self.attempts]
+        copies = Attempts(replace(a, rare=_copy_rare(a.rare)) for a in self.attempts)
         return replace(self, held=copies if len(copies) > 1 else (copies[0] if copies else None),
                        tools=self.tools.clone() if self.tools is not None else None,
                        rare=_copy_rare(self.rare))
@@ -353,10 +402,14 @@ def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, 
     per started attempt, the receipts that match it (and all of them for the call)."""
     attempts = []
     received: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()  # what `received` holds (a scan of it was quadratic)
     for att in call.started_attempts():
-        mine = [{"receipt_id": rid, "received_at": at}
-                for rid, at in attempt_receipts(call, att, index)]
-        received += [m for m in mine if m not in received]
+        pairs = attempt_receipts(call, att, index)
+        mine = [{"receipt_id": rid, "received_at": at} for rid, at in pairs]
+        # each receipt once, in order of the attempts (equal ones an attempt matches
+        # twice both stay: only earlier attempts' count)
+        received += [m for m, pair in zip(mine, pairs, strict=True) if pair not in seen]
+        seen.update(pairs)
         attempts.append({"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
                          "received": mine})
     return {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
@@ -538,9 +591,8 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         call.completed_off = seq - call.first_seq
         call.status = _word(p, "status")
         adopted = _s(p, "adopted_attempt_id")
-        call.adopted_attempt_id = next(
-            (a.attempt_id for a in call.attempts if a.attempt_id == adopted), adopted
-        )
+        found = call.attempt(adopted) if adopted is not None else None
+        call.adopted_attempt_id = found.attempt_id if found is not None else adopted
     elif kind == "call.resumed":
         check_artifact_refs(kind, p, report)
         if call.resumed_seq is not None:
@@ -553,16 +605,17 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
                 call.resumed_by = f"{_s(by, 'user')}@{_s(by, 'host')} pid {_s(by, 'pid')}"
 
 
+def attempt_key(attempt_id: str | None, seq: int) -> str:
+    """The id an attempt event is folded under (one without an id: its own, by seq)."""
+    return attempt_id if attempt_id else f"(no attempt_id, seq {seq})"
+
+
 def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
                   p: dict[str, Any], report: Report) -> None:
     if not aid:
         report(f"{kind} without attempt_id")
-        aid = f"(no attempt_id, seq {seq})"
-    held = call.held  # most calls hold one attempt: no scan
-    if type(held) is AttemptEvidence:
-        att = held if held.attempt_id == aid else None
-    else:
-        att = next((a for a in call.attempts if a.attempt_id == aid), None)
+    aid = attempt_key(aid, seq)
+    att = call.attempt(aid)
     if att is None:
         att = AttemptEvidence(aid, seq)
         call.add_attempt(att)

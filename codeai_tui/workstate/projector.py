@@ -23,6 +23,7 @@ from codeai_tui.workstate.evidence import (
     CompilationEvidence,
     TaskEvidence,
     _intern,
+    attempt_key,
     fold_call_event,
     fold_compilation_event,
     fold_task_event,
@@ -41,7 +42,7 @@ from codeai_tui.workstate.receipts import (
     Coverage,
     LiveReceiptCheck,
     Pair,
-    add_coverage,
+    add_started,
     check_log,
     check_receipts,
     coverage_pairs,
@@ -339,8 +340,9 @@ class Projector:
         if ev.kind in _COVERAGE_KINDS and not self._pairs_stale:
             if call.key != key_before and any(a.started_seq is not None for a in call.attempts):
                 self._pairs_stale = self._keys_moved = True  # rebuild (hostile ledger)
-            else:
-                self._changed_pairs += add_coverage(self._pairs, call)
+            elif ev.kind == "attempt.started":  # (under an unchanged key nothing else can)
+                self._changed_pairs += add_started(
+                    self._pairs, call, call.attempt(attempt_key(ev.attempt_id, ev.seq)))
 
     # ---- verdicts
 
