@@ -340,11 +340,16 @@ class LedgerReader:
                        (clamp_seq(seq),))
         return event_from_row(rows[0]) if rows else None
 
-    def events_for_call(self, call_id: str) -> list[Event]:
-        rows = self._q(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE call_id = ? ORDER BY seq", (call_id,)
-        )
-        return [event_from_row(r) for r in rows]
+    def events_for_call(self, call_id: str, kinds: tuple[str, ...] | None = None
+                        ) -> list[Event]:
+        """The call's events in seq order (only those of `kinds`, if given: a call can
+        hold 10^5 events, each parsed here while the console waits on the GIL)."""
+        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE call_id = ?"
+        params: tuple[object, ...] = (call_id,)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params += kinds
+        return [event_from_row(r) for r in self._q(sql + " ORDER BY seq", params)]
 
     def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:
         sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?"
