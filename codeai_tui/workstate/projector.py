@@ -129,6 +129,9 @@ class _CallTally:
             rollup.take((None, None, (self.tools_done[0], self.tools_done[2])))
 
 
+_NO_CALLS = _CallTally()  # the share of a task with no call (never updated: not kept)
+
+
 class Projector:
     """Incremental WORK_STATE_V1. Feed events in seq order; ask for states any time.
 
@@ -202,12 +205,16 @@ class Projector:
         event_count: int,
         last_seq: int,
         coverage: Coverage | None = None,
+        task_states: Iterable[TaskState] = (),
+        compilation_states: Iterable[CompilationState] = (),
     ) -> Projector:
         """A projector that continues from evidence gathered another way (the SQL fast
         path), as if it had been fed every event up to `last_seq`. Its later `add`s fold
         into copies of the evidence the given verdicts hold. Only for ledgers whose
         event ids SQLite keeps unique (the ids are not re-read). `coverage`: the calls'
-        coverage when the gatherer built it already (it is kept, not copied)."""
+        coverage when the gatherer built it already (it is kept, not copied).
+        `task_states`, `compilation_states`: verdicts the gatherer judged already from
+        the same evidence (not judged again: 10^6 tasks took seconds)."""
         p = cls(event_ids_unique=True)
         for st in calls:
             ev = st.evidence
@@ -223,6 +230,8 @@ class Projector:
             p._task_comps.setdefault(comp.task_id, []).append(comp.compilation_id)
         for task in tasks:
             p.tasks[task.task_id] = task
+        p._task_cache = {t.task_id: t for t in task_states}
+        p._comp_cache = {c.compilation_id: c for c in compilation_states}
         p.anomalies = list(anomalies)
         for a in p.anomalies:
             if a.call_id:
@@ -400,20 +409,28 @@ class Projector:
         self._refresh_states()  # every call's verdict, so every tally, is current
         dirty = self._dirty_tasks | (self.tasks.keys() - self._task_cache.keys())
         for task_id in dirty:
-            rollup = TaskRollup()
-            for comp_id in self._task_comps.get(task_id, ()):
-                rollup.add(self.compilation_state(comp_id))
-            self._tally(task_id).into(rollup)
+            comps = self._task_comps.get(task_id)
+            tally = self._tally(task_id)
+            rollup = None  # (a task with neither: nothing to roll up)
+            if comps or tally is not _NO_CALLS:
+                rollup = TaskRollup()
+                for comp_id in comps or ():
+                    rollup.add(self.compilation_state(comp_id))
+                tally.into(rollup)
             self._task_cache[task_id] = classify_task(self.tasks[task_id], rollup)
         self._dirty_tasks.clear()
 
     def _tally(self, task_id: str) -> _CallTally:
         """The task's calls' share of its verdict, counted from every call where it is
-        missing or stale (the verdicts are current: see _refresh_tasks)."""
+        missing or stale (the verdicts are current: see _refresh_tasks). A task with no
+        call has none kept (10^6 such tasks: as many objects for nothing)."""
         tally = self._tallies.get(task_id)
         if tally is None or tally.stale:
+            calls = self._task_calls.get(task_id)
+            if not calls:
+                return _NO_CALLS
             tally = self._tallies[task_id] = _CallTally()
-            for call_id in self._task_calls.get(task_id, ()):
+            for call_id in calls:
                 pos = self.calls[call_id].position
                 tally.update(pos, contribution(self._states[pos]))  # type: ignore[arg-type]
         return tally
