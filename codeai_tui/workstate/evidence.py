@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
@@ -349,12 +349,14 @@ class ReceiptIndex:
     Built on first use: every receipt check carries one, but only `inspect --json` and
     the reasons read it, and time travel checks receipts at every step."""
 
-    __slots__ = ("_build", "_built", "log")
+    __slots__ = ("_build", "_built", "_last_call", "log")
 
     def __init__(self, log: str, build: Callable[[], tuple[ByPair, str | None]]) -> None:
         self.log = log
         self._build: Callable[[], tuple[ByPair, str | None]] | None = build
         self._built: tuple[ByPair, str | None] = ({}, None)
+        # the last `call_receipt_ids` answer, kept with the index it was read from
+        self._last_call: tuple[CallEvidence, tuple[str, ...]] | None = None
 
     def _get(self) -> tuple[ByPair, str | None]:
         if self._build is not None:
@@ -374,6 +376,15 @@ class ReceiptIndex:
     def complete_up_to(self) -> str | None:
         return self._get()[1]
 
+    def ids(self, pair: tuple[str, str]) -> tuple[str, ...]:
+        """The ids of the receipts `by_pair` holds for `pair`, without their times (the
+        console marks every receipt of a call: wording 10^5 times took a second)."""
+        by_pair = self.by_pair
+        ids: Callable[[tuple[str, str]], tuple[str, ...]] | None = getattr(by_pair, "ids", None)
+        if ids is not None:
+            return ids(pair)
+        return tuple(rid for rid, _at in by_pair.get(pair, ()))
+
 
 def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptIndex
                      ) -> tuple[tuple[str, str], ...]:
@@ -383,6 +394,28 @@ def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptInd
     if key is None or not att.request_sha256 or att.started_off is None:
         return ()
     return index.by_pair.get((key, att.request_sha256), ())
+
+
+def call_receipt_ids(call: CallEvidence, index: ReceiptIndex) -> tuple[str, ...]:
+    """The ids of the receipts matching any started attempt of `call`, each once, in
+    order of the attempts (log order within one). The index keeps the last answer: the
+    console asks on every paint of the selected call (10^5 attempts: ~0.5 s a time)."""
+    last = index._last_call
+    if last is not None and last[0] is call:  # (evidence judged never changes)
+        return last[1]
+    seen: dict[str, None] = {}
+    asked: set[str] = set()  # attempts with one request hash match one list
+    key = call.key
+    for att in call.started_attempts() if key is not None else ():
+        sha = att.request_sha256
+        if not sha or sha in asked:
+            continue
+        asked.add(sha)
+        for rid in index.ids((key, sha)):  # type: ignore[arg-type]  # (key is not None)
+            seen.setdefault(rid)
+    found = tuple(seen)
+    index._last_call = (call, found)
+    return found
 
 
 def attempt_effect(att: AttemptEvidence) -> str:
@@ -397,24 +430,44 @@ def attempt_effect(att: AttemptEvidence) -> str:
     return "unknown"
 
 
-def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, Any]:
+def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex,
+                          limit: int | None = None) -> dict[str, Any]:
     """The `evidence` object of a call in `inspect --json`: the receipt log's status and,
-    per started attempt, the receipts that match it (and all of them for the call)."""
+    per started attempt, the receipts that match it (and all of them for the call).
+    `limit`: only the last `limit` attempts, at most `limit` receipts a list, and how
+    many were left out (`*_not_shown`; `received` then holds those attempts' receipts):
+    the console's detail of one call, which stays small whatever the call holds;
+    `inspect --json` lists them all."""
     attempts = []
-    received: list[dict[str, str]] = []
+    received: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()  # what `received` holds (a scan of it was quadratic)
-    for att in call.started_attempts():
+    asked: set[str | None] = set()  # request hashes whose receipts are in `received`
+    started = call.started_attempts()
+    listed_from = 0 if limit is None else max(0, len(started) - limit)
+    for att in started[listed_from:]:
         pairs = attempt_receipts(call, att, index)
-        mine = [{"receipt_id": rid, "received_at": at} for rid, at in pairs]
-        # each receipt once, in order of the attempts (equal ones an attempt matches
-        # twice both stay: only earlier attempts' count)
-        received += [m for m, pair in zip(mine, pairs, strict=True) if pair not in seen]
-        seen.update(pairs)
-        attempts.append({"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
-                         "received": mine})
-    return {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
-            "received": received, "attempts": attempts}
+        if att.request_sha256 not in asked:  # (the same hash: the same receipts)
+            asked.add(att.request_sha256)
+            # each receipt once, in order of the attempts (equal ones one attempt
+            # matches twice both stay: only earlier attempts' count)
+            received += [pair for pair in pairs if pair not in seen]
+            seen.update(pairs)
+        entry = {"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
+                 "received": _receipt_list(pairs[:limit])}
+        if limit is not None and len(pairs) > limit:
+            entry["received_not_shown"] = len(pairs) - limit
+        attempts.append(entry)
+    doc: dict[str, Any] = {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
+                           "received": _receipt_list(received[:limit]), "attempts": attempts}
+    if limit is not None and len(received) > limit:
+        doc["received_not_shown"] = len(received) - limit
+    if listed_from:
+        doc["attempts_not_shown"] = listed_from
+    return doc
 
+
+def _receipt_list(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"receipt_id": rid, "received_at": at} for rid, at in pairs]
 
 
 @dataclass(slots=True)

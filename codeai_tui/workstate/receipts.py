@@ -215,6 +215,11 @@ class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
             self._last = (pair, found)
         return found if found else default
 
+    def ids(self, pair: Pair) -> tuple[str, ...]:
+        """The ids alone of what `get` gives (ReceiptIndex.ids)."""
+        ids = self._by_key.receipts.ids
+        return tuple(ids[i] for i in self._by_key.matching(*pair))
+
     def __getitem__(self, pair: Pair) -> tuple[tuple[str, str], ...]:
         found = self.get(pair)
         if found is None:

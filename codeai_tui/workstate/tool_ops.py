@@ -19,6 +19,7 @@ they cannot disagree. Pure: no I/O (receipt bytes and keys are handed in).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,11 @@ class ToolEvidence:
     # event made a call with 10^5 operations quadratic. Not compared: derived from ops.
     by_key: dict[str, ToolOpEvidence] = field(default_factory=dict, compare=False,
                                               repr=False)
+    # the last judgement (`classify_tools`) and the call's event count it was made at:
+    # the console asks for it on every paint of the call (its row, the verdict line,
+    # Detail), and judging 10^5 operations each time held the UI thread for seconds
+    judged: tuple[int, ToolsState | None] | None = field(default=None, compare=False,
+                                                         repr=False)
 
     def clone(self) -> ToolEvidence:
         ops = [replace(o) for o in self.ops]
@@ -307,14 +313,35 @@ class ToolsState:
         """Every operation completed or found to have run: the turn may go on."""
         return bool(self.operations) and all(o.done for o in self.operations)
 
-    def as_json(self, receipts: ToolReceipts | None = None) -> dict[str, Any]:
-        return {
-            "plan": None if self.plan is None else [t.as_json() for t in self.plan],
+    def listed(self, limit: int) -> tuple[ToolOpState, ...]:
+        """At most `limit` operations, in their order, for a view that must stay small:
+        all when they are few, else those whose effect is unknown first, then those
+        with a next operation, then the rest."""
+        ops = self.operations
+        if len(ops) <= limit:
+            return ops
+        first = heapq.nsmallest(limit, range(len(ops)), key=lambda i: (
+            not ops[i].effect_unknown, ops[i].next_operation is NextOperation.NONE, i))
+        return tuple(ops[i] for i in sorted(first))
+
+    def as_json(self, receipts: ToolReceipts | None = None,
+                limit: int | None = None) -> dict[str, Any]:
+        """`limit`: at most that many plan entries and operations (`listed`), saying how
+        many were left out (`*_not_shown`); every one without it."""
+        plan = self.plan if self.plan is None or limit is None else self.plan[:limit]
+        ops = self.operations if limit is None else self.listed(limit)
+        doc: dict[str, Any] = {
+            "plan": None if plan is None else [t.as_json() for t in plan],
             "plan_attempt_id": self.plan_attempt_id,
             "plan_adopted": self.adopted,
-            "operations": [o.as_json(receipts) for o in self.operations],
+            "operations": [o.as_json(receipts) for o in ops],
             "effect_unknown": self.effect_unknown_count,
         }
+        if plan is not None and self.plan is not None and len(plan) < len(self.plan):
+            doc["plan_not_shown"] = len(self.plan) - len(plan)
+        if len(ops) < len(self.operations):
+            doc["operations_not_shown"] = len(self.operations) - len(ops)
+        return doc
 
 
 def _plan_of(call: CallEvidence, tools: ToolEvidence
@@ -359,6 +386,15 @@ def classify_tools(call: CallEvidence) -> ToolsState | None:
     tools = call.tools
     if tools is None or (not tools.plans and not tools.ops):
         return None
+    judged = tools.judged
+    if judged is not None and judged[0] == call.event_count:  # (no event folded since)
+        return judged[1]
+    state = _classify_tools(call, tools)
+    tools.judged = (call.event_count, state)
+    return state
+
+
+def _classify_tools(call: CallEvidence, tools: ToolEvidence) -> ToolsState:
     plan, plan_attempt, adopted = _plan_of(call, tools)
     by_key = {o.operation_key: o for o in tools.ops}
     by_tool_call: dict[str | None, ToolOpEvidence] | None = None  # (made when needed)
