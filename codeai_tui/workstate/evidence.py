@@ -186,43 +186,74 @@ _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptEvidence))
 
 
 class Attempts(list[AttemptEvidence]):
-    """A call's two or more attempts in order of first evidence, with an index by id
-    made once they are many: finding an event's attempt by scanning them made a call
-    with 10^5 attempts cost 10^10 comparisons. Compares (and pickles) as its list."""
+    """A call's two or more attempts in order of first evidence, indexed by id once
+    they are many (a scan for each event's attempt made a call of 10^5 attempts cost
+    10^10 steps). A copy for copy on write (`shared_copy`) shares the attempt objects
+    and copies one only when it is about to change (`to_change`): copying all of them
+    each time a live console folded an event into such a call took ~1 s a poll.
+    Compares (and pickles) as its list."""
 
-    __slots__ = ("_by_id",)
+    __slots__ = ("_at", "_copied", "_shared")
 
     INDEXED_FROM = 16  # a scan of fewer is as quick, and a dict costs ~1 KB
 
     def __init__(self, attempts: Iterable[AttemptEvidence] = ()) -> None:
         super().__init__(attempts)
-        self._by_id: dict[str, AttemptEvidence] | None = None
+        self._at: dict[str, int] | None = None  # id -> position of the first with it
+        self._shared = 0  # positions below hold attempts the list copied from holds too
+        self._copied: set[int] | None = None  # ... except these, copied since
         if len(self) >= self.INDEXED_FROM:
             self._index()
 
     def _index(self) -> None:
-        by_id: dict[str, AttemptEvidence] = {}
-        for a in self:
-            by_id.setdefault(a.attempt_id, a)
-        self._by_id = by_id
+        at: dict[str, int] = {}
+        for i, a in enumerate(self):
+            at.setdefault(a.attempt_id, i)
+        self._at = at
 
     def __reduce__(self) -> tuple[type[Attempts], tuple[list[AttemptEvidence]]]:
         return (Attempts, (list(self),))
 
+    def shared_copy(self) -> Attempts:
+        """A list of the same attempt objects, to fold into while this one stays as it
+        is (`to_change` copies an attempt before it changes)."""
+        out = Attempts()
+        out.extend(self)
+        out._at = dict(self._at) if self._at is not None else None
+        out._shared = len(self)
+        return out
+
     def add(self, attempt: AttemptEvidence) -> None:
         self.append(attempt)
-        by_id = self._by_id
-        if by_id is not None:
-            by_id.setdefault(attempt.attempt_id, attempt)
+        at = self._at
+        if at is not None:
+            at.setdefault(attempt.attempt_id, len(self) - 1)
         elif len(self) >= self.INDEXED_FROM:
             self._index()
 
+    def position(self, attempt_id: str) -> int | None:
+        """The position of the first attempt with this id (a scan in order finds it)."""
+        at = self._at
+        if at is not None:
+            return at.get(attempt_id)
+        return next((i for i, a in enumerate(self) if a.attempt_id == attempt_id), None)
+
     def find(self, attempt_id: str) -> AttemptEvidence | None:
-        """The first attempt with this id (the one a scan in order would find)."""
-        by_id = self._by_id
-        if by_id is not None:
-            return by_id.get(attempt_id)
-        return next((a for a in self if a.attempt_id == attempt_id), None)
+        i = self.position(attempt_id)
+        return None if i is None else self[i]
+
+    def to_change(self, i: int) -> AttemptEvidence:
+        """The attempt at position i, copied first if the list this was copied from
+        holds it too."""
+        attempt = self[i]
+        if i < self._shared:
+            copied = self._copied
+            if copied is None:
+                copied = self._copied = set()
+            if i not in copied:
+                copied.add(i)
+                attempt = self[i] = replace(attempt, rare=_copy_rare(attempt.rare))
+        return attempt
 
 
 @dataclass(slots=True)
@@ -299,6 +330,14 @@ class CallEvidence:
             return held.find(attempt_id)
         return held if held.attempt_id == attempt_id else None  # type: ignore[union-attr]
 
+    def attempt_to_change(self, attempt_id: str) -> AttemptEvidence | None:
+        """`attempt`, for a fold about to change it (see `clone`)."""
+        held = self.held
+        if type(held) is Attempts:
+            i = held.position(attempt_id)
+            return None if i is None else held.to_change(i)
+        return self.attempt(attempt_id)
+
     def last_attempt(self) -> AttemptEvidence | None:
         """The attempt whose attempt.started has the highest seq (LEDGER.md section 4):
         evidence for an attempt that never started never stands in for it."""
@@ -327,9 +366,16 @@ class CallEvidence:
                       key=_started_order)
 
     def clone(self) -> CallEvidence:
-        """A copy that later folds may change while verdicts keep the original."""
-        copies = Attempts(replace(a, rare=_copy_rare(a.rare)) for a in self.attempts)
-        return replace(self, held=copies if len(copies) > 1 else (copies[0] if copies else None),
+        """A copy that later folds may change while verdicts keep the original: two or
+        more attempts are shared until one changes (`attempt_to_change`), one is copied."""
+        held = self.held
+        if type(held) is Attempts:
+            copies: AttemptEvidence | Attempts | None = held.shared_copy()
+        elif held is not None:
+            copies = replace(held, rare=_copy_rare(held.rare))  # type: ignore[type-var]
+        else:
+            copies = None
+        return replace(self, held=copies,
                        tools=self.tools.clone() if self.tools is not None else None,
                        rare=_copy_rare(self.rare))
 
@@ -668,7 +714,7 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
     if not aid:
         report(f"{kind} without attempt_id")
     aid = attempt_key(aid, seq)
-    att = call.attempt(aid)
+    att = call.attempt_to_change(aid)
     if att is None:
         att = AttemptEvidence(aid, seq)
         call.add_attempt(att)

@@ -360,9 +360,11 @@ def merge_coverage(started: Coverage, later: Coverage) -> None:
 
 def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidence) -> None:
     """`after` is a copy of `before` (copy on write): let coverage hold its attempts, so
-    the attempts of verdicts no longer held can be freed."""
+    the attempts of verdicts no longer held can be freed. (Two or more attempts are
+    shared by the copy until one changes, and what coverage reads of an attempt never
+    changes once it started: only the one copied attempt of a call is looked at.)"""
     key = before.key
-    if key is None:
+    if key is None or type(before.held) is not AttemptEvidence:
         return
     have = started.get(key)
     if have is None:

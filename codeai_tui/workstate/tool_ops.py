@@ -70,10 +70,15 @@ class ToolEvidence:
     turn: tuple[str, str, str] | None = None
     plans: dict[str, tuple[PlannedTool, ...]] = field(default_factory=dict)  # attempt -> plan
     ops: list[ToolOpEvidence] = field(default_factory=list)
-    # operation key -> its evidence in `ops` (`op`, `add_op`): a scan of `ops` for each
-    # event made a call with 10^5 operations quadratic. Not compared: derived from ops.
-    by_key: dict[str, ToolOpEvidence] = field(default_factory=dict, compare=False,
-                                              repr=False)
+    # operation key -> the position of its evidence in `ops` (`op`, `add_op`): a scan
+    # of `ops` for each event made a call with 10^5 operations quadratic. Not compared:
+    # derived from ops.
+    at: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # positions below `shared` hold operations the evidence this was cloned from holds
+    # too, except those `copied` since (`op_to_change`): a clone copied every one, ~1 s
+    # for each live poll of a call with 10^5 operations
+    shared: int = field(default=0, compare=False, repr=False)
+    copied: set[int] | None = field(default=None, compare=False, repr=False)
     # the last judgement (`classify_tools`) and the call's event count it was made at:
     # the console asks for it on every paint of the call (its row, the verdict line,
     # Detail), and judging 10^5 operations each time held the UI thread for seconds
@@ -81,17 +86,34 @@ class ToolEvidence:
                                                          repr=False)
 
     def clone(self) -> ToolEvidence:
-        ops = [replace(o) for o in self.ops]
-        return ToolEvidence(self.turn, dict(self.plans), ops,
-                            {o.operation_key: o for o in reversed(ops)})
+        """A copy to fold into while this one stays as it is: the operations are shared
+        until one changes (`op_to_change`)."""
+        return ToolEvidence(self.turn, dict(self.plans), list(self.ops), dict(self.at),
+                            len(self.ops))
 
     def op(self, key: str) -> ToolOpEvidence | None:
         """The (first) operation with this key."""
-        return self.by_key.get(key)
+        i = self.at.get(key)
+        return None if i is None else self.ops[i]
+
+    def op_to_change(self, key: str) -> ToolOpEvidence | None:
+        """`op`, for a fold about to change it (copied first if shared: see `clone`)."""
+        i = self.at.get(key)
+        if i is None:
+            return None
+        op = self.ops[i]
+        if i < self.shared:
+            copied = self.copied
+            if copied is None:
+                copied = self.copied = set()
+            if i not in copied:
+                copied.add(i)
+                op = self.ops[i] = replace(op)
+        return op
 
     def add_op(self, op: ToolOpEvidence) -> None:
         self.ops.append(op)
-        self.by_key.setdefault(op.operation_key, op)
+        self.at.setdefault(op.operation_key, len(self.ops) - 1)
 
 
 Report = Any  # Callable[[str], None]; kept loose to avoid importing evidence here
@@ -145,7 +167,7 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         report(f"{kind} without operation_key (ignored)")
         return
     tools = call.tools = call.tools or ToolEvidence()
-    op = tools.op(key)
+    op = tools.op_to_change(key)
     if kind == TOOL_RECONCILED:
         _fold_finding(op, key, seq, p, report)
         return
@@ -396,14 +418,13 @@ def classify_tools(call: CallEvidence) -> ToolsState | None:
 
 def _classify_tools(call: CallEvidence, tools: ToolEvidence) -> ToolsState:
     plan, plan_attempt, adopted = _plan_of(call, tools)
-    by_key = {o.operation_key: o for o in tools.ops}
     by_tool_call: dict[str | None, ToolOpEvidence] | None = None  # (made when needed)
     used: set[str] = set()
     out: list[ToolOpState] = []
     for planned in plan or ():
         key = "/".join((*tools.turn, planned.tool_call_id)) if tools.turn else None
         if key is not None:
-            ev = by_key.get(key)
+            ev = tools.op(key)
         else:  # no turn: the first operation admitted for its tool call
             if by_tool_call is None:
                 by_tool_call = {}
