@@ -300,8 +300,9 @@ class CallEvidence:
 
     @property
     def attempts(self) -> tuple[AttemptEvidence, ...] | Attempts:
-        """The attempts in order of first evidence, scanned by id (calls have one to
-        three: a dict each cost 120 bytes more per call). Attempts without
+        """The attempts in order of first evidence, found by id through `attempt` (a
+        scan of the one to three most calls have: a dict each cost 120 bytes more per
+        call; an index from Attempts.INDEXED_FROM on). Attempts without
         attempt.started (orphans, an anomaly) are kept too but never decide. Most calls
         have one attempt, held as itself: a list for it cost 88 bytes per call (12 MB at
         10^5 calls); do not mutate what this returns, `add_attempt` instead."""
