@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from codeai_tui.ledger.schema import LEDGER_FORMAT, SCHEMA_SQL
@@ -137,6 +137,156 @@ def write_ledger(case: Path, n_events: int, writers: int = 50, tasks: int = 1000
     (case / "provider").mkdir(exist_ok=True)
     (case / "provider" / "receipts.jsonl").write_text("\n".join(receipts) + "\n")
     return count
+
+
+# --------------------------------------------------------------------------- shapes
+# Ledgers whose events pile onto one entity, each measured beside an ordinary ledger of
+# the same number of events: the projection's cost must follow the events, not their
+# shape. Written with plain sqlite3 in bulk (rows first, the schema's indexes after, no
+# journal while loading), ending in WAL mode as every ledger does; no receipt log.
+
+Event = tuple[str, str, str | None, str | None, str | None, dict[str, object]]
+_ATTEMPT_TRIO = ("attempt.started", "attempt.observed", "attempt.retry_decided")
+
+
+def _payload_of(kind: str, n: int) -> dict[str, object]:
+    """The payload a valid ledger gives a call or attempt event (n: the attempt's number)."""
+    return {
+        "call.requested": {"idempotency_key": "key-1", "purpose": "review",
+                           "model": "synthetic-small"},
+        "call.manifest": {"idempotency_key": "key-1", "intent": {"instruction": "review"},
+                          "request_sha256": SHA_A, "request_artifact": SHA_A,
+                          "model": "synthetic-small"},
+        "attempt.started": {"attempt_no": n, "request_sha256": SHA_A},
+        "attempt.observed": {"transport": {"status": 429}, "response_sha256": SHA_A,
+                             "response_artifact": SHA_A},
+        "attempt.retry_decided": {"decision": "retry", "reason": "429"},
+    }[kind]
+
+
+def one_call_events(attempts: int) -> Iterator[Event]:
+    """One call retried `attempts` times (started, observed 429, retry decided: three
+    events an attempt), its last attempt still in flight: effect unknown."""
+    task, call = "task-0001", "call-0001"
+    yield ("task.created", task, None, None, None, {"title": "one call, many attempts"})
+    for kind in ("call.requested", "call.manifest"):
+        yield (kind, task, call, None, None, _payload_of(kind, 0))
+    for n in range(1, attempts + 1):
+        for kind in _ATTEMPT_TRIO[:1] if n == attempts else _ATTEMPT_TRIO:
+            yield (kind, task, call, f"{call}-a{n}", None, _payload_of(kind, n))
+
+
+def one_task_events(calls: int) -> Iterator[Event]:
+    """One task with `calls` ordinary calls (seven events each; every 50th in flight)."""
+    task = "task-0001"
+    yield ("task.created", task, None, None, None, {"title": "one task, many calls"})
+    for i in range(calls):
+        call, key = f"call-{i:07d}", f"key-{i:07d}"
+        att = f"{call}-a1"
+        yield ("call.requested", task, call, None, None,
+               {"idempotency_key": key, "purpose": "review", "model": "synthetic-small"})
+        yield ("call.manifest", task, call, None, None,
+               {"idempotency_key": key, "intent": {"instruction": "review"},
+                "request_sha256": SHA_A, "request_artifact": SHA_A, "model": "synthetic-small"})
+        yield ("attempt.started", task, call, att, None, {"attempt_no": 1, "request_sha256": SHA_A})
+        if i % 50 == 49:
+            continue
+        yield ("attempt.observed", task, call, att, None,
+               {"transport": {"status": 200}, "response_sha256": SHA_A,
+                "response_artifact": SHA_A})
+        yield ("attempt.interpreted", task, call, att, None,
+               {"interpreter": "v1", "outcome": "success"})
+        yield ("attempt.completed", task, call, att, None, {"status": "succeeded"})
+        yield ("call.completed", task, call, None, None,
+               {"status": "succeeded", "adopted_attempt_id": att})
+
+
+def many_tasks_events(tasks: int) -> Iterator[Event]:
+    """`tasks` tasks of one task.created each."""
+    for i in range(tasks):
+        yield ("task.created", f"task-{i:07d}", None, None, None, {"title": f"task {i}"})
+
+
+def tool_operations_events(operations: int) -> Iterator[Event]:
+    """One call whose saved response planned `operations` tool calls, each admitted and
+    completed (every tenth admitted only: tool effect unknown)."""
+    task, call, att = "task-0001", "call-0001", "call-0001-a1"
+    turn = {"namespace": "ns", "thread": "th", "turn": "turn-1"}
+    yield ("task.created", task, None, None, None, {"title": "one call, many tools"})
+    yield ("call.requested", task, call, None, None, {**_payload_of("call.requested", 0),
+                                                       "turn": turn})
+    yield ("call.manifest", task, call, None, None, _payload_of("call.manifest", 0))
+    yield ("attempt.started", task, call, att, None, _payload_of("attempt.started", 1))
+    plan = [{"tool_call_id": f"tc-{i}", "name": "publish_report", "arguments_sha256": SHA_A}
+            for i in range(operations)]
+    yield ("attempt.observed", task, call, att, None,
+           {"transport": {"status": 200}, "response_sha256": SHA_A,
+            "response_artifact": SHA_A, "tool_plan": plan})
+    yield ("attempt.interpreted", task, call, att, None, {"interpreter": "v1", "outcome": "success"})
+    yield ("attempt.completed", task, call, att, None, {"status": "succeeded"})
+    yield ("call.completed", task, call, None, None,
+           {"status": "succeeded", "adopted_attempt_id": att})
+    for i in range(operations):
+        key = f"ns/th/turn-1/tc-{i}"
+        yield ("tool.admitted", task, call, att, None,
+               {"operation_key": key, "tool_call_id": f"tc-{i}", "tool": "publish_report",
+                "arguments_sha256": SHA_A})
+        if i % 10 != 9:
+            yield ("tool.completed", task, call, att, None,
+                   {"operation_key": key, "outcome": "succeeded"})
+
+
+def compilations_events(compilations: int) -> Iterator[Event]:
+    """One task with `compilations` context compilations (every tenth never finished)."""
+    task = "task-0001"
+    yield ("task.created", task, None, None, None, {"title": "one task, many compilations"})
+    for i in range(compilations):
+        comp = f"comp-{i:07d}"
+        yield ("context.compilation_requested", task, None, None, comp,
+               {"offered": [{"id": "doc", "required": True, "size": 10,
+                             "size_estimated": False, "lineage": []}],
+                "required_ids": ["doc"]})
+        if i % 10 != 9:
+            yield ("context.compilation_completed", task, None, None, comp,
+                   {"package_id": f"pkg-{i}", "rendered_sha256": SHA_A, "selected": ["doc"]})
+
+
+def numbered(events: Iterator[Event]) -> Iterator[tuple[object, ...]]:
+    """Events as ledger rows: seq from 1, an event id and a time each."""
+    for seq, (kind, task, call, att, comp, payload) in enumerate(events, 1):
+        yield (seq, f"ev-{seq:07d}", _stamp(seq), kind, task, call, att, comp,
+               json.dumps(payload, separators=(",", ":")))
+
+
+def bulk_ledger(case: Path, rows: Iterator[tuple[object, ...]]) -> int:
+    """A ledger of `rows` in bulk; returns its events."""
+    case.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        statements = [f"{s.strip()};" for s in SCHEMA_SQL.split(";") if s.strip()]
+        indexes = [s for s in statements if s.startswith("CREATE INDEX")]
+        conn.executescript("\n".join(s for s in statements if s not in indexes))
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO ledger_meta VALUES ('format', ?)", (LEDGER_FORMAT,))
+        conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        conn.execute("COMMIT")
+        conn.executescript("\n".join(indexes))
+        conn.execute("PRAGMA journal_mode=WAL")
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+    finally:
+        conn.close()
+
+
+# (label, events of the shape at size n): the bench's shape rows
+SHAPES: dict[str, tuple[str, Callable[[int], Iterator[Event]]]] = {
+    "attempts": ("one call with {n:,} attempts", one_call_events),
+    "calls": ("one task with {n:,} calls", one_task_events),
+    "tools": ("one call with {n:,} tool operations", tool_operations_events),
+    "compilations": ("one task with {n:,} compilations", compilations_events),
+    "tasks": ("{n:,} tasks", many_tasks_events),
+}
 
 
 def write_bundle(root: Path, cases: int) -> None:
@@ -459,6 +609,19 @@ print(f"{time.perf_counter() - t0:.4f} {len(cases)}")
 """
 
 
+# the console's model, opened on a case until its full snapshot (no Textual)
+_MODEL_FULL = """
+import sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from codeai_tui.console.model import CaseFollower
+f = CaseFollower(Path(sys.argv[1]))
+f.catch_up()
+f.snapshot()
+print(f"{time.perf_counter() - t0:.4f}")
+"""
+
+
 def _median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -468,7 +631,8 @@ def _fmt_ratio(t: float, scan: float | None) -> str:
 
 
 def run_bench(n_events: int = 1_000_000, keep: str | None = None, runs: int = 3,
-              bundle_cases: int = 1000, live_seconds: float = 30.0) -> int:
+              bundle_cases: int = 1000, live_seconds: float = 30.0,
+              shapes: int = 100_000, shape_tasks: int = 0) -> int:
     if n_events < 100:
         print("codeai-tui: --events must be >= 100", file=sys.stderr)
         return 2
@@ -497,6 +661,9 @@ def run_bench(n_events: int = 1_000_000, keep: str | None = None, runs: int = 3,
                 walls.append(float(out.split()[0]))
             rows.append((f"{bundle_cases:,}-case bundle: list every case with its worst state "
                          "(model layer)", f"{_median(walls):.2f} s", "", "<= 3 s"))
+        sizes = {name: shapes for name in ("attempts", "calls", "tools", "compilations")}
+        sizes["tasks"] = shape_tasks
+        rows += measure_shapes(root, sizes, runs)
         _print_table(rows)
     finally:
         tmp.cleanup()
@@ -572,6 +739,66 @@ def _measure(case: Path, runs: int) -> list[tuple[str, str, str, str]]:
                  f"{_median(travel) * 1000:.0f} ms (max {max(travel) * 1000:.0f})",
                  _fmt_ratio(_median(travel), scan), "<= 500 ms"))
     return rows
+
+
+def measure_shapes(root: Path, sizes: dict[str, int], runs: int
+                   ) -> list[tuple[str, str, str, str]]:
+    """Each shape of SHAPES at its size (0: skipped) beside an ordinary ledger of the
+    same number of events (the interleaved writers', no receipt log), both measured
+    here: `inspect --json` and the console's model to its full snapshot, each as a whole
+    process. The ratio is per event (the ordinary ledger's count is within a few events
+    of the shape's)."""
+    rows: list[tuple[str, str, str, str]] = []
+    measured: dict[int, tuple[float, float]] = {}  # ordinary: events -> (inspect, model)
+    for name, n in sizes.items():
+        if n <= 0:
+            continue
+        label, events_of = SHAPES[name]
+        case = root / f"shape-{name}-{n}"
+        t0 = time.perf_counter()
+        count = _ledger_once(case, lambda case=case, events_of=events_of, n=n:
+                             bulk_ledger(case, numbered(events_of(n))))
+        ordinary = root / f"ordinary-{count}"
+        ordinary_count = _ledger_once(ordinary, lambda ordinary=ordinary, count=count:
+                                      bulk_ledger(ordinary, interleaved_rows(count)))
+        print(f"shape {label.format(n=n)}: {count:,} events (ordinary {ordinary_count:,}), "
+              f"written in {time.perf_counter() - t0:.1f} s")
+        if ordinary_count not in measured:
+            measured[ordinary_count] = _inspect_and_model(ordinary, runs)
+            rows += [(f"ordinary ledger of {ordinary_count:,} events (interleaved writers, no "
+                      f"receipt log): {what}", f"{t:.2f} s", "1.0x", "(baseline: shapes below)")
+                     for what, t in zip(("inspect --json", "console model, full snapshot"),
+                                        measured[ordinary_count], strict=True)]
+        per_event = ordinary_count / count
+        for what, t, base in zip(("inspect --json", "console model, full snapshot"),
+                                 _inspect_and_model(case, runs), measured[ordinary_count],
+                                 strict=True):
+            rows.append((f"shape: {label.format(n=n)} ({count:,} events): {what}",
+                         f"{t:.2f} s", f"{t * per_event / base:.2f}x ordinary",
+                         "about 1x ordinary"))
+    return rows
+
+
+def _ledger_once(case: Path, write: Callable[[], int]) -> int:
+    """The events of the ledger in `case`, written by `write` unless it is there (--keep)."""
+    db = case / "ledger.sqlite3"
+    if db.exists():
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+        finally:
+            conn.close()
+    return write()
+
+
+def _inspect_and_model(case: Path, runs: int) -> tuple[float, float]:
+    """Median seconds of `inspect --json` (whole process) and of the console's model to
+    its full snapshot (whole process, measured inside it)."""
+    exe = [sys.executable, "-m", "codeai_tui", "inspect", str(case), "--json"]
+    inspect = _median([_run(exe)[0] for _ in range(runs)])
+    model = _median([float(_run(_py(_MODEL_FULL) + [str(case)], capture=True)[2])
+                     for _ in range(runs)])
+    return inspect, model
 
 
 def _measure_live(case: Path, seconds: float, rate: int = 1000) -> list[tuple[str, str, str, str]]:

@@ -403,6 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long the live measure follows a writer (0: skip)")
     p.add_argument("--keep", type=_path, default=None,
                    help="write the ledgers here and keep them")
+    p.add_argument("--shapes", type=_whole(0, 10_000_000), default=100_000,
+                   help="size of the shape ledgers beside ordinary ones: one call with N "
+                        "attempts, one task with N calls, one call with N tool operations, "
+                        "one task with N compilations (default 100,000; 0: skip)")
+    p.add_argument("--shape-tasks", type=_whole(0, 10_000_000), default=0,
+                   help="also a ledger of N tasks beside an ordinary one (0, the default: "
+                        "skip; 1,000,000 takes minutes to write and measure)")
     _check_every_value(parser)
     _complete_help(parser)
     return parser
@@ -512,7 +519,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "bench":
         from codeai_tui.bench import run_bench
 
-        return run_bench(args.events, args.keep, args.runs, args.cases, args.live_seconds)
+        return run_bench(args.events, args.keep, args.runs, args.cases, args.live_seconds,
+                         args.shapes, args.shape_tasks)
     raise CliError(f"unknown command {args.command}")
 
 

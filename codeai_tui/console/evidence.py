@@ -18,6 +18,7 @@ from codeai_tui.workstate.evidence import (
     ReceiptIndex,
     attempt_effect,
     attempt_receipts,
+    call_receipt_ids,
 )
 from codeai_tui.workstate.reasons import receipt_phrase
 
@@ -78,20 +79,32 @@ def short_phrase(call: CallState, snap: CaseSnapshot | None) -> str:
     return "not in the log"
 
 
-def attempt_lines(call: CallState, snap: CaseSnapshot | None) -> list[AttemptLine]:
-    """Every started attempt with the receipts matching it, oldest first."""
+# what Detail words one by one: the last attempts of a call, the first receipts of a
+# list, the first operations (a call with 10^5 attempts made Detail a text of 10^5
+# lines, laid out on the UI thread for tens of seconds: keys went unanswered)
+DETAIL_SHOWN = 20
+
+
+def attempt_lines(call: CallState, snap: CaseSnapshot | None,
+                  last: int | None = None) -> list[AttemptLine]:
+    """Every started attempt (the `last` ones only, if given) with the receipts matching
+    it, oldest first; the text names at most DETAIL_SHOWN receipts."""
     index = receipt_index(snap)
-    return attempt_lines_with(call, index) if index is not None else []
+    return attempt_lines_with(call, index, last) if index is not None else []
 
 
-def attempt_lines_with(call: CallState, index: ReceiptIndex) -> list[AttemptLine]:
+def attempt_lines_with(call: CallState, index: ReceiptIndex,
+                       last: int | None = None) -> list[AttemptLine]:
     """`attempt_lines` against a receipt index (the projection's, same cut-off)."""
     lines = []
-    for att in call.evidence.started_attempts():
+    started = call.evidence.started_attempts()
+    for att in started[-last:] if last is not None else started:
         got = attempt_receipts(call.evidence, att, index)
         if got:
             text = "received by the provider at " + ", ".join(
-                f"{_clock(at)} (receipt {rid})" for rid, at in got)
+                f"{_clock(at)} (receipt {rid})" for rid, at in got[:DETAIL_SHOWN])
+            if len(got) > DETAIL_SHOWN:
+                text += f" and {len(got) - DETAIL_SHOWN:,} more"
             if len(got) > 1:
                 text += " (duplicate effect)"
         elif index.log == "absent":
@@ -108,11 +121,8 @@ def attempt_lines_with(call: CallState, index: ReceiptIndex) -> list[AttemptLine
 
 def receipts_of_call(call: CallState, snap: CaseSnapshot | None) -> tuple[str, ...]:
     """The receipt ids matching any started attempt of the call, in log order."""
-    seen: dict[str, None] = {}
-    for line in attempt_lines(call, snap):
-        for rid, _at in line.receipts:
-            seen.setdefault(rid)
-    return tuple(seen)
+    index = receipt_index(snap)
+    return call_receipt_ids(call.evidence, index) if index is not None else ()
 
 
 def calls_of_receipt(receipt: Receipt, snap: CaseSnapshot | None) -> list[Link]:
@@ -145,9 +155,13 @@ def call_detail_lines(call: CallState, snap: CaseSnapshot | None) -> list[tuple[
     if index is None or call.evidence.last_attempt() is None:
         return []
     out = []
-    lines = attempt_lines(call, snap)
-    if len(lines) > 1:  # one attempt: the reason already names what the log says
-        out += [(f"attempt {line.attempt_id}", line.text) for line in lines]
+    started = len(call.evidence.started_attempts())
+    if started > 1:  # one attempt: the reason already names what the log says
+        if started > DETAIL_SHOWN:
+            out.append(("attempts", f"{started:,} started: the last {DETAIL_SHOWN} below "
+                                    "(inspect --json lists every one)"))
+        out += [(f"attempt {line.attempt_id}", line.text)
+                for line in attempt_lines(call, snap, DETAIL_SHOWN)]
     if call.effect_unknown:
         out.append(("reconcile", "x records the finding (pre-filled from this evidence)"
                     if not call.anomalous else "refused: an anomaly names this call"))

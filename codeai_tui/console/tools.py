@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeai_tui.console.evidence import DETAIL_SHOWN
 from codeai_tui.ledger import LedgerError
 from codeai_tui.services.tool_receipts import read_tool_receipts
 from codeai_tui.tools.turn import TurnError, saved_response
@@ -93,15 +94,23 @@ def op_words(op: ToolOpState, details: ToolDetails | None) -> str:
 
 
 def tool_lines(tools: ToolsState, details: ToolDetails | None) -> list[tuple[str, str]]:
-    """Labelled lines for Detail: the plan, then each operation's state in words."""
+    """Labelled lines for Detail: the plan, then each operation's state in words (at
+    most DETAIL_SHOWN of either: see `ToolsState.listed`)."""
     lines: list[tuple[str, str]] = []
     if tools.plan is None:
         lines.append(("tool plan", "none known (no complete response was saved)"))
     else:
         adopted = "saved response" if tools.adopted else "response not finished yet"
-        names = ", ".join(f"{t.name} ({t.tool_call_id})" for t in tools.plan) or "no tool"
+        names = ", ".join(f"{t.name} ({t.tool_call_id})"
+                          for t in tools.plan[:DETAIL_SHOWN]) or "no tool"
+        if len(tools.plan) > DETAIL_SHOWN:
+            names += f" and {len(tools.plan) - DETAIL_SHOWN:,} more"
         lines.append(("tool plan", f"{len(tools.plan)} call(s) in the {adopted}: {names}"))
-    for op in tools.operations:
+    listed = tools.listed(DETAIL_SHOWN)
+    if len(listed) < len(tools.operations):
+        lines.append(("tool operations", f"{len(tools.operations):,}: {len(listed)} below, "
+                      "those with something to do first (inspect lists every one)"))
+    for op in listed:
         label = f"{WARN} tool {op.tool_call_id}" if op.effect_unknown else f"tool {op.tool_call_id}"
         lines.append((label, f"{op.tool}: {op_words(op, details)}"))
     return lines
@@ -120,12 +129,12 @@ def _parsed(text: str | None) -> Any:
 def tool_body(tools: ToolsState, details: ToolDetails | None) -> dict[str, Any]:
     """The `tools` object Detail shows: the plan with its arguments, and each operation
     with its receipt verdict and the signed receipt itself."""
-    doc = tools.as_json(details.receipts if details is not None else None)
+    doc = tools.as_json(details.receipts if details is not None else None, DETAIL_SHOWN)
     if details is not None and doc["plan"] is not None:
         for entry in doc["plan"]:
             if entry["tool_call_id"] in details.arguments:
                 entry["arguments"] = _parsed(details.arguments[entry["tool_call_id"]])
-    for op, entry in zip(tools.operations, doc["operations"], strict=True):
+    for op, entry in zip(tools.listed(DETAIL_SHOWN), doc["operations"], strict=True):
         if op.receipt is not None:
             entry["signed_receipt"] = _parsed(op.receipt)
     return doc

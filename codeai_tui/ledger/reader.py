@@ -377,11 +377,18 @@ class LedgerReader:
                        (clamp_seq(seq),))
         return event_from_row(rows[0]) if rows else None
 
-    def events_for_call(self, call_id: str) -> list[Event]:
-        """One call's events, the same through its index and from the table alone (a
-        write's plan is made from these: ledger/table_check.py); raises IndexDisagrees."""
-        rows = checked_events(self._q, self.path, "call_id = ?", (call_id,),
-                              f"call {call_id[:80]!r}")
+    def events_for_call(self, call_id: str, kinds: tuple[str, ...] | None = None
+                        ) -> list[Event]:
+        """One call's events in seq order (only those of `kinds`, if given: a call can
+        hold 10^5 events, each parsed here while the console waits on the GIL), the same
+        through its index and from the table alone (a write's plan is made from these:
+        ledger/table_check.py); raises IndexDisagrees."""
+        where = "call_id = ?"
+        params: tuple[object, ...] = (call_id,)
+        if kinds:
+            where += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params += kinds
+        rows = checked_events(self._q, self.path, where, params, f"call {call_id[:80]!r}")
         return [event_from_row(r) for r in rows]
 
     def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:

@@ -629,8 +629,9 @@ def projector_from(g: Gathered) -> Projector:
     """The gathered projection as an incremental projector (the console follows appends
     from there, event by event)."""
     calls = list(g.calls())
-    anomalies, _tasks, _comps, _receipts = g.finish()
+    anomalies, tasks, comps, _receipts = g.finish()
     return Projector.from_evidence(
         calls=calls, compilations=g.compilations.values(), tasks=g.tasks.values(),
         anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
-        last_seq=g.as_of_seq, coverage=g.coverage)
+        last_seq=g.as_of_seq, coverage=g.coverage, task_states=tasks,
+        compilation_states=comps)

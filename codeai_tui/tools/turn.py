@@ -131,8 +131,9 @@ def named_turn(case_dir: str | Path, call_id: str) -> tuple[str, str, str] | Non
 
 def saved_response(case_dir: str | Path, call_id: str) -> SavedResponse:
     """The plan as journaled, checked against the ledger's own tool_plan."""
-    with LedgerReader(case_dir) as reader:
-        events = reader.events_for_call(call_id)
+    with LedgerReader(case_dir) as reader:  # (only the kinds it reads: the call's
+        # tool operations' events can be many)
+        events = reader.events_for_call(call_id, ("call.completed", "attempt.observed"))
     adopted = None
     for e in events:
         if e.kind == "call.completed" and (e.payload or {}).get("status") == "succeeded":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
@@ -194,6 +194,77 @@ class AttemptEvidence:
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptEvidence))
 
 
+class Attempts(list[AttemptEvidence]):
+    """A call's two or more attempts in order of first evidence, indexed by id once
+    they are many (a scan for each event's attempt made a call of 10^5 attempts cost
+    10^10 steps). A copy for copy on write (`shared_copy`) shares the attempt objects
+    and copies one only when it is about to change (`to_change`): copying all of them
+    each time a live console folded an event into such a call took ~1 s a poll.
+    Compares (and pickles) as its list."""
+
+    __slots__ = ("_at", "_copied", "_shared")
+
+    INDEXED_FROM = 16  # a scan of fewer is as quick, and a dict costs ~1 KB
+
+    def __init__(self, attempts: Iterable[AttemptEvidence] = ()) -> None:
+        super().__init__(attempts)
+        self._at: dict[str, int] | None = None  # id -> position of the first with it
+        self._shared = 0  # positions below hold attempts the list copied from holds too
+        self._copied: set[int] | None = None  # ... except these, copied since
+        if len(self) >= self.INDEXED_FROM:
+            self._index()
+
+    def _index(self) -> None:
+        at: dict[str, int] = {}
+        for i, a in enumerate(self):
+            at.setdefault(a.attempt_id, i)
+        self._at = at
+
+    def __reduce__(self) -> tuple[type[Attempts], tuple[list[AttemptEvidence]]]:
+        return (Attempts, (list(self),))
+
+    def shared_copy(self) -> Attempts:
+        """A list of the same attempt objects, to fold into while this one stays as it
+        is (`to_change` copies an attempt before it changes)."""
+        out = Attempts()
+        out.extend(self)
+        out._at = dict(self._at) if self._at is not None else None
+        out._shared = len(self)
+        return out
+
+    def add(self, attempt: AttemptEvidence) -> None:
+        self.append(attempt)
+        at = self._at
+        if at is not None:
+            at.setdefault(attempt.attempt_id, len(self) - 1)
+        elif len(self) >= self.INDEXED_FROM:
+            self._index()
+
+    def position(self, attempt_id: str) -> int | None:
+        """The position of the first attempt with this id (a scan in order finds it)."""
+        at = self._at
+        if at is not None:
+            return at.get(attempt_id)
+        return next((i for i, a in enumerate(self) if a.attempt_id == attempt_id), None)
+
+    def find(self, attempt_id: str) -> AttemptEvidence | None:
+        i = self.position(attempt_id)
+        return None if i is None else self[i]
+
+    def to_change(self, i: int) -> AttemptEvidence:
+        """The attempt at position i, copied first if the list this was copied from
+        holds it too."""
+        attempt = self[i]
+        if i < self._shared:
+            copied = self._copied
+            if copied is None:
+                copied = self._copied = set()
+            if i not in copied:
+                copied.add(i)
+                attempt = self[i] = replace(attempt, rare=_copy_rare(attempt.rare))
+        return attempt
+
+
 @dataclass(slots=True)
 class CallEvidence:
     call_id: str
@@ -215,8 +286,8 @@ class CallEvidence:
     completed_off: int | None = None
     status: str | None = None
     adopted_attempt_id: str | None = None
-    # see `attempts`: None, the one attempt, or a list of two or more
-    held: AttemptEvidence | list[AttemptEvidence] | None = None
+    # see `attempts`: None, the one attempt, or two or more (Attempts)
+    held: AttemptEvidence | Attempts | None = None
     # docs/tools.md: turn, tool plans and operations (None for every v1 call)
     tools: ToolEvidence | None = None
     rare: dict[str, Any] | None = None  # the Rare fields below that were set
@@ -237,16 +308,17 @@ class CallEvidence:
         return self.manifest_key or self.idempotency_key
 
     @property
-    def attempts(self) -> tuple[AttemptEvidence, ...] | list[AttemptEvidence]:
-        """The attempts in order of first evidence, scanned by id (calls have one to
-        three: a dict each cost 120 bytes more per call). Attempts without
+    def attempts(self) -> tuple[AttemptEvidence, ...] | Attempts:
+        """The attempts in order of first evidence, found by id through `attempt` (a
+        scan of the one to three most calls have: a dict each cost 120 bytes more per
+        call; an index from Attempts.INDEXED_FROM on). Attempts without
         attempt.started (orphans, an anomaly) are kept too but never decide. Most calls
         have one attempt, held as itself: a list for it cost 88 bytes per call (12 MB at
         10^5 calls); do not mutate what this returns, `add_attempt` instead."""
         held = self.held
         if held is None:
             return ()
-        if type(held) is list:
+        if type(held) is Attempts:
             return held
         return (held,)  # type: ignore[return-value]
 
@@ -254,10 +326,27 @@ class CallEvidence:
         held = self.held
         if held is None:
             self.held = attempt
-        elif type(held) is list:
-            held.append(attempt)
+        elif type(held) is Attempts:
+            held.add(attempt)
         else:
-            self.held = [held, attempt]  # type: ignore[list-item]
+            self.held = Attempts((held, attempt))  # type: ignore[arg-type]
+
+    def attempt(self, attempt_id: str) -> AttemptEvidence | None:
+        """The attempt with this id (the first, should two share it), or None."""
+        held = self.held
+        if held is None:
+            return None
+        if type(held) is Attempts:
+            return held.find(attempt_id)
+        return held if held.attempt_id == attempt_id else None  # type: ignore[union-attr]
+
+    def attempt_to_change(self, attempt_id: str) -> AttemptEvidence | None:
+        """`attempt`, for a fold about to change it (see `clone`)."""
+        held = self.held
+        if type(held) is Attempts:
+            i = held.position(attempt_id)
+            return None if i is None else held.to_change(i)
+        return self.attempt(attempt_id)
 
     def last_attempt(self) -> AttemptEvidence | None:
         """The attempt whose attempt.started has the highest seq (docs/ledger.md section 4):
@@ -287,9 +376,16 @@ class CallEvidence:
                       key=_started_order)
 
     def clone(self) -> CallEvidence:
-        """A copy that later folds may change while verdicts keep the original."""
-        copies = [replace(a, rare=_copy_rare(a.rare)) for a in self.attempts]
-        return replace(self, held=copies if len(copies) > 1 else (copies[0] if copies else None),
+        """A copy that later folds may change while verdicts keep the original: two or
+        more attempts are shared until one changes (`attempt_to_change`), one is copied."""
+        held = self.held
+        if type(held) is Attempts:
+            copies: AttemptEvidence | Attempts | None = held.shared_copy()
+        elif held is not None:
+            copies = replace(held, rare=_copy_rare(held.rare))  # type: ignore[type-var]
+        else:
+            copies = None
+        return replace(self, held=copies,
                        tools=self.tools.clone() if self.tools is not None else None,
                        rare=_copy_rare(self.rare))
 
@@ -309,12 +405,14 @@ class ReceiptIndex:
     Built on first use: every receipt check carries one, but only `inspect --json` and
     the reasons read it, and time travel checks receipts at every step."""
 
-    __slots__ = ("_build", "_built", "log")
+    __slots__ = ("_build", "_built", "_last_call", "log")
 
     def __init__(self, log: str, build: Callable[[], tuple[ByPair, str | None]]) -> None:
         self.log = log
         self._build: Callable[[], tuple[ByPair, str | None]] | None = build
         self._built: tuple[ByPair, str | None] = ({}, None)
+        # the last `call_receipt_ids` answer, kept with the index it was read from
+        self._last_call: tuple[CallEvidence, tuple[str, ...]] | None = None
 
     def _get(self) -> tuple[ByPair, str | None]:
         if self._build is not None:
@@ -334,6 +432,15 @@ class ReceiptIndex:
     def complete_up_to(self) -> str | None:
         return self._get()[1]
 
+    def ids(self, pair: tuple[str, str]) -> tuple[str, ...]:
+        """The ids of the receipts `by_pair` holds for `pair`, without their times (the
+        console marks every receipt of a call: wording 10^5 times took a second)."""
+        by_pair = self.by_pair
+        ids: Callable[[tuple[str, str]], tuple[str, ...]] | None = getattr(by_pair, "ids", None)
+        if ids is not None:
+            return ids(pair)
+        return tuple(rid for rid, _at in by_pair.get(pair, ()))
+
 
 def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptIndex
                      ) -> tuple[tuple[str, str], ...]:
@@ -343,6 +450,28 @@ def attempt_receipts(call: CallEvidence, att: AttemptEvidence, index: ReceiptInd
     if key is None or not att.request_sha256 or att.started_off is None:
         return ()
     return index.by_pair.get((key, att.request_sha256), ())
+
+
+def call_receipt_ids(call: CallEvidence, index: ReceiptIndex) -> tuple[str, ...]:
+    """The ids of the receipts matching any started attempt of `call`, each once, in
+    order of the attempts (log order within one). The index keeps the last answer: the
+    console asks on every paint of the selected call (10^5 attempts: ~0.5 s a time)."""
+    last = index._last_call
+    if last is not None and last[0] is call:  # (evidence judged never changes)
+        return last[1]
+    seen: dict[str, None] = {}
+    asked: set[str] = set()  # attempts with one request hash match one list
+    key = call.key
+    for att in call.started_attempts() if key is not None else ():
+        sha = att.request_sha256
+        if not sha or sha in asked:
+            continue
+        asked.add(sha)
+        for rid in index.ids((key, sha)):  # type: ignore[arg-type]  # (key is not None)
+            seen.setdefault(rid)
+    found = tuple(seen)
+    index._last_call = (call, found)
+    return found
 
 
 def attempt_effect(att: AttemptEvidence) -> str:
@@ -357,20 +486,44 @@ def attempt_effect(att: AttemptEvidence) -> str:
     return "unknown"
 
 
-def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex) -> dict[str, Any]:
+def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex,
+                          limit: int | None = None) -> dict[str, Any]:
     """The `evidence` object of a call in `inspect --json`: the receipt log's status and,
-    per started attempt, the receipts that match it (and all of them for the call)."""
+    per started attempt, the receipts that match it (and all of them for the call).
+    `limit`: only the last `limit` attempts, at most `limit` receipts a list, and how
+    many were left out (`*_not_shown`; `received` then holds those attempts' receipts):
+    the console's detail of one call, which stays small whatever the call holds;
+    `inspect --json` lists them all."""
     attempts = []
-    received: list[dict[str, str]] = []
-    for att in call.started_attempts():
-        mine = [{"receipt_id": rid, "received_at": at}
-                for rid, at in attempt_receipts(call, att, index)]
-        received += [m for m in mine if m not in received]
-        attempts.append({"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
-                         "received": mine})
-    return {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
-            "received": received, "attempts": attempts}
+    received: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()  # what `received` holds (a scan of it was quadratic)
+    asked: set[str | None] = set()  # request hashes whose receipts are in `received`
+    started = call.started_attempts()
+    listed_from = 0 if limit is None else max(0, len(started) - limit)
+    for att in started[listed_from:]:
+        pairs = attempt_receipts(call, att, index)
+        if att.request_sha256 not in asked:  # (the same hash: the same receipts)
+            asked.add(att.request_sha256)
+            # each receipt once, in order of the attempts (equal ones one attempt
+            # matches twice both stay: only earlier attempts' count)
+            received += [pair for pair in pairs if pair not in seen]
+            seen.update(pairs)
+        entry = {"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
+                 "received": _receipt_list(pairs[:limit])}
+        if limit is not None and len(pairs) > limit:
+            entry["received_not_shown"] = len(pairs) - limit
+        attempts.append(entry)
+    doc: dict[str, Any] = {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
+                           "received": _receipt_list(received[:limit]), "attempts": attempts}
+    if limit is not None and len(received) > limit:
+        doc["received_not_shown"] = len(received) - limit
+    if listed_from:
+        doc["attempts_not_shown"] = listed_from
+    return doc
 
+
+def _receipt_list(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"receipt_id": rid, "received_at": at} for rid, at in pairs]
 
 
 @dataclass(slots=True)
@@ -547,9 +700,8 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         call.completed_off = seq - call.first_seq
         call.status = _word(p, "status")
         adopted = _s(p, "adopted_attempt_id")
-        call.adopted_attempt_id = next(
-            (a.attempt_id for a in call.attempts if a.attempt_id == adopted), adopted
-        )
+        found = call.attempt(adopted) if adopted is not None else None
+        call.adopted_attempt_id = found.attempt_id if found is not None else adopted
     elif kind == "call.resumed":
         check_artifact_refs(kind, p, report)
         if call.resumed_seq is not None:
@@ -562,16 +714,17 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
                 call.resumed_by = f"{_s(by, 'user')}@{_s(by, 'host')} pid {_s(by, 'pid')}"
 
 
+def attempt_key(attempt_id: str | None, seq: int) -> str:
+    """The id an attempt event is folded under (one without an id: its own, by seq)."""
+    return attempt_id if attempt_id else f"(no attempt_id, seq {seq})"
+
+
 def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
                   p: dict[str, Any], report: Report) -> None:
     if not aid:
         report(f"{kind} without attempt_id")
-        aid = f"(no attempt_id, seq {seq})"
-    held = call.held  # most calls hold one attempt: no scan
-    if type(held) is AttemptEvidence:
-        att = held if held.attempt_id == aid else None
-    else:
-        att = next((a for a in call.attempts if a.attempt_id == aid), None)
+    aid = attempt_key(aid, seq)
+    att = call.attempt_to_change(aid)
     if att is None:
         att = AttemptEvidence(aid, seq)
         call.add_attempt(att)

@@ -217,8 +217,6 @@ def _subject(st: Unresolved) -> str:
 
 
 def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskState:
-    rollup = rollup or TaskRollup()
-
     def state(op: NextOperation, subject: str | None, reason: str,
               follow_up_of: str | None = None) -> TaskState:
         return TaskState(task.task_id, op, subject, reason, task.title, task.first_seq,
@@ -227,14 +225,18 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
     if task.completed:
         seq, acc = task.completed[-1]
         return state(NextOperation.NONE, None, f"task.completed at seq {seq} (acceptance {acc})")
-    completed_accs = {acc for _, acc in task.completed}
-    for seq, acc, _call in task.accepted:
-        if acc not in completed_accs:
-            return state(
-                NextOperation.REPEAT_ACCEPTANCE,
-                acc,
-                f"task.accepted {acc} at seq {seq} has no matching task.completed",
-            )
+    if task.accepted:
+        completed_accs = {acc for _, acc in task.completed}
+        for seq, acc, _call in task.accepted:
+            if acc not in completed_accs:
+                return state(
+                    NextOperation.REPEAT_ACCEPTANCE,
+                    acc,
+                    f"task.accepted {acc} at seq {seq} has no matching task.completed",
+                )
+    if rollup is None:  # (nothing unresolved, nothing succeeded: no rollup to make)
+        return TaskState(task.task_id, NextOperation.START_CALL, None, _NOTHING_YET,
+                         task.title, task.first_seq, task.last_seq)
     first = rollup.first_unresolved
     if first is not None:
         subject = _subject(first)
@@ -255,4 +257,7 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
             call_id,
             f"call {call_id} succeeded (seq {seq}) and nothing is unresolved: check and accept",
         )
-    return state(NextOperation.START_CALL, None, "no call has succeeded and none is pending")
+    return state(NextOperation.START_CALL, None, _NOTHING_YET)
+
+
+_NOTHING_YET = "no call has succeeded and none is pending"

@@ -8,7 +8,7 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -66,7 +66,12 @@ class ByKey:
     Receipts appended later (`grown`) are kept by key beside them, until they are many
     enough to sort in again: the sorted columns are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_order", "_sorted", "receipts")
+    __slots__ = ("_added", "_extra", "_groups", "_order", "_sorted", "receipts")
+
+    # a key with more receipts than this has its receipts grouped by body hash when
+    # first asked about (kept while the table lives): a pass over all of them for each
+    # question made a key with 10^5 receipts and as many attempts cost 10^10 steps
+    GROUPED_FROM = 32
 
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
@@ -76,6 +81,7 @@ class ByKey:
         self._order = array("l", order)
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
+        self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
 
     def grown(self, receipts: Receipts) -> ByKey:
         """The table of `receipts`, whose first receipts are this table's, in proportion
@@ -83,7 +89,7 @@ class ByKey:
         before = len(self.receipts)
         if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
             return ByKey(receipts)
-        out = ByKey(())
+        out = ByKey(())  # (its own `_groups`: the appended receipts are not in these)
         out.receipts, out._sorted, out._order = receipts, self._sorted, self._order
         extra = dict(self._extra)
         for i in range(before, len(receipts)):
@@ -95,10 +101,9 @@ class ByKey:
     def _span(self, key: str) -> tuple[int, int]:
         ordered = self._sorted
         at = bisect_left(ordered, key)
-        end = at
-        while end < len(ordered) and ordered[end] == key:
-            end += 1
-        return at, end
+        if at == len(ordered) or ordered[at] != key:
+            return at, at
+        return at, bisect_right(ordered, key, at)
 
     def positions(self, key: str) -> list[int]:
         """The positions of the receipts with this key, in log order."""
@@ -119,8 +124,27 @@ class ByKey:
 
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
+        grouped = self.by_hash(key)
+        if grouped is not None:
+            return list(grouped.get(sha, ()))
         shas = self.receipts.shas
         return [i for i in self.positions(key) if shas[i] == sha]
+
+    def by_hash(self, key: str) -> dict[str, list[int]] | None:
+        """The positions of this key's receipts by body hash (log order), made on the
+        first question and kept; None for a key with few receipts (a scan is quicker)."""
+        grouped = self._groups.get(key)
+        if grouped is not None:
+            return grouped
+        at, end = self._span(key)
+        if end - at + len(self._extra.get(key, ())) <= self.GROUPED_FROM:
+            return None
+        shas = self.receipts.shas
+        grouped = {}
+        for i in self.positions(key):
+            grouped.setdefault(shas[i], []).append(i)
+        self._groups[key] = grouped
+        return grouped
 
 
 _BY_KEY: list[tuple[ReceiptLog, ByKey]] = []
@@ -141,21 +165,33 @@ def share_receipt_strings(call: CallEvidence, by_key: ByKey) -> None:
     equal (one copy of each instead of a second parsed from the ledger: ~25 MB at 10^5
     calls). Only equal text is ever swapped, so no verdict or document changes."""
     key = call.key
-    group = by_key.positions(key) if key is not None else None
-    if not group:
+    if key is None:
         return
     rs = by_key.receipts
-    shared = rs.keys[group[0]]
+    # body hash -> a position holding it (looked up per hash the call holds: a key many
+    # calls share can have as many hashes)
+    grouped: Mapping[str, list[int]] | None = by_key.by_hash(key)
+    if grouped is None:
+        grouped = {}
+        for i in by_key.positions(key):
+            grouped.setdefault(rs.shas[i], [i])
+    if not grouped:
+        return
+    shared = rs.keys[next(iter(grouped.values()))[0]]
     if call.idempotency_key == shared:
         call.idempotency_key = shared
     if call.manifest_key == shared:
         call.manifest_key = shared
-    hashes = {rs.shas[i]: rs.shas[i] for i in group}
+
+    def share(sha: str) -> str:
+        at = grouped.get(sha)  # type: ignore[union-attr]  # (not None here)
+        return rs.shas[at[0]] if at else sha
+
     if call.request_sha256 is not None:
-        call.request_sha256 = hashes.get(call.request_sha256, call.request_sha256)
+        call.request_sha256 = share(call.request_sha256)
     for att in call.attempts:
         if att.request_sha256 is not None:
-            att.request_sha256 = hashes.get(att.request_sha256, att.request_sha256)
+            att.request_sha256 = share(att.request_sha256)
 
 
 class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
@@ -178,6 +214,11 @@ class ReceiptsByPair(Mapping[Pair, tuple[tuple[str, str], ...]]):
             found = tuple((rs.ids[i], rs.received_at(i)) for i in self._by_key.matching(*pair))
             self._last = (pair, found)
         return found if found else default
+
+    def ids(self, pair: Pair) -> tuple[str, ...]:
+        """The ids alone of what `get` gives (ReceiptIndex.ids)."""
+        ids = self._by_key.receipts.ids
+        return tuple(ids[i] for i in self._by_key.matching(*pair))
 
     def __getitem__(self, pair: Pair) -> tuple[tuple[str, str], ...]:
         found = self.get(pair)
@@ -237,10 +278,11 @@ def index_for(log: ReceiptLog | None) -> ReceiptIndex:
                           bool(log and log.exists))
 
 # call key -> the earliest started attempt per request hash under that key (by its
-# attempt.started seq): the attempt itself, or a list once a key has several hashes.
+# attempt.started seq): the attempt itself, or a dict by request hash once a key has
+# several hashes (a list scanned per look-up made a key with 10^5 hashes quadratic).
 # The attempt is the value (its started seq, id and hash never change once started):
 # a (key, hash) -> (seq, id) dict cost ~150 bytes per call more (20 MB at 10^5 calls).
-Coverage = dict[str, "AttemptEvidence | list[AttemptEvidence]"]
+Coverage = dict[str, "AttemptEvidence | dict[str, AttemptEvidence]"]
 
 
 def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
@@ -248,8 +290,8 @@ def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
     have = started.get(key)
     if have is None:
         return None
-    if type(have) is list:
-        return next((a for a in have if a.request_sha256 == sha), None)
+    if type(have) is dict:
+        return have.get(sha)
     return have if have.request_sha256 == sha else None  # type: ignore[union-attr]
 
 def coverage_pairs(calls: Iterable[CallEvidence]) -> Coverage:
@@ -275,24 +317,32 @@ def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
     return changed
 
 
+def add_started(started: Coverage, call: CallEvidence, att: AttemptEvidence | None
+                ) -> list[Pair]:
+    """`add_coverage` for one attempt of `call` that has just started, the call's other
+    attempts being in already under the same key (a pass over them all on every start
+    made a call of 10^5 attempts cost 10^10 steps)."""
+    key = call.key
+    if key is None or att is None or att.started_off is None or not att.request_sha256:
+        return []
+    return [(key, att.request_sha256)] if add_attempt(started, key, att) else []
+
+
 def add_attempt(started: Coverage, key: str, att: AttemptEvidence) -> bool:
     """Let a started attempt with a request hash cover (`key`, its hash) unless one that
     started earlier does; True when it does now."""
-    sha = att.request_sha256
+    sha: str = att.request_sha256  # type: ignore[assignment]  # only attempts with one come
     seq: int = att.started_seq  # type: ignore[assignment]  # only started attempts come
     have = started.get(key)
     if have is None:
         started[key] = att
-    elif type(have) is list:
-        old = next((i for i, a in enumerate(have) if a.request_sha256 == sha), None)
-        if old is None:
-            have.append(att)
-        elif seq < have[old].started_seq:  # type: ignore[operator]
-            have[old] = att
-        else:
+    elif type(have) is dict:
+        old = have.get(sha)
+        if old is not None and seq >= old.started_seq:  # type: ignore[operator]
             return False
+        have[sha] = att
     elif have.request_sha256 != sha:  # type: ignore[union-attr]
-        started[key] = [have, att]  # type: ignore[list-item]
+        started[key] = {have.request_sha256: have, sha: att}  # type: ignore[union-attr, dict-item]
     elif seq < have.started_seq:  # type: ignore[operator, union-attr]
         started[key] = att
     else:
@@ -304,24 +354,26 @@ def merge_coverage(started: Coverage, later: Coverage) -> None:
     """Add `later`'s attempts (the coverage of calls that come after `started`'s in
     first-seq order, built on its own) as if their calls had been added one by one."""
     for key, have in later.items():
-        for att in have if type(have) is list else (have,):
+        for att in have.values() if type(have) is dict else (have,):
             add_attempt(started, key, att)  # type: ignore[arg-type]
 
 
 def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidence) -> None:
     """`after` is a copy of `before` (copy on write): let coverage hold its attempts, so
-    the attempts of verdicts no longer held can be freed."""
+    the attempts of verdicts no longer held can be freed. (Two or more attempts are
+    shared by the copy until one changes, and what coverage reads of an attempt never
+    changes once it started: only the one copied attempt of a call is looked at.)"""
     key = before.key
-    if key is None:
+    if key is None or type(before.held) is not AttemptEvidence:
         return
     have = started.get(key)
     if have is None:
         return
     for old, new in zip(before.attempts, after.attempts, strict=False):
-        if type(have) is list:
-            for i, a in enumerate(have):
-                if a is old:
-                    have[i] = new
+        if type(have) is dict:
+            sha = old.request_sha256
+            if sha is not None and have.get(sha) is old:
+                have[sha] = new
         elif have is old:
             started[key] = have = new
 

@@ -19,6 +19,7 @@ they cannot disagree. Pure: no I/O (receipt bytes and keys are handed in).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -69,9 +70,50 @@ class ToolEvidence:
     turn: tuple[str, str, str] | None = None
     plans: dict[str, tuple[PlannedTool, ...]] = field(default_factory=dict)  # attempt -> plan
     ops: list[ToolOpEvidence] = field(default_factory=list)
+    # operation key -> the position of its evidence in `ops` (`op`, `add_op`): a scan
+    # of `ops` for each event made a call with 10^5 operations quadratic. Not compared:
+    # derived from ops.
+    at: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # positions below `shared` hold operations the evidence this was cloned from holds
+    # too, except those `copied` since (`op_to_change`): a clone copied every one, ~1 s
+    # for each live poll of a call with 10^5 operations
+    shared: int = field(default=0, compare=False, repr=False)
+    copied: set[int] | None = field(default=None, compare=False, repr=False)
+    # the last judgement (`classify_tools`) and the call's event count it was made at:
+    # the console asks for it on every paint of the call (its row, the verdict line,
+    # Detail), and judging 10^5 operations each time held the UI thread for seconds
+    judged: tuple[int, ToolsState | None] | None = field(default=None, compare=False,
+                                                         repr=False)
 
     def clone(self) -> ToolEvidence:
-        return ToolEvidence(self.turn, dict(self.plans), [replace(o) for o in self.ops])
+        """A copy to fold into while this one stays as it is: the operations are shared
+        until one changes (`op_to_change`)."""
+        return ToolEvidence(self.turn, dict(self.plans), list(self.ops), dict(self.at),
+                            len(self.ops))
+
+    def op(self, key: str) -> ToolOpEvidence | None:
+        """The (first) operation with this key."""
+        i = self.at.get(key)
+        return None if i is None else self.ops[i]
+
+    def op_to_change(self, key: str) -> ToolOpEvidence | None:
+        """`op`, for a fold about to change it (copied first if shared: see `clone`)."""
+        i = self.at.get(key)
+        if i is None:
+            return None
+        op = self.ops[i]
+        if i < self.shared:
+            copied = self.copied
+            if copied is None:
+                copied = self.copied = set()
+            if i not in copied:
+                copied.add(i)
+                op = self.ops[i] = replace(op)
+        return op
+
+    def add_op(self, op: ToolOpEvidence) -> None:
+        self.ops.append(op)
+        self.at.setdefault(op.operation_key, len(self.ops) - 1)
 
 
 Report = Any  # Callable[[str], None]; kept loose to avoid importing evidence here
@@ -136,13 +178,13 @@ def fold_tool_event(call: CallEvidence, kind: str, seq: int, attempt_id: str | N
         report(f"{kind} without operation_key (ignored)")
         return
     tools = call.tools = call.tools or ToolEvidence()
-    op = next((o for o in tools.ops if o.operation_key == key), None)
+    op = tools.op_to_change(key)
     if kind == TOOL_RECONCILED:
         _fold_finding(op, key, seq, p, report)
         return
     if op is None:
         op = ToolOpEvidence(key, attempt_id=attempt_id)
-        tools.ops.append(op)
+        tools.add_op(op)
     if kind == TOOL_ADMITTED:
         if op.admitted_seq is not None and not readmittable(op):
             report(f"operation {key} admitted a second time (the first admission stands)")
@@ -304,14 +346,35 @@ class ToolsState:
         """Every operation completed or found to have run: the turn may go on."""
         return bool(self.operations) and all(o.done for o in self.operations)
 
-    def as_json(self, receipts: ToolReceipts | None = None) -> dict[str, Any]:
-        return {
-            "plan": None if self.plan is None else [t.as_json() for t in self.plan],
+    def listed(self, limit: int) -> tuple[ToolOpState, ...]:
+        """At most `limit` operations, in their order, for a view that must stay small:
+        all when they are few, else those whose effect is unknown first, then those
+        with a next operation, then the rest."""
+        ops = self.operations
+        if len(ops) <= limit:
+            return ops
+        first = heapq.nsmallest(limit, range(len(ops)), key=lambda i: (
+            not ops[i].effect_unknown, ops[i].next_operation is NextOperation.NONE, i))
+        return tuple(ops[i] for i in sorted(first))
+
+    def as_json(self, receipts: ToolReceipts | None = None,
+                limit: int | None = None) -> dict[str, Any]:
+        """`limit`: at most that many plan entries and operations (`listed`), saying how
+        many were left out (`*_not_shown`); every one without it."""
+        plan = self.plan if self.plan is None or limit is None else self.plan[:limit]
+        ops = self.operations if limit is None else self.listed(limit)
+        doc: dict[str, Any] = {
+            "plan": None if plan is None else [t.as_json() for t in plan],
             "plan_attempt_id": self.plan_attempt_id,
             "plan_adopted": self.adopted,
-            "operations": [o.as_json(receipts) for o in self.operations],
+            "operations": [o.as_json(receipts) for o in ops],
             "effect_unknown": self.effect_unknown_count,
         }
+        if plan is not None and self.plan is not None and len(plan) < len(self.plan):
+            doc["plan_not_shown"] = len(self.plan) - len(plan)
+        if len(ops) < len(self.operations):
+            doc["operations_not_shown"] = len(self.operations) - len(ops)
+        return doc
 
 
 def _plan_of(call: CallEvidence, tools: ToolEvidence
@@ -356,14 +419,29 @@ def classify_tools(call: CallEvidence) -> ToolsState | None:
     tools = call.tools
     if tools is None or (not tools.plans and not tools.ops):
         return None
+    judged = tools.judged
+    if judged is not None and judged[0] == call.event_count:  # (no event folded since)
+        return judged[1]
+    state = _classify_tools(call, tools)
+    tools.judged = (call.event_count, state)
+    return state
+
+
+def _classify_tools(call: CallEvidence, tools: ToolEvidence) -> ToolsState:
     plan, plan_attempt, adopted = _plan_of(call, tools)
-    by_key = {o.operation_key: o for o in tools.ops}
+    by_tool_call: dict[str | None, ToolOpEvidence] | None = None  # (made when needed)
     used: set[str] = set()
     out: list[ToolOpState] = []
     for planned in plan or ():
         key = "/".join((*tools.turn, planned.tool_call_id)) if tools.turn else None
-        ev = by_key.get(key) if key is not None else next(
-            (o for o in tools.ops if o.tool_call_id == planned.tool_call_id), None)
+        if key is not None:
+            ev = tools.op(key)
+        else:  # no turn: the first operation admitted for its tool call
+            if by_tool_call is None:
+                by_tool_call = {}
+                for o in tools.ops:
+                    by_tool_call.setdefault(o.tool_call_id, o)
+            ev = by_tool_call.get(planned.tool_call_id)
         if ev is not None:
             used.add(ev.operation_key)
         out.append(_state(call, key, ev, planned, adopted))

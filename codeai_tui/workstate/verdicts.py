@@ -204,11 +204,14 @@ class CallState:
         return f"{base}; {phrase}" if phrase else base
 
     def as_json(self, receipts: ReceiptIndex | None = None,
-                tool_receipts: ToolReceipts | None = None) -> dict[str, Any]:
+                tool_receipts: ToolReceipts | None = None, *,
+                limit: int | None = None) -> dict[str, Any]:
         """Section 7's fields; with `receipts` (the log as of the same cut-off) also the
         matching receipts per attempt under `evidence`, and the reason names them. A call
         with tool evidence adds `tools` (plan, operations, receipt verdicts against
-        `tool_receipts`); a v1 call's document is exactly as before."""
+        `tool_receipts`); a v1 call's document is exactly as before. `limit`: the
+        evidence lists at most that many attempts and receipts (see
+        `call_receipt_evidence`), and `tools` is left out (the caller shows it)."""
         doc = {
             "call_id": self.call_id,
             "task_id": self.task_id,
@@ -224,8 +227,8 @@ class CallState:
             "reason": self.reason_with(receipts),
         }
         if receipts is not None:
-            doc["evidence"] = call_receipt_evidence(self.evidence, receipts)
-        tools = self.tools
+            doc["evidence"] = call_receipt_evidence(self.evidence, receipts, limit)
+        tools = self.tools if limit is None else None
         if tools is not None:
             doc["tools"] = tools.as_json(tool_receipts)
         return doc

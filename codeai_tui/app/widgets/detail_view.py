@@ -23,7 +23,12 @@ from textual.widgets import Static
 from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_text import ago, detail_text
 from codeai_tui.console.drift import DriftCheck, DriftStatus
-from codeai_tui.console.evidence import call_detail_lines, receipt_detail_lines, receipt_index
+from codeai_tui.console.evidence import (
+    DETAIL_SHOWN,
+    call_detail_lines,
+    receipt_detail_lines,
+    receipt_index,
+)
 from codeai_tui.console.model import CaseSnapshot, SkeletonCall
 from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.console.tools import ToolDetails, load_tool_details, tool_body, tool_lines
@@ -167,7 +172,7 @@ class DetailView(VerticalScroll):
             lines += call_detail_lines(call, snap)
             if call.resumable:
                 lines += self._resume_lines(call)
-            body = call.as_json(index)
+            body = call.as_json(index, limit=DETAIL_SHOWN)
             tools = call.tools
             if tools is not None:  # docs/tools.md: plan, operations, signed receipts
                 details = self._details_for(call)
