@@ -311,7 +311,7 @@ def test_lanes_view(in_tmp: Path, snap_compare: Any, when: str, size: tuple[int,
         await wait_for(pilot, lambda: "verdict:" in main.detail.text(), what="detail")
         # ... and laid out: the text alone can come a layout before its lines
         await wait_for(pilot, lambda: main.query_one("#detail").size.height > 2,
-                       what="detail laid out")
+                       timeout=30, what="detail laid out")
         await pilot.pause()
         await pilot.pause()
 
