@@ -59,14 +59,7 @@ def test_q_during_the_first_load_quits_within_the_deadline(tmp_path: Path) -> No
             time.sleep(0.05)
         else:
             raise AssertionError(f"never seen loading with its keys bound:\n{screen}")
-        pressed = time.monotonic()
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-        while time.monotonic() - pressed < 30 and not done.exists():
-            time.sleep(0.02)
-        took = time.monotonic() - pressed
-        assert done.exists(), f"the console did not exit within 30 s of q:\n{capture(session)}"
-        assert took < DEADLINE_S, f"q took {took:.2f} s to end the console"
-        assert done.read_text().strip() == "0"
+        _q_ends_it(session, done)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False,
                        capture_output=True)
@@ -104,14 +97,19 @@ def test_q_while_the_first_open_is_busy_in_sqlite(tmp_path: Path) -> None:
             time.sleep(0.05)
         else:
             raise AssertionError(f"never seen opening with its keys bound:\n{screen}")
-        pressed = time.monotonic()
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-        while time.monotonic() - pressed < 30 and not done.exists():
-            time.sleep(0.02)
-        took = time.monotonic() - pressed
-        assert done.exists(), f"the console did not exit within 30 s of q:\n{capture(session)}"
-        assert took < DEADLINE_S, f"q took {took:.2f} s to end the console"
-        assert done.read_text().strip() == "0"
+        _q_ends_it(session, done)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False,
                        capture_output=True)
+
+
+def _q_ends_it(session: str, done: Path) -> None:
+    """Press q and wait for the console's exit status: 0, within DEADLINE_S."""
+    pressed = time.monotonic()
+    subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+    while time.monotonic() - pressed < 30 and not done.exists():
+        time.sleep(0.02)
+    took = time.monotonic() - pressed
+    assert done.exists(), f"the console did not exit within 30 s of q:\n{capture(session)}"
+    assert took < DEADLINE_S, f"q took {took:.2f} s to end the console"
+    assert done.read_text().strip() == "0"
