@@ -261,3 +261,15 @@ def test_every_subcommand_help_says_each_argument_and_the_exit_codes(command: st
             at = lines.index(line)
             follow = lines[at + 1] if at + 1 < len(lines) else ""
             assert follow.startswith("   "), f"{command}: {line!r} has no help"
+
+
+def test_the_console_without_a_terminal_is_one_line_not_a_spinning_screen(
+        tmp_path: Path) -> None:
+    """Without a terminal the console drew into the pipe, spun a core and ignored
+    SIGTERM; now it says what to use instead (exit 2), within the subprocess timeout."""
+    v = next(x for x in load_vectors() if x["name"] == "completed_task")
+    write_ledger(tmp_path / "case", v["events"])
+    proc = cli(str(tmp_path / "case"), input="")
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert proc.stderr.startswith("codeai-tui: the console needs a terminal")
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
