@@ -388,8 +388,31 @@ class LedgerReader:
         if kinds:
             where += f" AND kind IN ({','.join('?' * len(kinds))})"
             params += kinds
-        rows = checked_events(self._q, self.path, where, params, f"call {call_id[:80]!r}")
+        rows = self._checked(where, params, f"call {call_id[:80]!r}")
         return [event_from_row(r) for r in rows]
+
+    def _checked(self, where: str, params: tuple[object, ...], what: str
+                 ) -> list[tuple[object, ...]]:
+        """`checked_events` with both reads in one read transaction: a writer committing
+        between them is not an index that disagrees with its table (the two reads of
+        a write's plan raced the other writers of a case and read as a lying index)."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise ledger_error(self.path, exc, guard_of(self._conn)) from None
+            try:
+                return checked_events(self._q_held, self.path, where, params, what)
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")  # a read: nothing to keep or undo
+
+    def _q_held(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        """`_q` for a caller that holds the lock already."""
+        try:
+            return fetch_all(self._conn, sql, params)
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, exc, guard_of(self._conn)) from None
 
     def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:
         """A task's events (of `kinds`), checked like `events_for_call`."""
@@ -398,7 +421,7 @@ class LedgerReader:
         if kinds:
             where += f" AND kind IN ({','.join('?' * len(kinds))})"
             params += kinds
-        rows = checked_events(self._q, self.path, where, params, f"task {task_id[:80]!r}")
+        rows = self._checked(where, params, f"task {task_id[:80]!r}")
         return [event_from_row(r) for r in rows]
 
     def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
