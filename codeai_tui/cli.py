@@ -869,7 +869,7 @@ def _check_kernel_key(args: argparse.Namespace) -> None:
             raise CliError(f"--kernel-key {key}: not readable")
 
 
-def _need_a_terminal() -> None:
+def need_a_terminal() -> None:
     """Without a terminal the screen was drawn into a pipe or a file, spun a core and did
     not end on SIGTERM: a script wants `inspect`, not the console."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -888,7 +888,7 @@ def cmd_open(args: argparse.Namespace, provider_note: str | None = None) -> int:
         names = [t.name for t in load_themes()[0]]
         if args.theme not in names:
             raise CliError(f"unknown theme {args.theme!r}; choose one of: {', '.join(names)}")
-    _need_a_terminal()
+    need_a_terminal()
     # an incident console gains nothing from animation, and loses time on slow links
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     from codeai_tui.app import create_app

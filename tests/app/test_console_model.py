@@ -92,5 +92,6 @@ def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pyt
                                 Outcome.REFUSED, "no")
 
     monkeypatch.setattr(app_package, "create_app", lambda *a, **k: FakeApp())
+    monkeypatch.setattr(cli, "need_a_terminal", lambda: None)  # the stand-in app needs none
     assert cli.main([str(case)]) == 0
     assert "codeai-tui: this session: 1 refused" in capsys.readouterr().out
