@@ -19,7 +19,6 @@ they cannot disagree. Pure: no I/O (receipt bytes and keys are handed in).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -331,10 +330,12 @@ class ToolsState:
     plan_attempt_id: str | None
     adopted: bool  # the plan is in the response the succeeded call adopted
     operations: tuple[ToolOpState, ...]
+    # counted once: the console asks on every paint of the call (10^5 operations)
+    effect_unknown_count: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def effect_unknown_count(self) -> int:
-        return sum(1 for o in self.operations if o.effect_unknown)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "effect_unknown_count",
+                           sum(1 for o in self.operations if o.effect_unknown))
 
     def unresolved(self) -> ToolOpState | None:
         """The operation a task must see first: effect unknown before start_tool."""
@@ -349,13 +350,19 @@ class ToolsState:
     def listed(self, limit: int) -> tuple[ToolOpState, ...]:
         """At most `limit` operations, in their order, for a view that must stay small:
         all when they are few, else those whose effect is unknown first, then those
-        with a next operation, then the rest."""
+        with a next operation, then the rest (one pass: a paint asks more than once)."""
         ops = self.operations
         if len(ops) <= limit:
             return ops
-        first = heapq.nsmallest(limit, range(len(ops)), key=lambda i: (
-            not ops[i].effect_unknown, ops[i].next_operation is NextOperation.NONE, i))
-        return tuple(ops[i] for i in sorted(first))
+        unknown: list[int] = []
+        to_do: list[int] = []
+        rest: list[int] = []
+        for i, op in enumerate(ops):
+            kept = (unknown if op.stage is ToolOpStage.EFFECT_UNKNOWN else
+                    to_do if op.next_operation is not NextOperation.NONE else rest)
+            if len(kept) < limit:
+                kept.append(i)
+        return tuple(ops[i] for i in sorted((unknown + to_do + rest)[:limit]))
 
     def as_json(self, receipts: ToolReceipts | None = None,
                 limit: int | None = None) -> dict[str, Any]:
