@@ -267,11 +267,8 @@ class LedgerReader:
 
     def _q(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         """Run one query to completion (no read transaction survives it)."""
-        try:
-            with self._lock:
-                return fetch_all(self._conn, sql, params)
-        except sqlite3.Error as exc:
-            raise ledger_error(self.path, exc, guard_of(self._conn)) from None
+        with self._lock:
+            return self._q_held(sql, params)
 
     def _read_data_version(self) -> int:
         return int(self._q("PRAGMA data_version")[0][0])  # type: ignore[arg-type]
@@ -383,13 +380,17 @@ class LedgerReader:
         hold 10^5 events, each parsed here while the console waits on the GIL), the same
         through its index and from the table alone (a write's plan is made from these:
         ledger/table_check.py); raises IndexDisagrees."""
-        where = "call_id = ?"
-        params: tuple[object, ...] = (call_id,)
+        return self._events_of("call_id", call_id, kinds, f"call {call_id[:80]!r}")
+
+    def _events_of(self, column: str, value: str, kinds: tuple[str, ...] | None,
+                   what: str) -> list[Event]:
+        """The events whose `column` is `value` (of `kinds`, if given), checked."""
+        where = f"{column} = ?"
+        params: tuple[object, ...] = (value,)
         if kinds:
             where += f" AND kind IN ({','.join('?' * len(kinds))})"
             params += kinds
-        rows = self._checked(where, params, f"call {call_id[:80]!r}")
-        return [event_from_row(r) for r in rows]
+        return [event_from_row(r) for r in self._checked(where, params, what)]
 
     def _checked(self, where: str, params: tuple[object, ...], what: str
                  ) -> list[tuple[object, ...]]:
@@ -416,13 +417,7 @@ class LedgerReader:
 
     def events_for_task(self, task_id: str, kinds: tuple[str, ...] | None = None) -> list[Event]:
         """A task's events (of `kinds`), checked like `events_for_call`."""
-        where = "task_id = ?"
-        params: tuple[object, ...] = (task_id,)
-        if kinds:
-            where += f" AND kind IN ({','.join('?' * len(kinds))})"
-            params += kinds
-        rows = self._checked(where, params, f"task {task_id[:80]!r}")
-        return [event_from_row(r) for r in rows]
+        return self._events_of("task_id", task_id, kinds, f"task {task_id[:80]!r}")
 
     def index_disagrees(self, as_of: int, call_kinds: Sequence[str]) -> bool:
         """True when the indexes the fast path reads give other events than the table
