@@ -35,14 +35,9 @@ def capture(session: str) -> str:
 def test_q_during_the_first_load_quits_within_the_deadline(tmp_path: Path) -> None:
     case = tmp_path / "big"
     subprocess.run([sys.executable, str(BIGLEDGER), str(case), str(EVENTS)], check=True)
-    done = tmp_path / "exit-code"
     code = "import sys; from codeai_tui.cli import main; sys.exit(main([sys.argv[1]]))"
-    command = " ".join(shlex.quote(p) for p in (sys.executable, "-c", code, str(case)))
-    command += f"; echo $? > {shlex.quote(str(done))}; sleep 30"
-    session = f"codeai-quit-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
-                    command], check=True, env=env)
+    session, done = _start(tmp_path, " ".join(
+        shlex.quote(p) for p in (sys.executable, "-c", code, str(case))))
     try:
         deadline = time.monotonic() + 30
         screen = ""
@@ -72,14 +67,8 @@ def test_q_while_the_first_open_is_busy_in_sqlite(tmp_path: Path) -> None:
     case = tmp_path / "case"
     write_ledger(case, [{"seq": 1, "kind": "task.created", "task_id": "task-1",
                          "payload": {"title": "t"}}])
-    done = tmp_path / "exit-code"
-    command = " ".join(shlex.quote(p) for p in (sys.executable, str(ENDLESS_OPEN), str(case)))
-    command = f"cd {shlex.quote(str(tmp_path))}; {command}; echo $? > {shlex.quote(str(done))}; " \
-              "sleep 30"
-    session = f"codeai-quit-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
-                    command], check=True, env=env)
+    session, done = _start(tmp_path, f"cd {shlex.quote(str(tmp_path))}; " + " ".join(
+        shlex.quote(p) for p in (sys.executable, str(ENDLESS_OPEN), str(case))))
     try:
         # the keys are bound and the case is still opening, and stays so for a second (a
         # one-event ledger opens in milliseconds: its open is the statement that runs on)
@@ -113,3 +102,15 @@ def _q_ends_it(session: str, done: Path) -> None:
     assert done.exists(), f"the console did not exit within 30 s of q:\n{capture(session)}"
     assert took < DEADLINE_S, f"q took {took:.2f} s to end the console"
     assert done.read_text().strip() == "0"
+
+
+def _start(tmp_path: Path, command: str) -> tuple[str, Path]:
+    """Run `command` in a new 120x30 tmux session; its exit status lands in the returned
+    file (the session stays a while, so the screen can still be read)."""
+    done = tmp_path / "exit-code"
+    session = f"codeai-quit-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "HOME": str(tmp_path)}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30",
+                    f"{command}; echo $? > {shlex.quote(str(done))}; sleep 30"],
+                   check=True, env=env)
+    return session, done
