@@ -1,3 +1,3 @@
-from codeai_tui.cli import main
+from codeai_tui.cli.main import main
 
 raise SystemExit(main())

@@ -76,7 +76,7 @@ class Survey:
 
 def _survey(path: Path) -> Survey:
     """Which case shows what best (read-only: projections and resume plans)."""
-    from codeai_tui.resume import ResumeRefused, plan_resume
+    from codeai_tui.actions.resume import ResumeRefused, plan_resume
 
     worst: tuple[int, Path] | None = None
     busiest: tuple[bool, int, int, Path] | None = None
@@ -181,7 +181,7 @@ async def _lanes(pilot: Any) -> None:
 
 def report_png(out: Path, case: Path) -> None:
     """The case's incident report as headless Chromium draws its first page."""
-    from codeai_tui.report import report_text
+    from codeai_tui.read.report import report_text
 
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:

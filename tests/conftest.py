@@ -49,7 +49,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture
 def provider(tmp_path: Path) -> Iterator[Any]:
     """A synthetic provider in its own process, bundle mode rooted at tmp_path."""
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
 
     with ProviderProcess(receipts_root=tmp_path) as proc:
         yield proc

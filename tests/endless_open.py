@@ -26,6 +26,6 @@ def endless_then_check(conn: sqlite3.Connection, path: Path) -> None:
 
 if __name__ == "__main__":
     reader.check_format = endless_then_check
-    from codeai_tui.cli import main
+    from codeai_tui.cli.main import main
 
     sys.exit(main(sys.argv[1:]))

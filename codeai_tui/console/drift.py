@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from codeai_tui.resume import ResumePlan
+from codeai_tui.actions.resume import ResumePlan
 
 
 class DriftStatus(StrEnum):

@@ -2,7 +2,7 @@
 
 `plan` is read-only: the call's own events (projected as the writer will project them),
 the provider's receipt log as it is now, the receipts matching the verdict's attempt,
-and the finding that evidence suggests. `run` is `codeai_tui.reconcile.reconcile_call`,
+and the finding that evidence suggests. `run` is `codeai_tui.actions.reconcile.reconcile_call`,
 pinned to the call's last seq the dialog showed. The screen holds a `ReconcileService`;
 tests may give it another. Typed end to end: nothing on the write path is `Any`.
 """
@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from codeai_tui.ledger import LedgerReader, read_receipts
-from codeai_tui.ledger.schema import Event
-from codeai_tui.reconcile import (
+from codeai_tui.actions.reconcile import (
     FINDINGS,
     ReconcileRefused,
     ReconcileResult,
@@ -26,7 +24,9 @@ from codeai_tui.reconcile import (
     reconcile_call,
     reconcile_operation,
 )
-from codeai_tui.resume import UnknownCall
+from codeai_tui.actions.resume import UnknownCall
+from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.ledger.schema import Event
 from codeai_tui.tools.publish import publications_line
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,

@@ -1,7 +1,7 @@
 """The console's one way to plan and run a resume, typed end to end.
 
 The screen holds a `ResumeService`; tests give it a stub instead of patching modules.
-Plans and results are `codeai_tui.resume`'s own dataclasses: nothing on the write path
+Plans and results are `codeai_tui.actions.resume`'s own dataclasses: nothing on the write path
 is `Any`.
 """
 
@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from codeai_tui.resume import ResumePlan, ResumeRefused, ResumeResult, plan_resume, resume_call
+from codeai_tui.actions.resume import (
+    ResumePlan,
+    ResumeRefused,
+    ResumeResult,
+    plan_resume,
+    resume_call,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +39,7 @@ class ResumeService(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LedgerResumeService:
-    """The real one: `codeai_tui.resume` under the operator's options."""
+    """The real one: `codeai_tui.actions.resume` under the operator's options."""
 
     options: ResumeOptions = ResumeOptions()
 

@@ -7,7 +7,7 @@ codes and counts) and the naive restart (on a copy). Provider effects are counte
 synthetic provider's own fsync'd receipt log, outside the ledger.
 
 The tool cases (11-14 and 18, the seed "Model-call recovery") run the report worker
-(`codeai_tui.tools.effects`) per mode, killed and replayed as separate processes, two at
+(`codeai_tui.demo.effects`) per mode, killed and replayed as separate processes, two at
 a time beside the producers above (against the fast provider; truncated-stream against
 its own truncating one); their effect counts, taken from the tool's own store and the
 provider's own log, go to `effects.json` at the bundle root and to stderr.
@@ -28,6 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from codeai_tui.demo import DEMO_PROVIDER_PORT
+from codeai_tui.demo.effects import (
+    OWN_PROVIDER_MODES,
+    EffectRow,
+    ScenarioError,
+    run_effect_run,
+)
 from codeai_tui.demo.evidence import (
     EVENTS_DIGEST_DEFINITION,
     LEDGER,
@@ -37,13 +43,7 @@ from codeai_tui.demo.evidence import (
     write_json,
 )
 from codeai_tui.demo.processes import DemoError, Phase, produce_and_kill, run_phase
-from codeai_tui.provider import ProviderProcess, bundle_case_url, new_bundle_id
-from codeai_tui.tools.effects import (
-    OWN_PROVIDER_MODES,
-    EffectRow,
-    ScenarioError,
-    run_effect_run,
-)
+from codeai_tui.lab.provider import ProviderProcess, bundle_case_url, new_bundle_id
 from codeai_tui.tools.receipts import load_or_create_signing_key
 
 BUNDLE_FORMAT = "codeai.demo_bundle.v1"
@@ -170,7 +170,7 @@ CASES: tuple[CaseSpec, ...] = (
 def case_base_url(name: str, port: int = DEMO_PROVIDER_PORT,
                   bundle_id: str | None = None) -> str:
     """Where case `name` of the bundle `bundle_id` sends: its bundle-mode provider on
-    `port` answers this path only for its own bundle (codeai_tui/provider.py)."""
+    `port` answers this path only for its own bundle (codeai_tui/lab/provider.py)."""
     return bundle_case_url(port, name, bundle_id)
 
 

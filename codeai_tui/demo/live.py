@@ -26,8 +26,8 @@ from codeai_tui.demo import DEMO_PROVIDER_PORT
 from codeai_tui.demo.evidence import receipt_count, write_json
 from codeai_tui.demo.processes import kill, python_module, read_line
 from codeai_tui.demo.producer import CHECKPOINT_PREFIX, DONE_PREFIX
+from codeai_tui.lab.provider import bundle_case_url, bundle_id_in
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.provider import bundle_case_url, bundle_id_in
 
 LIVE_CASE = "live"
 SLOW_LATENCY_S = 3600.0

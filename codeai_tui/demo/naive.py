@@ -16,7 +16,7 @@ from pathlib import Path
 
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.runner import send_request
+from codeai_tui.runtime.runner import send_request
 
 
 def last_recorded_request(case: Path) -> tuple[str, str, bytes]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from codeai_tui.resume import ResumeRefused, plan_resume
+from codeai_tui.actions.resume import ResumeRefused, plan_resume
 
 
 def main(argv: list[str] | None = None) -> int:

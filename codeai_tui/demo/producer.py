@@ -22,7 +22,7 @@ from codeai_tui.ledger.case import CaseConfig, ProviderConfig
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.writer import LedgerWriter
-from codeai_tui.runner import CallRunner
+from codeai_tui.runtime.runner import CallRunner
 
 CHECKPOINT_PREFIX = "CHECKPOINT "
 DONE_PREFIX = "DONE "

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.runner import CallRunner
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.runner import CallRunner
 
 TITLE = "review a paragraph"
 OBJECTIVE = "flag unclear sentences"

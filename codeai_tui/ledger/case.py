@@ -71,7 +71,7 @@ class ProviderConfig:
     model: str = "synthetic-small"
     api_key_env: str | None = "CODEAI_API_KEY"
     # what the provider at base_url must answer to be this case's (a demo bundle's id):
-    # checked before anything is written or sent (codeai_tui/destination.py)
+    # checked before anything is written or sent (codeai_tui/runtime/destination.py)
     identity: str | None = None
 
 
@@ -80,7 +80,7 @@ class CaseConfig:
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     description: str = ""
     present: bool = False
-    # which provider keys case.json itself set (untrusted: see codeai_tui/destination.py)
+    # which provider keys case.json itself set (untrusted: see codeai_tui/runtime/destination.py)
     base_url_set: bool = False
     api_key_env_set: bool = False
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from codeai_tui.ledger.jsontypes import JsonObject
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, TOOL_RECONCILED, Event
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction, utc_now
-from codeai_tui.responses import PlannedToolCall, arguments_sha256
+from codeai_tui.runtime.responses import PlannedToolCall, arguments_sha256
 from codeai_tui.tools.receipts import (
     PUBLIC_KEY_FILE,
     RECEIPT_FORMAT,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.reader import LedgerReader
-from codeai_tui.responses import tool_plan
-from codeai_tui.runner import SEND_TIMEOUT_S, send_request
+from codeai_tui.runtime.responses import tool_plan
+from codeai_tui.runtime.runner import SEND_TIMEOUT_S, send_request
 from codeai_tui.tools.kernel import OperationExists, ToolKernel
 from codeai_tui.tools.turn import TurnError, TurnSpec, saved_response
 

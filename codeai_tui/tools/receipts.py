@@ -36,6 +36,8 @@ from codeai_tui.ledger.jsontypes import JsonObject
 RECEIPT_FORMAT = "codeai.tool_receipt.v1"
 ALG = "Ed25519"
 TOOLS_DIR = "tools"
+# a case\'s counterfactual copy (the naive re-ask): its stores, never a ledger
+NAIVE_DIR = "naive"
 PUBLIC_KEY_FILE = "kernel.pub"
 RECEIPTS_FILE = "receipts.ndjson"
 _ENVELOPE_KEYS = frozenset({"alg", "body", "kid", "sig"})

@@ -21,8 +21,8 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import Event
 from codeai_tui.ledger.who import who
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
-from codeai_tui.request_bytes import CONVERSATION
-from codeai_tui.runner import CallRunner
+from codeai_tui.runtime.request_bytes import CONVERSATION
+from codeai_tui.runtime.runner import CallRunner
 from codeai_tui.tools.kernel import Completed, ToolKernel
 from codeai_tui.tools.turn import (
     OperationState,

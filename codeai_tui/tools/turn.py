@@ -27,15 +27,15 @@ from codeai_tui.ledger.jsontypes import JsonObject, JsonValue
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_COMPLETED, Event
 from codeai_tui.ledger.writer import LedgerWriter
-from codeai_tui.request_bytes import CONVERSATION, REQUEST_OPTIONS, intent_for
-from codeai_tui.responses import (
+from codeai_tui.runtime.request_bytes import CONVERSATION, REQUEST_OPTIONS, intent_for
+from codeai_tui.runtime.responses import (
     ParsedJson,
     PlannedToolCall,
     TextCallback,
     parse_response,
     tool_plan,
 )
-from codeai_tui.runner import SEND_TIMEOUT_S, CallRunner
+from codeai_tui.runtime.runner import SEND_TIMEOUT_S, CallRunner
 from codeai_tui.services.projection import project_case
 from codeai_tui.tools.kernel import Completed, OperationExists, Outcome, ToolKernel, operation_key
 from codeai_tui.tools.receipts import canonical_bytes, read_receipt_lines

@@ -11,12 +11,12 @@ import pytest
 from apphelpers import SIZE, frozen_clock, ledger_digest, ready, stays, toast_text, wait_for
 from textual.widgets import Button, Input, Static
 
+from codeai_tui.actions.reconcile import reconcile_call
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.advance import AdvanceModal
+from codeai_tui.lab.reliability.cases import make_advance_case, make_call_case
 from codeai_tui.ledger import LedgerReader, read_receipts
-from codeai_tui.reconcile import reconcile_call
-from codeai_tui.reliability.cases import make_advance_case, make_call_case
 
 
 def _kinds(case: Path) -> list[str]:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from apphelpers import make_case
 
+from codeai_tui.actions.resume import plan_resume
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftStatus, check_from_plan, drift_fixes
 from codeai_tui.console.filters import Needle, parse
 from codeai_tui.console.fleet import CaseOrder, ordered, summarize
 from codeai_tui.console.severity import fleet_counts
-from codeai_tui.resume import plan_resume
 from tests.core.cases import make_case as make_real_case
 
 
@@ -79,7 +79,7 @@ def test_drift_fixes_name_what_to_change(tmp_path: Path) -> None:
 def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import codeai_tui.app as app_package
-    from codeai_tui import cli
+    from codeai_tui.cli import main as cli
 
     case = make_case(tmp_path / "c", "completed_task")
 

@@ -9,7 +9,10 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from codeai_tui.bench import (
+from codeai_tui.console.evidence import call_detail_lines
+from codeai_tui.console.model import CaseFollower, CaseSnapshot
+from codeai_tui.console.tools import tool_body, tool_lines
+from codeai_tui.lab.bench import (
     SHA_A,
     Event,
     bulk_ledger,
@@ -17,9 +20,6 @@ from codeai_tui.bench import (
     one_call_events,
     tool_operations_events,
 )
-from codeai_tui.console.evidence import call_detail_lines
-from codeai_tui.console.model import CaseFollower, CaseSnapshot
-from codeai_tui.console.tools import tool_body, tool_lines
 
 SHOWN = 20
 

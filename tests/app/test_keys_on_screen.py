@@ -12,7 +12,7 @@ from apphelpers import SIZE, frozen_clock, ready, verdict_text, wait_for
 from tool_cases import tool_case
 
 from codeai_tui.app import create_app
-from codeai_tui.reliability.cases import make_advance_case
+from codeai_tui.lab.reliability.cases import make_advance_case
 
 pytestmark = pytest.mark.timeout(90)
 WRITES = {"resume", "reconcile", "advance", "replay"}

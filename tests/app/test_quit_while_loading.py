@@ -35,7 +35,7 @@ def capture(session: str) -> str:
 def test_q_during_the_first_load_quits_within_the_deadline(tmp_path: Path) -> None:
     case = tmp_path / "big"
     subprocess.run([sys.executable, str(BIGLEDGER), str(case), str(EVENTS)], check=True)
-    code = "import sys; from codeai_tui.cli import main; sys.exit(main([sys.argv[1]]))"
+    code = "import sys; from codeai_tui.cli.main import main; sys.exit(main([sys.argv[1]]))"
     session, done = _start(tmp_path, " ".join(
         shlex.quote(p) for p in (sys.executable, "-c", code, str(case))))
     try:

@@ -24,11 +24,11 @@ from apphelpers import (
 from ledgerfactory import write_ledger
 from textual.widgets import RadioButton, Static
 
+from codeai_tui.actions.reconcile import ReconcileRefused
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.reconcile import ReconcileModal
 from codeai_tui.console.reconcile_service import LedgerReconcileService, plan_reconcile
 from codeai_tui.ledger import LedgerReader
-from codeai_tui.reconcile import ReconcileRefused
 from codeai_tui.workstate import CallStage
 from tests.support import shared_demo_bundle
 

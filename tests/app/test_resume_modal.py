@@ -387,7 +387,7 @@ class RecordingRuns:
 
     def run(self, case: Path, plan: Any, *, reason: Any, send_credential: bool,
             progress: Any) -> Any:
-        from codeai_tui.resume import ResumeRefused
+        from codeai_tui.actions.resume import ResumeRefused
 
         self.sent.append(send_credential)
         raise ResumeRefused(None, "recorded only")
@@ -426,7 +426,7 @@ async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
 async def test_the_outcome_says_what_the_runner_waited_for(tmp_path: Path) -> None:
     """The runner's notes (a Retry-After waited out; why no whole answer came) reach the
     operator in the console as `resume` prints them."""
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
 
     with ProviderProcess(receipts_root=tmp_path, fail_first=1, retry_after="1") as slow:
         case = make_real_case(tmp_path / "c1", slow.base_url)

@@ -37,8 +37,8 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def plan(drift: tuple[str, ...] = (), *, manifest: bool = True,
          credential_set: bool = False) -> Any:
-    from codeai_tui.destination import Destination
-    from codeai_tui.resume import ResumePlan
+    from codeai_tui.actions.resume import ResumePlan
+    from codeai_tui.runtime.destination import Destination
 
     sha = SHA
     rendered = "c2beaf8eb91f771af05a6082cf2c94a47fb92312033161311c861b5ce56a291e"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
 from codeai_tui.ledger.writer import utc_now
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.runner import CallRunner
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.runner import CallRunner
 
 PARAGRAPH = "The committee, having met, decided that the decision was decided."
 

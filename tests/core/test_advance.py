@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from codeai_tui.interpreter import INTERPRETER_VERSION, interpret_recorded
+from codeai_tui.lab.reliability.cases import OVERLOADED, make_advance_case
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.reliability.cases import OVERLOADED, make_advance_case
-from codeai_tui.runner import Transport, interpret
+from codeai_tui.runtime.interpreter import INTERPRETER_VERSION, interpret_recorded
+from codeai_tui.runtime.runner import Transport, interpret
 from tests.support import cli
 
 
@@ -47,7 +47,7 @@ def _case(tmp_path: Path, provider: Any, upto: str) -> Path:
 ])
 def test_interpreter_v1_agrees_with_the_runner(status: int | None, body: bytes,
                                                stream: bool) -> None:
-    from codeai_tui.responses import parse_response
+    from codeai_tui.runtime.responses import parse_response
 
     live = Transport(status, body, stream=stream, completion=parse_response(body, stream))
     assert interpret_recorded(status, body, stream) == interpret(live)

@@ -17,21 +17,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codeai_tui import advance
-from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig
-from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.ledger.schema import Event
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.reconcile import reconcile_call
-from codeai_tui.reliability.cases import (
+from codeai_tui.actions import advance
+from codeai_tui.actions.reconcile import reconcile_call
+from codeai_tui.actions.resume import ResumeRefused, resume_call
+from codeai_tui.lab.provider import ProviderProcess
+from codeai_tui.lab.reliability.cases import (
     ADVANCE_STAGES,
     add_call,
     advance_call,
     case_base_url,
     make_call_case,
 )
-from codeai_tui.reliability.sendgate import unsafe_sends
-from codeai_tui.resume import ResumeRefused, resume_call
+from codeai_tui.lab.reliability.sendgate import unsafe_sends
+from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate import Projector
 
 _ROOT: dict[str, Any] = {}

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
+from codeai_tui.actions.resume import resume_call
+from codeai_tui.lab.reliability.cases import make_advance_case
 from codeai_tui.ledger import LedgerError, LedgerProblem, LedgerWriter, read_receipts
 from codeai_tui.ledger.writer import NewEvent
-from codeai_tui.reliability.cases import make_advance_case
-from codeai_tui.resume import resume_call
 from tests.core.cases import file_hashes, make_case
 from tests.support import cli
 

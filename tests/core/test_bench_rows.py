@@ -1,7 +1,7 @@
 """The bench judges a short live run's memory per call begun, against the ten-minute
 target's share for each call."""
 
-from codeai_tui.bench import kept_row
+from codeai_tui.lab.bench import kept_row
 
 
 def test_what_each_new_call_keeps_is_judged_against_its_share_of_20_mb() -> None:

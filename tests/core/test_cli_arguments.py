@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.cli import ARGUMENT_LIMIT, build_parser
+from codeai_tui.cli.main import ARGUMENT_LIMIT, build_parser
 from tests.support import load_vectors
 
 # Linux refuses one argument of 128 KiB (MAX_ARG_STRLEN, the NUL included) with E2BIG

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.inspection import project_case
+from codeai_tui.read.inspection import project_case
 from tests.support import CONFORMANCE, cli, load_vectors
 
 VECTORS = load_vectors()

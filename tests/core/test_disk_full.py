@@ -47,7 +47,7 @@ def _fill(disk: Path, leave: int) -> Path:
 @pytest.fixture
 def plain_provider(tmp_path: Path) -> Iterator[Any]:
     """A provider logging to a file outside the tiny disk (so it never runs out itself)."""
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
 
     with ProviderProcess(tmp_path / "receipts.jsonl") as proc:
         yield proc

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.cli import build_parser
+from codeai_tui.cli.main import build_parser
 from codeai_tui.ledger.schema import KNOWN_KINDS, SCHEMA_SQL
 from codeai_tui.workstate.tool_ops import ToolOpStage
 from codeai_tui.workstate.vocab import CallStage, CompilationStage, NextOperation

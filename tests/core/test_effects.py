@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from codeai_tui.demo.effects import EFFECT_MODES, run_effect_case
 from codeai_tui.tools import Verdict, verify_case_receipts
-from codeai_tui.tools.effects import EFFECT_MODES, run_effect_case
 
 EXPECTED = {  # mode: (publications, provider_calls, complete), as in the seed
     "generate": (1, 2, True),
@@ -50,7 +50,7 @@ def test_a_re_ask_with_request_derived_ids_is_refused_by_the_kernel(tmp_path: Pa
     import subprocess
     import sys
 
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
     from codeai_tui.tools import count_publications
 
     key = tmp_path / "keys" / "kernel.key"
@@ -75,7 +75,7 @@ def test_unknown_mode_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_exported_tool_case_keeps_its_tool_evidence(tmp_path: Path) -> None:
-    from codeai_tui.export import export_case
+    from codeai_tui.read.export import export_case
     from codeai_tui.tools import count_publications
 
     case = tmp_path / "generate"
@@ -90,7 +90,7 @@ def test_an_exported_tool_case_keeps_its_tool_evidence(tmp_path: Path) -> None:
 
 
 def test_a_truncated_stream_needs_its_own_truncating_provider(tmp_path: Path) -> None:
-    from codeai_tui.tools.effects import run_effect_run
+    from codeai_tui.demo.effects import run_effect_run
 
     with pytest.raises(ValueError, match="its own truncating provider"):
         run_effect_run(tmp_path / "x", "truncated-stream", tmp_path / "k",
@@ -99,7 +99,7 @@ def test_a_truncated_stream_needs_its_own_truncating_provider(tmp_path: Path) ->
 
 
 def test_worker_phases_record_the_kill_and_the_replay(tmp_path: Path) -> None:
-    from codeai_tui.tools.effects import run_effect_run
+    from codeai_tui.demo.effects import run_effect_run
 
     run = run_effect_run(tmp_path / "generate", "generate", tmp_path / "keys" / "kernel.key")
     got = [(p.as_json()["step"], p.exit_code, p.as_json()["signal"]) for p in run.phases]

@@ -33,9 +33,9 @@ from typing import Any
 
 import pytest
 
-from codeai_tui.inspection import project_case
+from codeai_tui.lab.reliability.cases import make_advance_case
 from codeai_tui.ledger import ArtifactStore, LedgerReader
-from codeai_tui.reliability.cases import make_advance_case
+from codeai_tui.read.inspection import project_case
 from codeai_tui.workstate import CallStage
 from tests.core.cases import STOPPED_AT, make_case
 

@@ -241,7 +241,7 @@ def test_two_events_sharing_an_event_id_are_an_anomaly(tmp_path: Path) -> None:
 ])
 def test_artifact_references_that_leave_the_store_are_anomalies(
         tmp_path: Path, kind: str, attempt: str | None, field: str) -> None:
-    from codeai_tui.resume import ResumeRefused, check_resumable
+    from codeai_tui.actions.resume import ResumeRefused, check_resumable
     from codeai_tui.workstate import Projector
 
     manifest = {"idempotency_key": "k", "request_sha256": SHA, "request_artifact": SHA}

@@ -16,7 +16,7 @@ from unittest.mock import patch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codeai_tui.bench import write_ledger as write_bench_ledger
+from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger import grouped_worker
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.grouped_worker import GroupedChild

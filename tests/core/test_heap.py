@@ -8,9 +8,9 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from codeai_tui.bench import write_ledger
 from codeai_tui.console.fleet import summarize
 from codeai_tui.console.model import FAST_START_MIN, PROJECT_PAGE, CaseFollower
+from codeai_tui.lab.bench import write_ledger
 from codeai_tui.services.heap import freeze_heap, release_frozen
 
 

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ledgerfactory import write_ledger
 
-from codeai_tui.bench import write_ledger as write_bench_ledger
-from codeai_tui.inspection import inspect_path, render_table, write_json, write_table
+from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger import read_receipts
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.read.inspection import inspect_path, render_table, write_json, write_table
 from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helper_plan
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate import CallState

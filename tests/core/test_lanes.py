@@ -12,8 +12,8 @@ from typing import Any
 
 from ledgerfactory import write_ledger
 
-from codeai_tui.inspection import project_case
 from codeai_tui.ledger import LedgerReader
+from codeai_tui.read.inspection import project_case
 from codeai_tui.services.lanes import (
     ATTEMPT,
     DUPLICATE,

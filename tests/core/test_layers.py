@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_data_layer_imports_no_textual() -> None:
     code = (
-        "import sys; import codeai_tui.ledger, codeai_tui.workstate, codeai_tui.resume, "
-        "codeai_tui.inspection, codeai_tui.provider, codeai_tui.runner, codeai_tui.responses, "
+        "import sys; import codeai_tui.ledger, codeai_tui.workstate, codeai_tui.actions.resume, "
+        "codeai_tui.read.inspection, codeai_tui.lab.provider, codeai_tui.runtime.runner, codeai_tui.runtime.responses, "
         "codeai_tui.tools, codeai_tui.tools.turn; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
         "print(bad); raise SystemExit(1 if bad else 0)"

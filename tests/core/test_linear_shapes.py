@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.bench import (
+from codeai_tui.console.model import CaseFollower
+from codeai_tui.lab.bench import (
     Event,
     bulk_ledger,
     compilations_events,
@@ -28,8 +29,7 @@ from codeai_tui.bench import (
     numbered,
     one_call_events,
 )
-from codeai_tui.console.model import CaseFollower
-from codeai_tui.inspection import write_json
+from codeai_tui.read.inspection import write_json
 from codeai_tui.services.projection import project_case
 
 ATTEMPTS = 6_000  # 18,001 events: the quadratic paths made this 5-40x an ordinary ledger

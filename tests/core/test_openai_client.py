@@ -17,7 +17,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from codeai_tui.provider import ProviderProcess, tool_call_id  # noqa: E402
+from codeai_tui.lab.provider import ProviderProcess, tool_call_id  # noqa: E402
 
 PUBLISH = {
     "type": "function",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from codeai_tui.lab.provider import ProviderProcess, ProviderServer
 from codeai_tui.ledger import read_receipts
-from codeai_tui.provider import ProviderProcess, ProviderServer
-from codeai_tui.runner import send_request
+from codeai_tui.runtime.runner import send_request
 from tests.support import cli
 
 BODY = b'{"messages":[],"model":"m"}'  # the least a chat-completions request must carry

@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 import pytest
 
-from codeai_tui.provider import ProviderProcess
+from codeai_tui.lab.provider import ProviderProcess
 
 VALID = b'{"messages":[{"content":"hi","role":"user"}],"model":"m"}'
 
@@ -127,7 +127,7 @@ def test_provider_cli_bad_truncation_is_one_line(tmp_path: Path) -> None:
 def test_many_malformed_requests_never_stall_the_provider(tmp_path: Path) -> None:
     """Each malformed request is reported on stderr; a test harness that never reads
     that pipe must not make the provider block once the pipe is full."""
-    from codeai_tui.runner import send_request
+    from codeai_tui.runtime.runner import send_request
 
     bad = b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
     with ProviderProcess(tmp_path / "r.jsonl") as prov:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
-from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools import count_publications, verify_case_receipts
 from codeai_tui.tools.turn import saved_response
 from tests.support import cli

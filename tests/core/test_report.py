@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.report import gather, render
+from codeai_tui.read.report import gather, render
 from tests.support import CONFORMANCE, TESTS, cli
 
 sys.path.insert(0, str(TESTS / "app"))

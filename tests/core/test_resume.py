@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.inspection import project_case
+from codeai_tui.actions.resume import ResumeRefused, plan_resume, resume_call
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
-from codeai_tui.resume import ResumeRefused, plan_resume, resume_call
+from codeai_tui.read.inspection import project_case
 from codeai_tui.workstate import CallStage, NextOperation
 from tests.core.cases import file_hashes, make_case
 from tests.support import cli, load_vectors
@@ -172,7 +172,7 @@ def test_plan_pinned_to_evidence_refuses_when_the_call_changed(tmp_path: Path, p
 
 RACER = """
 import sys
-from codeai_tui.resume import ResumeRefused, resume_call
+from codeai_tui.actions.resume import ResumeRefused, resume_call
 sys.stdin.readline()  # start together
 try:
     r = resume_call(sys.argv[1], "call-1")
@@ -223,7 +223,7 @@ def test_each_outcome_of_a_resume_has_its_own_exit_code(tmp_path: Path) -> None:
     """0 succeeded, 4 the call ended failed, 5 the effect is unknown: a script can tell."""
     import time
 
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
 
     with ProviderProcess(tmp_path / "r-fail.jsonl", fail_first=10) as prov:
         case = make_case(tmp_path / "fails", prov.base_url)

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from codeai_tui.actions.resume import plan_resume
 from codeai_tui.ledger import LedgerReader, read_receipts
-from codeai_tui.resume import plan_resume
 from tests.core.cases import STOPPED_AT, make_case
 
 

@@ -6,11 +6,11 @@ import json
 import socket
 from pathlib import Path
 
-from codeai_tui.inspection import project_case
+from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig, read_receipts
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.runner import CallRunner
+from codeai_tui.read.inspection import project_case
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.runner import CallRunner
 from codeai_tui.services.projection import project_case as project_either
 from codeai_tui.workstate import CallStage, ProviderEffect
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig, read_receipts
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.retry_after import kept_headers, parse_retry_after
-from codeai_tui.runner import CallRunner
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.retry_after import kept_headers, parse_retry_after
+from codeai_tui.runtime.runner import CallRunner
 from tests.core.cases import make_case
 from tests.support import cli
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeai_tui.inspection import project_case
+from codeai_tui.lab.provider import ProviderProcess, completion_for, stream_chunks, tool_call_id
 from codeai_tui.ledger import (
     ArtifactStore,
     CaseConfig,
@@ -21,10 +21,10 @@ from codeai_tui.ledger import (
     ProviderConfig,
     read_receipts,
 )
-from codeai_tui.provider import ProviderProcess, completion_for, stream_chunks, tool_call_id
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.responses import StreamAssembler, assemble_stream, parse_response, tool_plan
-from codeai_tui.runner import CallRunner
+from codeai_tui.read.inspection import project_case
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.responses import StreamAssembler, assemble_stream, parse_response, tool_plan
+from codeai_tui.runtime.runner import CallRunner
 from codeai_tui.workstate import CallStage
 from tests.support import examples
 
@@ -148,7 +148,7 @@ def _observed_free_request_sha(case: Path) -> str:
 def test_proxy_from_the_environment_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The provider doubles as the proxy: the request for an unresolvable host reaches it
     only if the runner went through HTTP_PROXY. Nothing leaves 127.0.0.1."""
-    from codeai_tui.runner import send_request
+    from codeai_tui.runtime.runner import send_request
 
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
@@ -187,7 +187,7 @@ def read_receipts_file(path: Path) -> list[dict[str, Any]]:
 def test_an_answer_too_large_to_journal_is_not_observed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import codeai_tui.runner as runner_module
+    import codeai_tui.runtime.runner as runner_module
 
     monkeypatch.setattr(runner_module, "MAX_RESPONSE_BYTES", 100)
     case = tmp_path / "case"
@@ -209,7 +209,7 @@ def test_error_event_or_data_after_done_is_not_complete() -> None:
 @pytest.mark.parametrize("rendered", [None, "[A]\nctx"])
 def test_intents_without_the_new_keys_build_the_same_bytes_as_before(rendered: str | None) -> None:
     from codeai_tui.ledger import canonical_json
-    from codeai_tui.request_bytes import build_request
+    from codeai_tui.runtime.request_bytes import build_request
 
     intent = intent_for("review", "flag unclear sentences", {"paragraph_ref": "A"})
     messages = ([{"role": "system", "content": rendered}] if rendered is not None else []) + [

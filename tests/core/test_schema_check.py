@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.inspection import project_case
 from codeai_tui.ledger import LedgerError, LedgerProblem, LedgerWriter
 from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.ledger.guard import StatementGuard, ledger_error, ledger_factory
+from codeai_tui.read.inspection import project_case
 
 EVENTS = [
     {"seq": 1, "kind": "task.created", "task_id": "task-1", "payload": {"title": "t"}},

@@ -18,7 +18,7 @@ import pytest
 from ledgerfactory import write_ledger
 from schemacheck import BUNDLE_ID, TOOLS_ID, WORK_STATE_ID, problems, schemas
 
-from codeai_tui.inspection import write_json
+from codeai_tui.read.inspection import write_json
 from codeai_tui.workstate.tool_ops import ToolOpStage
 from codeai_tui.workstate.tool_receipts import ReceiptVerdict
 from codeai_tui.workstate.vocab import (

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ledgerfactory import append_to_case, write_ledger
 
-from codeai_tui.bench import write_ledger as write_bench_ledger
 from codeai_tui.console.model import CaseFollower
+from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
 from codeai_tui.services.skeleton import build_skeleton
 from codeai_tui.services.stage_reads import StageReads

@@ -69,7 +69,7 @@ def test_a_verdict_is_immutable_and_flags_anomalies_by_copy() -> None:
 
 def test_reading_a_case_does_not_load_the_signature_library() -> None:
     # cryptography costs ~10 MB of memory; it loads where a key is used, not before
-    code = ("import sys, codeai_tui.console.model, codeai_tui.app.app, codeai_tui.inspection;"
+    code = ("import sys, codeai_tui.console.model, codeai_tui.app.app, codeai_tui.read.inspection;"
             " print('cryptography' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.inspection import project_case
 from codeai_tui.ledger import LedgerReader, LedgerWriter
-from codeai_tui.responses import PlannedToolCall
+from codeai_tui.read.inspection import project_case
+from codeai_tui.runtime.responses import PlannedToolCall
 from codeai_tui.tools import (
     PUBLISH_REPORT,
     KeyProblem,

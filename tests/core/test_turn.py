@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
-from codeai_tui.provider import ProviderProcess
 from codeai_tui.tools import count_publications, verify_case_receipts
 from codeai_tui.tools.turn import TurnError, saved_response
 

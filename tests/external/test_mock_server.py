@@ -22,10 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-from codeai_tui.inspection import project_case
 from codeai_tui.ledger import CaseConfig, LedgerReader, LedgerWriter, ProviderConfig
-from codeai_tui.request_bytes import intent_for
-from codeai_tui.runner import CallRunner
+from codeai_tui.read.inspection import project_case
+from codeai_tui.runtime.request_bytes import intent_for
+from codeai_tui.runtime.runner import CallRunner
 from codeai_tui.workstate import CallStage, ProviderEffect
 from tests.core.cases import make_case
 from tests.external.faultproxy import FaultProxy

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from codeai_tui import cli, demo
+from codeai_tui import demo
+from codeai_tui.cli import main as cli
 
 CASE = "02_killed_after_manifest"
 

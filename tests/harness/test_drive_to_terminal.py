@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from codeai_tui.lab.provider import ProviderProcess
+from codeai_tui.lab.reliability.sendgate import unsafe_sends
 from codeai_tui.ledger import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.reliability.sendgate import unsafe_sends
 from codeai_tui.tools import count_publications
 from tests.support import cli
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from codeai_tui.export import export_case
+from codeai_tui.read.export import export_case
 from codeai_tui.verify.command import verify_path
 from tests.support import cli
 

@@ -15,7 +15,7 @@ import pytest
 
 def inprocess_cli(args: Sequence[str]) -> tuple[int, str, str]:
     """`codeai-tui ARGS` in this process: the same code, without the interpreter start."""
-    from codeai_tui.cli import main
+    from codeai_tui.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -31,7 +31,7 @@ def cli() -> Any:
 @pytest.fixture
 def slow_provider(tmp_path: Path) -> Iterator[Any]:
     """Bundle-mode provider rooted at tmp_path that holds each request 0.3 s."""
-    from codeai_tui.provider import ProviderProcess
+    from codeai_tui.lab.provider import ProviderProcess
 
     with ProviderProcess(receipts_root=tmp_path, latency=0.3) as proc:
         yield proc

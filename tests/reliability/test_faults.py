@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codeai_tui.reliability.faults import (
+from codeai_tui.lab.reliability.faults import (
     ordinary_client,
     outside_lock_brief,
     provider_dies_holding,

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from codeai_tui.lab.reliability import REGISTRY, Action
+from codeai_tui.lab.reliability.actions import RESUME
+from codeai_tui.lab.reliability.advance_actions import ADVANCE_ACTIONS
+from codeai_tui.lab.reliability.harness import ActorProc, Deadline, check_case
+from codeai_tui.lab.reliability.kills import run_kills
 from codeai_tui.ledger import LedgerWriter
-from codeai_tui.reliability import REGISTRY, Action
-from codeai_tui.reliability.actions import RESUME
-from codeai_tui.reliability.advance_actions import ADVANCE_ACTIONS
-from codeai_tui.reliability.harness import ActorProc, Deadline, check_case
-from codeai_tui.reliability.kills import run_kills
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from codeai_tui.reliability import CONTROLS, REGISTRY
-from codeai_tui.reliability.harness import consistency_problems
-from codeai_tui.reliability.races import run_races
+from codeai_tui.lab.reliability import CONTROLS, REGISTRY
+from codeai_tui.lab.reliability.harness import consistency_problems
+from codeai_tui.lab.reliability.races import run_races
 
 QUICK_ROUNDS = 2  # (the full run: `codeai-tui reliability`, 50 rounds of 8)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from codeai_tui.reliability.cases import make_call_case
-from codeai_tui.reliability.readonly import (
+from codeai_tui.lab.reliability.cases import make_call_case
+from codeai_tui.lab.reliability.readonly import (
     Cell,
     all_cells,
     cli_tools,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.reliability.actions import REPLAY, Boundary
-from codeai_tui.reliability.harness import ActorProc, Deadline, read_events
+from codeai_tui.lab.reliability.actions import REPLAY, Boundary
+from codeai_tui.lab.reliability.harness import ActorProc, Deadline, read_events
 
 
 def test_two_replays_record_one_follow_up(tmp_path: Path, provider: Any) -> None:

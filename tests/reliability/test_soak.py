@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.reliability.actions import RESUME
-from codeai_tui.reliability.follow import POLL_S
-from codeai_tui.reliability.soak import WAL_EXTRA_LIMIT, run_soak
+from codeai_tui.lab.reliability.actions import RESUME
+from codeai_tui.lab.reliability.follow import POLL_S
+from codeai_tui.lab.reliability.soak import WAL_EXTRA_LIMIT, run_soak
 
 
 def test_short_soak_is_a_good_neighbour(tmp_path: Path, provider: Any) -> None:

@@ -27,11 +27,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.reliability import REGISTRY, Action, Target
-from codeai_tui.reliability.cases import ADVANCE_STAGES, add_call, advance_call, case_base_url
-from codeai_tui.reliability.harness import (
+from codeai_tui.lab.provider import ProviderProcess
+from codeai_tui.lab.reliability import REGISTRY, Action, Target
+from codeai_tui.lab.reliability.cases import ADVANCE_STAGES, add_call, advance_call, case_base_url
+from codeai_tui.lab.reliability.harness import (
     ActorProc,
     Deadline,
     appended_only,
@@ -39,7 +38,8 @@ from codeai_tui.reliability.harness import (
     read_events,
     receipt_count,
 )
-from codeai_tui.reliability.readonly import WriterProc
+from codeai_tui.lab.reliability.readonly import WriterProc
+from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
 
 from .conftest import inprocess_cli
 

@@ -28,7 +28,7 @@ WRITE_ACTIONS: dict[str, list[str]] = {
 
 
 def run(case: str, url: str, key: str) -> None:
-    from codeai_tui.cli import main
+    from codeai_tui.cli.main import main
 
     for name, template in WRITE_ACTIONS.items():
         argv = [a.format(case=case, url=url, key=key) for a in template]

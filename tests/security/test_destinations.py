@@ -29,10 +29,10 @@ import consoleprobe as probe
 import pytest
 from apphelpers import SIZE, frozen_clock, ready, wait_for
 
+from codeai_tui.actions.resume import plan_resume
 from codeai_tui.app import create_app
+from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.ledger import LedgerReader, read_receipts
-from codeai_tui.provider import ProviderProcess
-from codeai_tui.resume import plan_resume
 from tests.core.cases import STOPPED_AT, file_hashes, make_case
 from tests.support import Capture, capture_server
 

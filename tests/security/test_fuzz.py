@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hostile import GOOD_RECEIPT, rollback_ledger, wal_only
 
-from codeai_tui.cli import main
+from codeai_tui.cli.main import main
 
 SEEDS = range(60)
 

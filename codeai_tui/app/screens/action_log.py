@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.ledger import LedgerError
-from codeai_tui.report import report_to_temp
+from codeai_tui.read.report import report_to_temp
 from codeai_tui.textsafe import visible
 
 STYLE = {Outcome.RESUMED: "bold $success", Outcome.REPLAYED: "bold $success",

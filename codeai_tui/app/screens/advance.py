@@ -1,7 +1,7 @@
 """Advance the selected call from the console: `v` runs what the projection names next.
 
 reinterpret, redecide, finalize, start the next attempt, or (at decide_duplicate)
-finalize as failed / accept a duplicate: codeai_tui/advance.py does the work, gated by
+finalize as failed / accept a duplicate: codeai_tui/actions/advance.py does the work, gated by
 the projection inside its write transaction. Here: a confirmation that shows the step,
 what it appends, and (for a next attempt) where the request goes, with Cancel focused;
 accepting a duplicate needs the call id typed. The decision is pinned to the evidence
@@ -28,12 +28,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from codeai_tui import advance
+from codeai_tui.actions import advance
+from codeai_tui.actions.resume import ResumeRefused
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.resume_service import LedgerResumeService
 from codeai_tui.ledger.errors import LedgerError
-from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState, NextOperation
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from textual.message import Message
 
+from codeai_tui.actions.reconcile import ReconcileResult, ToolReconcileResult, operation_in
+from codeai_tui.actions.resume import ResumeRefused
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
 from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
@@ -37,8 +39,6 @@ from codeai_tui.console.reconcile_service import (
     ToolReconcilePlan,
 )
 from codeai_tui.ledger import LedgerError
-from codeai_tui.reconcile import ReconcileResult, ToolReconcileResult, operation_in
-from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 from codeai_tui.workstate.tool_ops import ToolOpState

@@ -30,6 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from codeai_tui.actions.resume import ResumeRefused
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
@@ -85,7 +86,6 @@ from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
-from codeai_tui.resume import ResumeRefused
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 

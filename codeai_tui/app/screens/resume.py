@@ -18,8 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Static
 
+from codeai_tui.actions.resume import ResumePlan
 from codeai_tui.console.drift import drift_fixes
-from codeai_tui.resume import ResumePlan
 from codeai_tui.textsafe import visible
 
 

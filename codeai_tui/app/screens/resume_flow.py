@@ -16,13 +16,13 @@ from pathlib import Path
 
 from textual.message import Message
 
+from codeai_tui.actions.resume import ResumePlan, ResumeRefused, ResumeResult, check_destination
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
 from codeai_tui.console.drift import check_from_plan
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import LedgerError
-from codeai_tui.resume import ResumePlan, ResumeRefused, ResumeResult, check_destination
 from codeai_tui.textsafe import visible
 
 

@@ -1,0 +1,1 @@
+"""The write actions: every gated write an operator can make to a ledger."""

@@ -1,0 +1,484 @@
+"""resume_call: continue a call from the record alone, or refuse (docs/ledger.md section 6).
+
+Only rungs 4 (requested, no manifest) and 5 (manifest recorded, no attempt) resume; every
+other state raises ResumeRefused naming the projected next operation and appends nothing.
+On rung 5 the request is rebuilt from the manifest's intent under the current
+configuration and the stored rendered context; any drift of request hash, context
+package or rendered-context hash refuses. The re-projection, `call.resumed` and the new
+call's `call.requested` + `call.manifest` commit in ONE `BEGIN IMMEDIATE` transaction, so
+two racing resumers cannot both win and a kill cannot leave a superseded call without its
+successor. The network is used only after that transaction has committed. The successor
+keeps the call's `turn` (docs/tools.md): a tool turn's decision resumed under a new call
+id still keys its operations `namespace/thread/turn/tool_call_id`, so `replay` can run
+the plan it saves.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
+from codeai_tui.ledger.case import (
+    RECEIPTS_RELPATH,
+    CaseConfig,
+    load_case_config,
+    read_termination,
+)
+from codeai_tui.ledger.errors import AppendNotLanded, LedgerError
+from codeai_tui.ledger.reader import LedgerReader
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.ledger.schema import Event
+from codeai_tui.ledger.who import ended_here, who
+from codeai_tui.ledger.writer import LedgerWriter, NewEvent
+from codeai_tui.runtime.destination import (
+    Destination,
+    credential_for,
+    identity_problem,
+    resolve_destination,
+)
+from codeai_tui.runtime.request_bytes import build_request, intent_for
+from codeai_tui.runtime.runner import CallRunner
+from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
+from codeai_tui.workstate.receipts import parse_time
+from codeai_tui.workstate.tool_ops import TURN_KEYS, parse_turn
+
+Progress = Callable[[str], None]
+
+
+class ResumeRefused(Exception):
+    """Resume is not permitted; nothing was appended. `reason` is one operator line."""
+
+    def __init__(self, next_operation: NextOperation | None, reason: str) -> None:
+        super().__init__(reason)
+        self.next_operation = next_operation
+        self.reason = reason
+
+
+class UnknownCall(ResumeRefused):
+    """The call id names no call in this ledger: bad input, not a refusal."""
+
+    def __init__(self, call_id: str) -> None:
+        shown = call_id[:80] if call_id else "(empty)"
+        super().__init__(None, f"no call {shown!r} in this ledger")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlan:
+    """Everything an operator must see before confirming, pinned to the call's evidence."""
+
+    case_dir: Path
+    call_id: str
+    task_id: str
+    idempotency_key: str | None
+    purpose: str
+    stage: CallStage
+    drift_check_possible: bool
+    model_recorded: str | None
+    model_configured: str
+    request_sha256_recorded: str | None
+    request_sha256_rebuilt: str | None
+    context_package_recorded: str | None
+    context_package_now: str | None
+    rendered_sha256_recorded: str | None
+    rendered_sha256_now: str | None
+    drift: tuple[str, ...]
+    evidence: tuple[int, int]
+    intent: dict[str, Any]
+    rendered_context: str | None
+    destination: Destination
+    # when the call's last event was recorded (as the ledger says): a call that moved
+    # seconds ago may still belong to a live process (`still_active`)
+    last_recorded_at: str | None = None
+    # the turn (namespace, thread, turn) the call's `call.requested` names, None for a
+    # call of no turn: fixed for every attempt, so the successor keys the same operations
+    turn: tuple[str, str, str] | None = None
+    # why the process that wrote the call's last event is known to have ended (an
+    # operator's process gone, or the producer's recorded kill), None when unknown
+    writer_ended: str | None = None
+    next_operation: NextOperation | None = None  # what the projection names (a refusal's)
+
+    def still_active(self, now: datetime) -> str | None:
+        """Why the process that requested this call may still be running, when its last
+        event is less than ACTIVE_WITHIN_S old at `now` (or later than `now`: a clock
+        that cannot be compared is no proof the process stopped); None otherwise.
+        Resume is for a process that stopped: resuming a live one's call sends its
+        request twice."""
+        at = self.last_recorded_at
+        recorded = parse_time(at) if isinstance(at, str) else None
+        if recorded is None or self.writer_ended is not None:
+            return None
+        age = (now - recorded).total_seconds()
+        if age >= ACTIVE_WITHIN_S:
+            return None
+        when = (f"{age:.0f} s ago" if age >= 0 else
+                f"at {at}, later than this machine's clock")
+        return (f"this call's last event (seq {self.evidence[1]:,}) was recorded {when}: "
+                "the process that requested it may still be running, and would then send "
+                "this request itself. Resume only a call whose process has stopped.")
+
+    @property
+    def base_url(self) -> str:
+        return self.destination.base_url
+
+    def successor_requested(self, key: str, model: str) -> dict[str, Any]:
+        """The successor's `call.requested` payload: same key and purpose, the model it is
+        sent to, where it came from, and the call's turn (docs/tools.md), so `replay`
+        rebuilds the operation keys of the plan the successor's response saves."""
+        payload: dict[str, Any] = {"idempotency_key": key, "purpose": self.purpose,
+                                   "model": model, "resumed_from": self.call_id,
+                                   "recorded_by": who()}
+        if self.turn is not None:
+            payload["turn"] = dict(zip(TURN_KEYS, self.turn, strict=True))
+        return payload
+
+    @property
+    def verdict(self) -> str:
+        if not self.drift_check_possible:
+            return "no drift check possible"
+        return "drift" if self.drift else "match"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeResult:
+    old_call_id: str
+    new_call_id: str
+    new_stage: CallStage
+    receipts_before: int
+    receipts_after: int
+    drift_check_possible: bool
+    status: str
+    notes: tuple[str, ...] = ()  # what the runner waited for, or why it stopped early
+    # the provider's receipts did not move where they should have (`receipts_warning`)
+    warning: str | None = None
+
+
+# a call whose last event is younger than this may belong to a process still running
+ACTIVE_WITHIN_S = 120.0
+
+
+def _evidence(events: Sequence[Event]) -> tuple[int, int]:
+    return (len(events), events[-1].seq if events else 0)
+
+
+def check_resumable(state: CallState | None, call_id: str) -> CallState:
+    """Raise ResumeRefused unless the projection permits resuming this call."""
+    if state is None:
+        raise UnknownCall(call_id)
+    if state.superseded_by is not None or state.stage is CallStage.SUPERSEDED:
+        raise ResumeRefused(
+            state.next_operation, f"call {call_id} is already superseded by {state.superseded_by}"
+        )
+    if state.anomalous:
+        raise ResumeRefused(
+            state.next_operation,
+            f"call {call_id}: an anomaly names this call; resume refuses to guess ({state.reason})",
+        )
+    if not state.resumable:
+        raise ResumeRefused(
+            state.next_operation,
+            f"call {call_id} is {state.stage.value}: next operation is "
+            f"{state.next_operation.value} ({state.reason})",
+        )
+    return state
+
+
+def check_destination(case: Path, destination: Destination,
+                      next_operation: NextOperation | None) -> None:
+    """Raise ResumeRefused unless the server at the destination is the one the case
+    names (case.json's identity; nothing to check without one). Called before anything
+    is written: a demo bundle reopened while its provider is not running, or while
+    another bundle's listens on its port, says so and sends nothing."""
+    if destination.identity is None:
+        return
+    try:
+        port = urlsplit(destination.base_url).port
+    except ValueError:  # a port out of range: the check itself says what answered
+        port = None
+    hint = (f" (this bundle's provider: codeai-tui provider --receipts-root "
+            f"{case.resolve().parent}{f' --port {port}' if port else ''})")
+    problem = identity_problem(destination, hint)
+    if problem is not None:
+        raise ResumeRefused(next_operation, problem)
+
+
+def receipts_warning(case: Path, destination: Destination, status: str,
+                     before: int, after: int) -> str | None:
+    """What to say when a request went out, the call ended (succeeded or failed), and the
+    case's own receipt log did not grow, where the case's provider keeps one (case.json
+    names its identity, or the log exists): that provider appends a receipt before it
+    answers, so the answer came from another server, or none was reached. None otherwise."""
+    if status not in ("succeeded", "failed") or after > before:
+        return None
+    if destination.identity is None and not (case / RECEIPTS_RELPATH).exists():
+        return None
+    return (f"provider receipts {before} -> {after}: this case's receipt log did not grow, "
+            f"so the provider that keeps it did not receive this request (another server "
+            f"at {destination.base_url} answered, or none did)")
+
+
+def _payload(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    for ev in events:
+        if ev.kind == kind and ev.payload is not None:
+            return ev.payload
+    return {}
+
+
+def _latest_package(task_events: Sequence[Event]) -> tuple[str | None, str | None]:
+    """The task's current context package: its last completed compilation."""
+    for ev in reversed(task_events):
+        if ev.kind == "context.compilation_completed" and ev.payload:
+            pkg, sha = ev.payload.get("package_id"), ev.payload.get("rendered_sha256")
+            return (pkg if isinstance(pkg, str) else None, sha if isinstance(sha, str) else None)
+    return None, None
+
+
+def plan_resume(
+    case_dir: str | os.PathLike[str],
+    call_id: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    operator_config: Path | None = None,
+    ask_destination: bool = False,
+) -> ResumePlan:
+    """Read-only: project the call, rebuild its request, compare, and say where it would
+    go. Raises ResumeRefused (not resumable; with `ask_destination`, also where the server
+    there is not the one the case names: `check_destination`), UnknownCall,
+    DestinationError (unusable URL) or LedgerError (cannot read). Writes nothing; sends
+    nothing but, with `ask_destination`, the identity question (the console's drift
+    checks plan every resumable call as it shows them, and ask nobody)."""
+    if not call_id:
+        raise UnknownCall(call_id)
+    case = Path(case_dir)
+    config: CaseConfig = load_case_config(case).with_overrides(model=model, base_url=base_url)
+    destination = resolve_destination(
+        case, config, base_url=base_url, api_key_env=api_key_env, operator_config=operator_config
+    )
+    with LedgerReader(case) as reader:
+        events = reader.events_for_call(call_id)
+        state = check_resumable(project_call(events, call_id), call_id)
+        task_events = reader.events_for_task(
+            state.task_id, ("task.objective", "context.compilation_completed")
+        )
+    requested = _payload(events, "call.requested")
+    manifest = _payload(events, "call.manifest")
+    purpose = str(requested.get("purpose") or "")
+    turn = _turn(requested, call_id)
+    store = ArtifactStore(case)
+    pkg_now, rendered_ref = _latest_package(task_events)
+    rendered_now_text: str | None = None
+    rendered_sha_now: str | None = None
+    rendered_problem: str | None = None
+    if rendered_ref is not None:
+        found = store.read(rendered_ref)
+        if found.data is not None:
+            rendered_sha_now = sha256_hex(found.data)
+            rendered_now_text = found.data.decode("utf-8", "replace")
+        else:
+            rendered_problem = found.describe(rendered_ref)
+    drift: list[str] = []
+    drift_check_possible = state.stage is CallStage.MANIFEST_RECORDED
+    if drift_check_possible:
+        intent = manifest.get("intent")
+        if not isinstance(intent, dict):
+            raise ResumeRefused(None, f"call {call_id}: manifest has no intent object to rebuild from")
+        recorded = manifest
+        if manifest.get("context_package_id") is None and manifest.get("rendered_context_sha256") is None:
+            # the call was prepared without context: rebuild without it
+            pkg_now, rendered_sha_now, rendered_now_text = None, None, None
+    else:
+        # Rung 4: nothing recorded to compare against; prepare anew from the task.
+        objective = _payload(task_events, "task.objective").get("objective")
+        intent = intent_for(purpose, objective if isinstance(objective, str) else None)
+        recorded = {"model": requested.get("model")}
+    rebuilt = sha256_hex(build_request(intent, config.provider.model, rendered_now_text))
+
+    def text(key: str) -> str | None:
+        value = recorded.get(key)
+        return value if isinstance(value, str) else None
+
+    req_rec, pkg_rec, sha_rec = (
+        text("request_sha256"), text("context_package_id"), text("rendered_context_sha256")
+    )
+    if drift_check_possible:
+        if text("model") != config.provider.model:
+            drift.append(f"model: recorded {text('model')}, configured {config.provider.model}")
+        if rebuilt != req_rec:
+            drift.append(f"request hash: recorded {req_rec}, rebuilt {rebuilt}")
+        if pkg_now != pkg_rec:
+            drift.append(f"context package: recorded {pkg_rec}, now {pkg_now}")
+        if rendered_sha_now != sha_rec:
+            now = rendered_sha_now or f"({rendered_problem or 'no rendered context now'})"
+            drift.append(f"rendered context: recorded {sha_rec}, now {now}")
+        if req_rec is not None:
+            stored = store.read(req_rec)
+            if stored.status not in (ArtifactStatus.OK, ArtifactStatus.MISSING):
+                # the case's copy of the request was replaced (a link, other bytes): the
+                # directory was tampered with; resume sends only bytes it rebuilt and
+                # verified, but an operator must look at this case before anything runs
+                raise ResumeRefused(
+                    None, f"call {call_id}: request {stored.describe(req_rec)}; "
+                    "the case directory was altered, refusing")
+    if ask_destination and not drift:
+        check_destination(case, destination, state.next_operation)
+    return ResumePlan(
+        case_dir=case, call_id=call_id, task_id=state.task_id,
+        idempotency_key=state.idempotency_key, purpose=purpose, stage=state.stage,
+        drift_check_possible=drift_check_possible,
+        model_recorded=text("model"), model_configured=config.provider.model,
+        request_sha256_recorded=req_rec, request_sha256_rebuilt=rebuilt,
+        context_package_recorded=pkg_rec, context_package_now=pkg_now,
+        rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
+        drift=tuple(drift), evidence=_evidence(events), intent=intent,
+        rendered_context=rendered_now_text, destination=destination,
+        last_recorded_at=events[-1].recorded_at if events else None, turn=turn,
+        writer_ended=_writer_ended(case, events),
+        next_operation=state.next_operation,
+    )
+
+
+def _writer_ended(case: Path, events: Sequence[Event]) -> str | None:
+    """Why no process is still writing this call, where the case says so: its last
+    events were recorded by an operator's process that has ended (or by this one), or
+    the producer that wrote them was killed, as the case's termination record (written
+    by whoever killed it, the demo harness here) says, at or after the call's last seq."""
+    if not events:
+        return None
+    requested = _payload(events, "call.requested")
+    if events[-1].kind in ("call.requested", "call.manifest"):
+        ended = ended_here(requested.get("recorded_by"))
+        if ended is not None:
+            return ended
+    record = read_termination(case)
+    if record is not None and record.get("returncode") is not None:
+        seq = record.get("seq")
+        if type(seq) is int and seq >= events[-1].seq:
+            return (f"its producer (pid {record.get('pid')}) was stopped after seq {seq} "
+                    f"(termination.json: {record.get('signal') or 'exit'})")
+    return None
+
+
+def _turn(requested: dict[str, Any], call_id: str) -> tuple[str, str, str] | None:
+    """The call's turn, carried to its successor; a `turn` that cannot key operations
+    refuses (a successor under it would plan tools that no replay could address)."""
+    raw = requested.get("turn")
+    if raw is None:
+        return None
+    turn = parse_turn(raw)
+    if turn is None:
+        raise ResumeRefused(None, f"call {call_id}: its call.requested names a turn that "
+                            "cannot key tool operations (namespace, thread and turn must be "
+                            "non-empty text without '/'); refusing to resume it")
+    return turn
+
+
+_who = who  # the operator's identity in the events it appends (ledger/who.py)
+
+
+def resume_call(
+    case_dir: str | os.PathLike[str],
+    call_id: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    send_credential: bool = False,
+    reason: str | None = None,
+    expected: ResumePlan | None = None,
+    progress: Progress | None = None,
+    new_call_id: str | None = None,
+    operator_config: Path | None = None,
+    timeout: float | None = None,
+    max_retry_wait: float | None = None,
+    deadline: float | None = None,
+) -> ResumeResult:
+    """Resume one call or raise ResumeRefused having appended nothing.
+
+    The credential (the value of the destination's variable) is sent only when
+    `send_credential` is True: the caller decides that from `plan.destination.trusted` or
+    an explicit confirmation that showed the URL and the variable's name."""
+    say = progress or (lambda _msg: None)
+    case = Path(case_dir)
+    say(f"projecting {call_id}")
+    plan = plan_resume(case, call_id, model=model, base_url=base_url, api_key_env=api_key_env,
+                       operator_config=operator_config, ask_destination=True)
+    if expected is not None and expected.evidence != plan.evidence:
+        raise ResumeRefused(
+            None,
+            f"call {call_id}: its evidence changed since it was shown "
+            f"({expected.evidence[0]} events to seq {expected.evidence[1]}, now "
+            f"{plan.evidence[0]} to seq {plan.evidence[1]}); look again",
+        )
+    if plan.drift:
+        raise ResumeRefused(None, f"call {call_id}: drift, refusing: " + "; ".join(plan.drift))
+    if expected is not None and expected.request_sha256_rebuilt != plan.request_sha256_rebuilt:
+        raise ResumeRefused(None, f"call {call_id}: the rebuilt request differs from the one shown")
+    if expected is not None and expected.destination != plan.destination:
+        raise ResumeRefused(None, f"call {call_id}: the destination changed since it was shown")
+    config = load_case_config(case).with_overrides(model=model, base_url=plan.destination.base_url)
+    receipts_before = len(read_receipts(case).receipts)
+    key = plan.idempotency_key or f"key-{call_id}"
+    new_id = new_call_id or f"call-{uuid.uuid4().hex[:12]}"
+    say("writing call.resumed and the new call")
+    with LedgerWriter.open(case) as writer:
+        limits = {k: v for k, v in (("timeout", timeout), ("max_retry_wait", max_retry_wait),
+                                    ("deadline", deadline))
+                  if v is not None}  # the runner's documented defaults otherwise
+        runner = CallRunner(
+            case, writer, config, credential=credential_for(plan.destination, send_credential),
+            **limits,
+        )
+        package = (
+            (plan.context_package_now, plan.rendered_sha256_now)
+            if plan.context_package_now and plan.rendered_sha256_now
+            else None
+        )
+        manifest = runner.manifest_payload(key, plan.intent, package)  # stores request bytes
+        with writer.transaction() as txn:
+            # Re-project inside the write lock: a racing resumer that committed first has
+            # appended call.resumed, so this one sees `superseded` and refuses.
+            events = txn.events_for_call(call_id)
+            check_resumable(project_call(events, call_id), call_id)
+            if _evidence(events) != plan.evidence:
+                raise ResumeRefused(None, f"call {call_id}: evidence changed while resuming")
+            txn.append(NewEvent(
+                "call.resumed", plan.task_id,
+                {"resumed_as": new_id, "idempotency_key": key,
+                 "request_sha256": plan.request_sha256_recorded, "by": _who(),
+                 "reason": reason or None},
+                call_id=call_id,
+            ))
+            txn.append(NewEvent(
+                "call.requested", plan.task_id,
+                plan.successor_requested(key, config.provider.model), call_id=new_id,
+            ))
+            txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
+        say(f"sending {new_id} to {plan.destination.base_url}")
+        try:
+            status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
+        except (AppendNotLanded, LedgerError) as exc:
+            # the resume itself is recorded; what the runner could not write says itself
+            # what happened (an attempt.started that did not land: nothing was sent)
+            raise LedgerError(exc.problem, f"{call_id} was resumed as {new_id} (recorded), "
+                              f"then {exc}") from None
+    with LedgerReader(case) as reader:
+        new_state = project_call(reader.events_for_call(new_id), new_id)
+    receipts_after = len(read_receipts(case).receipts)
+    say(f"{new_id}: {status}")
+    return ResumeResult(
+        old_call_id=call_id, new_call_id=new_id,
+        new_stage=new_state.stage if new_state else CallStage.REQUESTED,
+        receipts_before=receipts_before, receipts_after=receipts_after,
+        drift_check_possible=plan.drift_check_possible, status=status,
+        notes=tuple(runner.notes),
+        warning=receipts_warning(case, plan.destination, status, receipts_before,
+                                 receipts_after),
+    )

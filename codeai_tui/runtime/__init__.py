@@ -1,0 +1,1 @@
+"""The agent runtime: the runner, the request bytes, the responses, the destination."""
