@@ -21,14 +21,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED
+from codeai_tui.workstate.tool_receipts import ToolReceipts, receipt_verdict
 from codeai_tui.workstate.vocab import NextOperation
 
-if TYPE_CHECKING:
-    from codeai_tui.workstate.evidence import CallEvidence
-    from codeai_tui.workstate.tool_receipts import ToolReceipts
+
+class _Attempt(Protocol):
+    attempt_id: str
+    observed_seq: int | None
+
+
+class CallEvidence(Protocol):
+    """What the tool rungs read of a call's evidence (the call's own fold holds more):
+    a protocol, so that the call's evidence can import this module and not the reverse."""
+
+    call_id: str
+    first_seq: int
+    event_count: int
+    status: str | None
+    adopted_attempt_id: str | None
+    completed_seq: int | None
+    tools: ToolEvidence | None
+
+    def last_attempt(self) -> _Attempt | None: ...
 
 EXECUTED, NOT_EXECUTED = "executed", "not_executed"
 TOOL_FINDINGS = (EXECUTED, NOT_EXECUTED)
@@ -314,8 +331,6 @@ class ToolOpState:
             doc["finding"] = self.finding
             doc["reconciled_seq"] = self.reconciled_seq
         if self.stage is ToolOpStage.COMPLETED:
-            from codeai_tui.workstate.tool_receipts import receipt_verdict
-
             verdict, detail = receipt_verdict(self, receipts)
             doc["receipt"] = {"verdict": verdict.value, "detail": detail}
         return doc

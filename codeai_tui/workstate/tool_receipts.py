@@ -20,10 +20,22 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from codeai_tui.workstate.tool_ops import ToolOpState
+
+class CompletedOperation(Protocol):
+    """What a receipt is checked against: a completed operation's admission and outcome."""
+
+    operation_key: str | None
+    tool_call_id: str | None
+    tool: str | None
+    arguments_sha256: str | None
+    admitted_seq: int | None
+    completed_seq: int | None
+    call_id: str
+    admitted_attempt_id: str | None
+    outcome: str | None
+    receipt: str | None
 
 
 class ReceiptVerdict(StrEnum):
@@ -111,7 +123,7 @@ _BOUND = (("operation_key", "operation_key"), ("tool_call_id", "tool_call_id"),
           ("attempt_id", "admitted_attempt_id"), ("outcome", "outcome"))
 
 
-def receipt_verdict(op: ToolOpState, receipts: ToolReceipts | None
+def receipt_verdict(op: CompletedOperation, receipts: ToolReceipts | None
                     ) -> tuple[ReceiptVerdict, str]:
     """The verdict on a completed operation's receipt, with one line saying why."""
     if receipts is None:
