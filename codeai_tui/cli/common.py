@@ -78,7 +78,20 @@ def outcome_exit(status: str | None) -> int:
 def write_action() -> Iterator[None]:
     """Around a write action: an unknown call or operation, a destination or a key that
     cannot be used is a bad input (CliError: one line, exit 2); a refusal by the projection
-    (or by a tool turn that could repeat an effect) is Refused (one line, exit 3)."""
+    (or by a tool turn that could repeat an effect) is Refused (one line, exit 3). Any
+    other error goes on as it is."""
+    try:
+        yield
+    except Exception as exc:
+        said = _said_by_action(exc)
+        if said is None:
+            raise
+        raise said from None
+
+
+def _said_by_action(exc: Exception) -> CliError | Refused | None:
+    """What an action's exception means to the command line, or None. (Imported here, on
+    the way out: no command pays for the action modules it does not use.)"""
     from codeai_tui.actions.reconcile import UnknownOperation
     from codeai_tui.actions.resume import ResumeRefused, UnknownCall
     from codeai_tui.runtime.destination import DestinationError
@@ -86,16 +99,14 @@ def write_action() -> Iterator[None]:
     from codeai_tui.tools.replay import UnknownCall as UnknownReplayCall
     from codeai_tui.tools.turn import TurnRefused
 
-    try:
-        yield
-    except (UnknownCall, UnknownOperation, UnknownReplayCall, DestinationError,
-            KeyProblem) as exc:
-        raise CliError(str(exc)) from None
-    except ResumeRefused as exc:
-        operation = exc.next_operation.value if exc.next_operation else None
-        raise refusal(exc.reason, operation) from None
-    except TurnRefused as exc:
-        raise refusal(str(exc)) from None
+    if isinstance(exc, UnknownCall | UnknownOperation | UnknownReplayCall | DestinationError
+                  | KeyProblem):
+        return CliError(str(exc))
+    if isinstance(exc, ResumeRefused):
+        return refusal(exc.reason, exc.next_operation.value if exc.next_operation else None)
+    if isinstance(exc, TurnRefused):
+        return refusal(str(exc))
+    return None
 
 
 def ask(question: str, typed: str | None = None) -> bool:

@@ -38,7 +38,6 @@ from codeai_tui.textsafe import visible
 # what writes, then the demo and the lab
 REGISTRY: tuple[Command, ...] = (*console.COMMANDS, *read.COMMANDS, *actions.COMMANDS,
                                  *advance.COMMANDS, *demo.COMMANDS, *lab.COMMANDS)
-COMMANDS = tuple(command.name for command in REGISTRY)
 
 
 # The longest argument taken, in UTF-8 bytes: PATH_MAX, so every path that can be opened
@@ -182,7 +181,8 @@ def _normalise(argv: list[str]) -> list[str]:
     unknown command rather than opened as a missing directory. Raises CliError."""
     if not argv or argv[0] in _HELP:
         return argv
-    command = next((i for i, word in enumerate(argv) if word in COMMANDS), None)
+    names = [command.name for command in REGISTRY]
+    command = next((i for i, word in enumerate(argv) if word in names), None)
     if command is not None and all(w.startswith("-") for w in argv[:command]):
         return [argv[command], *argv[:command], *argv[command + 1:]]  # options first
     words = [w for w in argv if not w.startswith("-")]
@@ -190,7 +190,7 @@ def _normalise(argv: list[str]) -> list[str]:
     if not first.startswith("-") and not os.path.lexists(first) \
             and "/" not in first and "." not in first and len(words) == 1 \
             and first.replace("-", "").isalpha():
-        raise CliError(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}; "
+        raise CliError(f"unknown command {first!r} (commands: {', '.join(names)}; "
                        f"to open a directory of that name, write ./{first})")
     return ["open", *argv]
 
