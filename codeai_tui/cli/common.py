@@ -25,6 +25,14 @@ OUTCOME_EXIT = {"succeeded": EXIT_OK, "failed": EXIT_CALL_FAILED,
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_IO = 74  # EX_IOERR: the disk is full (the ledger stays consistent; the line says what)
 EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's convention for SIGINT
+# the last paragraph of every command's --help (a command with codes of its own says so
+# in its record)
+EXIT_CODES_HELP = (
+    "exit codes: 0 ok; 1 verification failed; 2 bad input (one line, nothing written); "
+    "3 refused: the projection does not name this step (nothing written); 4 the call "
+    "ended failed; 5 the effect is unknown (the request may have reached the provider); "
+    "74 the disk is full; 70 an internal error"
+)
 
 # an OSError naming a path with one of these is a bad path, not a failing disk
 _PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,

@@ -24,6 +24,7 @@ from codeai_tui import __version__
 from codeai_tui.cli import actions, advance, console, demo, lab, read
 from codeai_tui.cli.common import (
     EXIT_BAD_INPUT,
+    EXIT_CODES_HELP,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -123,13 +124,6 @@ ARGUMENT_HELP = {
     "host": "the loopback address to listen on",
     "port": "the port to listen on (0: one the system gives)",
 }
-EXIT_CODES_HELP = (
-    "exit codes: 0 ok; 1 verification failed; 2 bad input (one line, nothing written); "
-    "3 refused: the projection does not name this step (nothing written); 4 the call "
-    "ended failed; 5 the effect is unknown (the request may have reached the provider); "
-    "74 the disk is full; 70 an internal error"
-)
-
 
 def _complete_help(parser: argparse.ArgumentParser, exit_codes: str) -> None:
     """Every argument of a command says what it is, and its --help (and each of its own
@@ -150,7 +144,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         line = visible(message, one_line=True, limit=ERROR_LIMIT)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {line}\n")
-
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,13 @@ from collections import Counter
 import pytest
 
 from codeai_tui.cli import main as cli
-from codeai_tui.cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_REFUSED, Command
+from codeai_tui.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES_HELP,
+    EXIT_OK,
+    EXIT_REFUSED,
+    Command,
+)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -45,7 +51,7 @@ def test_every_registered_command_is_listed_once_with_its_own_help(
         assert code == EXIT_OK, err
         assert text.startswith(f"usage: codeai-tui {command.name} "), text[:80]
         assert _words(command.help) in _words(top)
-        assert _words(text).endswith(_words(command.exit_codes or cli.EXIT_CODES_HELP)), \
+        assert _words(text).endswith(_words(command.exit_codes or EXIT_CODES_HELP)), \
             f"{command.name}: its --help does not end with its exit codes"
 
 
