@@ -56,8 +56,8 @@ class CliError(Exception):
 
 
 class Refused(Exception):
-    """Nothing was written because the projection, or the operator asked, said no: `line`
-    goes to stderr as it is, and the command ends with exit 3."""
+    """Nothing was written: the projection said no, or the operator did not confirm.
+    `line` goes to stderr as it is, and the command ends with exit 3."""
 
     def __init__(self, line: str) -> None:
         super().__init__(line)
@@ -135,14 +135,14 @@ def need_confirmation_terminal(verb: str) -> None:
 def confirm(yes: bool, verb: str, question: str, *, typed: str | None, declined: str,
             shown: Sequence[str] = ()) -> None:
     """The one confirmation every write command asks before it runs: nothing with --yes;
-    else the lines `shown` (what would be done) and the question on the terminal, answered
+    else the lines `shown` (what would be done, shown inert) and the question, answered
     by typing the id `typed` (or y, where None). Any other answer raises Refused with the
     line `declined`: exit 3, nothing written."""
     if yes:
         return
     need_confirmation_terminal(verb)
     for line in shown:
-        print(line, file=sys.stderr)
+        print(visible(line, one_line=True), file=sys.stderr)
     if not ask(question, typed):
         raise Refused(declined)
 
