@@ -79,6 +79,7 @@ def test_drift_fixes_name_what_to_change(tmp_path: Path) -> None:
 def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import codeai_tui.app as app_package
+    from codeai_tui.cli import console
     from codeai_tui.cli import main as cli
 
     case = make_case(tmp_path / "c", "completed_task")
@@ -92,6 +93,6 @@ def test_open_prints_the_action_summary_on_exit(tmp_path: Path, monkeypatch: pyt
                                 Outcome.REFUSED, "no")
 
     monkeypatch.setattr(app_package, "create_app", lambda *a, **k: FakeApp())
-    monkeypatch.setattr(cli, "need_a_terminal", lambda: None)  # the stand-in app needs none
+    monkeypatch.setattr(console, "need_a_terminal", lambda: None)  # the stand-in app needs none
     assert cli.main([str(case)]) == 0
     assert "codeai-tui: this session: 1 refused" in capsys.readouterr().out

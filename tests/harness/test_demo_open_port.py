@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from codeai_tui import demo
+from codeai_tui.cli import demo as demo_command
 from codeai_tui.cli import main as cli
 
 CASE = "02_killed_after_manifest"
@@ -84,7 +85,7 @@ class Demo:
 def _run(monkeypatch: pytest.MonkeyPatch, stand_in: Demo, *argv: str) -> int:
     monkeypatch.setattr(demo, "build_demo", stand_in.build)
     monkeypatch.setattr(demo, "start_live", stand_in.live)
-    monkeypatch.setattr(cli, "cmd_open", stand_in.open)
+    monkeypatch.setattr(demo_command, "open_console", stand_in.open)
     return cli.main(["demo", *argv])
 
 
