@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.filters import Needle
@@ -17,6 +18,8 @@ from codeai_tui.console.model import CaseSnapshot, Skeleton, SkeletonCall, TimeM
 from codeai_tui.console.severity import CaseVerdict, case_verdict
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.workstate import CallState
+
+T = TypeVar("T")
 
 ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news
 DRIFT_CHECKS_PER_SNAPSHOT = 50
@@ -36,6 +39,7 @@ class Note:
 class CaseSession:
     """What the console knows of the open case, and what the operator chose in it."""
 
+    root: Path | None = None  # the path the console was started on
     cases: list[Path] = field(default_factory=list)
     case: Path | None = None
     # the follower's projection and its verdict; `live_base` before drift is known
@@ -237,7 +241,32 @@ class CaseSession:
             return verdict
         return case_verdict(snap.state, snap.event_count, drifted)
 
+    def case_label(self, case: Path | None = None) -> str:
+        """`case` (the open one by default) as the action log names it."""
+        case = case or self.case
+        if case is None:
+            return "?"
+        try:
+            root = self.root
+            return str(case.relative_to(root)) if root and case != root else case.name
+        except ValueError:
+            return str(case)
+
     def note_for_case(self) -> Note | None:
         """The last action's note, if it belongs to the open case."""
         note = self.note
         return note if note is not None and note.case == self.case else None
+
+
+class InSession(Generic[T]):
+    """An attribute of an object that holds a `session`, kept in that session: the main
+    screen's `as_of` (which the flows read as their host's) is its session's `as_of`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, holder: Any, owner: type | None = None) -> T:
+        return getattr(holder.session, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, holder: Any, value: T) -> None:
+        setattr(holder.session, self.name, value)

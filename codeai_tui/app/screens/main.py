@@ -10,11 +10,10 @@ composes. Each widget owns its own state, timers, workers and CSS.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -23,9 +22,8 @@ from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
-from codeai_tui.actions.resume import ResumeRefused
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import WAY_OUT
@@ -40,13 +38,15 @@ from codeai_tui.app.screens.evidence_actions import (
 )
 from codeai_tui.app.screens.replay_flow import ReplayFlow, ReplayNote, ReplayPreviewed
 from codeai_tui.app.screens.resume_flow import PlanReady, ResumeDone, ResumeFlow, ResumeNote
-from codeai_tui.app.widgets.banner import Banner, BannerFacts
+from codeai_tui.app.widgets.banner import Banner, session_banner
 from codeai_tui.app.widgets.calls_pane import CallsPane
+from codeai_tui.app.widgets.case_watch import CaseWatch
 from codeai_tui.app.widgets.cases_pane import CasesPane
-from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
+from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.compilations_pane import CompilationsPane
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.app.widgets.filter_bar import FilterBar
+from codeai_tui.app.widgets.footer_gate import FooterGate
 from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
@@ -54,40 +54,23 @@ from codeai_tui.app.widgets.pane_tabs import PANES, PaneTabs, grid_rows
 from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.selection import selection_in
-from codeai_tui.app.widgets.status_bar import CaseCounts, StatusBar, StatusFacts
+from codeai_tui.app.widgets.status_bar import StatusBar, session_facts
 from codeai_tui.app.widgets.table import TableView
 from codeai_tui.app.widgets.tasks_pane import TasksPane
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import ActionLog, Outcome
-from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
+from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.model import TimeMachine, discover_cases, release_frozen
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
-from codeai_tui.console.session import CaseSession, Note
-from codeai_tui.console.severity import fleet_counts
+from codeai_tui.console.session import CaseSession, InSession, Note
 from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
-
-T = TypeVar("T")
-
-
-class InSession(Generic[T]):
-    """A member the flows read (and some write) on their host (FlowHost), kept in the
-    screen's one session: `screen.as_of` is `screen.session.as_of`."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, screen: MainScreen | None, owner: type | None = None) -> T:
-        return getattr(screen.session, self.name)  # type: ignore[union-attr]
-
-    def __set__(self, screen: MainScreen, value: T) -> None:
-        setattr(screen.session, self.name, value)
 
 
 class MainScreen(Screen[None]):
@@ -117,8 +100,9 @@ class MainScreen(Screen[None]):
                  help_rows: Callable[[], list[tuple[str, str, str]]],
                  provider_note: str | None = None,
                  head_start: HeadStart | None = None) -> None:
+        self._footer = FooterGate(self)
         super().__init__()
-        self.session = CaseSession()
+        self.session = CaseSession(root)
         self._head_start = head_start  # handed to the follow widget
         self.root, self.path_given, self.read_only = root, path_given, read_only
         self.clock, self.service, self.action_log = clock, service, log
@@ -148,6 +132,7 @@ class MainScreen(Screen[None]):
             yield LanesPane(id="lanes")
         yield FilterBar(id="filter-bar")
         yield LiveFollow(self._head_start, id="follow")
+        yield CaseWatch(self.session, self.action_log, self.clock, self.service, id="watch")
         yield Footer()
 
     def pane(self, name: str) -> Pane:
@@ -171,7 +156,6 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(VerdictLine).read_only = self.read_only
-        self.set_interval(0.5, self._flush_alerts)
         self.set_active_pane("calls")
         self.calls.focus()
         self.paint_status()
@@ -208,34 +192,10 @@ class MainScreen(Screen[None]):
         s = self.session
         self.fit_grid()
         self.query_one(Pulse).follow(s.case, s.live.event_count if s.live else None)
-        snap, counts = s.shown, None
-        if snap is not None:
-            check = snap.state.receipts
-            counts = CaseCounts(len(snap.unknown_ids), len(check.duplicates),
-                                len(check.uncovered), len(snap.state.anomalies),
-                                snap.state.tool_effect_unknown_count)
-        elif s.skeleton is not None and s.as_of is None:
-            # final from the skeleton; what needs payloads or receipts is still read
-            counts = CaseCounts(len(s.skeleton.effect_unknown_ids), None, None, None,
-                                tool_effect_unknown=None)
-        fleet = None
-        if len(s.cases) > 1:
-            verdicts = dict(self.query_one(CasesPane).verdicts)
-            if s.case is not None and s.live_verdict is not None:
-                verdicts[s.case] = s.live_verdict
-            fleet = fleet_counts(verdicts.get(c) for c in s.cases)
-        note = s.note_for_case()
-        self.query_one(StatusBar).facts = StatusFacts(
-            path=self.path_given,
-            case_name=s.case.name if s.case is not None and len(s.cases) > 1 else None,
-            event_count=snap.event_count if snap is not None else s.event_count,
-            state=s.state, as_of=s.as_of, max_seq=s.max_seq, last_commit=s.last_commit,
-            counts=counts, fleet=fleet, progress=s.progress, activity=s.activity,
-            note=note.text if note else None, note_ok=note.ok if note else True,
+        self.query_one(StatusBar).facts = session_facts(
+            s, self.query_one(CasesPane).verdicts, path=self.path_given,
             read_only=self.read_only, provider=self.provider_note)
-        self.query_one(Banner).facts = BannerFacts(
-            trouble=s.trouble, state=s.state, as_of=s.as_of,
-            shown_as_of=snap.as_of if snap is not None else None, max_seq=s.max_seq)
+        self.query_one(Banner).facts = session_banner(s)
 
     def _paint_panes(self) -> None:
         s = self.session
@@ -324,7 +284,7 @@ class MainScreen(Screen[None]):
         what was read, and the widgets that showed it let it go."""
         self.session.reset(case, machine)
         self.query_one(LiveFollow).stop_travel()
-        self.workers.cancel_group(self, "drift")
+        self.query_one(CaseWatch).stop()
         for pane in PANES:
             self.pane(pane).needle = None
         self.query_one(FilterBar).active = {}
@@ -397,11 +357,9 @@ class MainScreen(Screen[None]):
             return
         first = s.take_live(snap, message.verdict)
         self.query_one(CasesPane).set_verdict(message.case, s.live_verdict)
-        self._alert_changes(snap, first)
+        self.query_one(CaseWatch).saw(message.case, snap, first)
         self.resume_flow.check_evidence(snap)
         self.evidence_flow.check_reconcile_evidence(snap)
-        if todo := s.drift_todo(snap):
-            self._run_drift_checks(message.case, todo)
         timeline = self.query_one(TimelinePane)
         if s.as_of is not None:  # time travel holds the panes still; the timeline grows
             timeline.recent, timeline.total = snap.recent, snap.max_seq
@@ -427,45 +385,8 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ alerts and drift
 
-    def _alert_changes(self, snap: Any, first: bool) -> None:
-        for group in self.session.note_changes(snap, first, time.monotonic()):
-            self._alert(None, f"{DUPLICATE_TEXT}: receipts {', '.join(group)}",
-                        "duplicate effect")
-
-    def _flush_alerts(self) -> None:
-        for call_id in self.session.due_alerts(time.monotonic()):
-            self._alert(call_id, f"{WARN} call {call_id} entered effect_unknown: "
-                        "duplicate risk", "effect unknown")
-
-    def _alert(self, call_id: str | None, text: str, title: str) -> None:
-        line = visible(text, one_line=True, limit=200)
-        self.action_log.add(self.clock(), self.case_label(), call_id, Outcome.ALERT, line)
-        self.notify(line, title=title, severity="error", markup=False, timeout=10)
-
     def case_label(self, case: Path | None = None) -> str:
-        case = case or self.session.case
-        if case is None:
-            return "?"
-        try:
-            return str(case.relative_to(self.root)) if case != self.root else case.name
-        except ValueError:
-            return str(case)
-
-    @work(thread=True, exit_on_error=False, group="drift", exclusive=True)
-    def _run_drift_checks(self, case: Path, call_ids: list[str]) -> None:
-        """Read-only: each plan reads the call's events and a few artifacts."""
-        checks: list[DriftCheck] = []
-        for call_id in call_ids:
-            if get_current_worker().is_cancelled:
-                return
-            try:
-                checks.append(check_from_plan(self.service.plan(case, call_id)))
-            except ResumeRefused as exc:  # e.g. an altered case directory: say so
-                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
-            except (LedgerError, OSError, ValueError) as exc:
-                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE,
-                                         (f"{type(exc).__name__}: {exc}",)))
-        self.post_message(m.DriftChecked(case, checks))
+        return self.session.case_label(case)
 
     def on_drift_checked(self, message: m.DriftChecked) -> None:
         s = self.session
@@ -520,29 +441,9 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ keys
 
-    # ---- footer: one redraw per refresh, and only when what it shows changed
-
-    _footer_check_pending = False
-    _footer_shown: tuple[object, ...] | None = None
-
     def refresh_bindings(self) -> None:
-        """Redraw the footer if what it shows changed, once after this refresh. Textual's
-        Footer rebuilds every key widget on each request (~5 ms at 160 columns), and
-        cursor moves, focus changes and live snapshots ask many times a second: most
-        requests change nothing it shows."""
-        if self._footer_check_pending:
-            return
-        self._footer_check_pending = self.call_after_refresh(self._publish_bindings)
-
-    def _publish_bindings(self) -> None:
-        self._footer_check_pending = False
-        shown = (self.app.app_focus, *(
-            (key, b.binding.action, b.binding.description, b.binding.key_display,
-             b.binding.show, b.enabled, b.tooltip)
-            for key, b in self.active_bindings.items()))
-        if shown != self._footer_shown:
-            self._footer_shown = shown
-            super().refresh_bindings()
+        """Redraw the footer only if what it shows changed (widgets/footer_gate.py)."""
+        self._footer.request()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         gated = self.gated_permitted(action)
