@@ -313,9 +313,9 @@ class MainScreen(Screen[None]):
             return
         text = (f"{WARN} ledger file replaced at {self.clock():%H:%M:%S}: everything shown "
                 "is re-read from the new file")
+        self.query_one(TimelinePane).reload()
         self._reset(case, s.machine.fresh() if s.machine is not None else None)
         self.resume_flow.evidence_gone("the ledger file was replaced")
-        self.query_one(TimelinePane).reload()
         s.note = Note(case, "", text, ok=False)
         self.action_log.add(self.clock(), self.case_label(case), None, Outcome.ALERT, text)
         self.notify(text, title="ledger replaced", severity="warning", markup=False,

@@ -40,7 +40,8 @@ class CaseWatch(Widget):
     def __init__(self, session: CaseSession, log: ActionLog, clock: Callable[[], datetime],
                  service: ResumeService, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.session, self.log, self.clock, self.service = session, log, clock, service
+        self.session, self.action_log = session, log
+        self.clock, self.service = clock, service
 
     def on_mount(self) -> None:
         self.set_interval(FLUSH_EVERY_S, self._flush_alerts)
@@ -65,7 +66,8 @@ class CaseWatch(Widget):
 
     def alert(self, call_id: str | None, text: str, title: str) -> None:
         line = visible(text, one_line=True, limit=200)
-        self.log.add(self.clock(), self.session.case_label(), call_id, Outcome.ALERT, line)
+        self.action_log.add(self.clock(), self.session.case_label(), call_id, Outcome.ALERT,
+                            line)
         self.notify(line, title=title, severity="error", markup=False, timeout=10)
 
     @work(thread=True, exit_on_error=False, group="drift", exclusive=True)
