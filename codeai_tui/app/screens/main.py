@@ -63,7 +63,7 @@ from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.model import TimeMachine, discover_cases, release_frozen
+from codeai_tui.console.model import CaseSnapshot, TimeMachine, discover_cases, release_frozen
 from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.session import CaseSession, InSession, Note
@@ -87,8 +87,8 @@ class MainScreen(Screen[None]):
     # the session as the flows see it (FlowHost)
     case: InSession[Path | None] = InSession()
     as_of: InSession[int | None] = InSession()
-    live: InSession[Any] = InSession()
-    shown: InSession[Any] = InSession()
+    live: InSession[CaseSnapshot | None] = InSession()
+    shown: InSession[CaseSnapshot | None] = InSession()
     selected_call_id: InSession[str | None] = InSession()
     activity: InSession[str | None] = InSession()
     note: InSession[Note | None] = InSession()
@@ -317,7 +317,7 @@ class MainScreen(Screen[None]):
         self._reset(case, s.machine.fresh() if s.machine is not None else None)
         self.resume_flow.evidence_gone("the ledger file was replaced")
         s.note = Note(case, "", text, ok=False)
-        self.action_log.add(self.clock(), self.case_label(case), None, Outcome.ALERT, text)
+        self.action_log.add(self.clock(), self.session.case_label(case), None, Outcome.ALERT, text)
         self.notify(text, title="ledger replaced", severity="warning", markup=False,
                     timeout=15)
         self.paint_status()
@@ -383,10 +383,7 @@ class MainScreen(Screen[None]):
     def on_live_follow_failed(self, message: LiveFollow.Failed) -> None:
         self._internal_error(message.group, message.error)
 
-    # ------------------------------------------------------------------ alerts and drift
-
-    def case_label(self, case: Path | None = None) -> str:
-        return self.session.case_label(case)
+    # ------------------------------------------------------------------ drift
 
     def on_drift_checked(self, message: m.DriftChecked) -> None:
         s = self.session
@@ -634,7 +631,7 @@ class MainScreen(Screen[None]):
     def record(self, case: Path | None, call_id: str | None, outcome: Outcome,
                text: str) -> None:
         """Keep an outcome in the action log (case None: the open case)."""
-        self.action_log.add(self.clock(), self.case_label(case), call_id, outcome, text)
+        self.action_log.add(self.clock(), self.session.case_label(case), call_id, outcome, text)
 
     def refuse(self, call_id: str | None, action: str, text: str) -> None:
         """A gated action refused before anything was written: the action log and a
@@ -752,5 +749,5 @@ class MainScreen(Screen[None]):
             except NoMatches:
                 return
         line = visible(f"internal error in {what}", one_line=True, limit=300)
-        self.action_log.add(self.clock(), self.case_label(), None, Outcome.ALERT, line)
+        self.action_log.add(self.clock(), self.session.case_label(), None, Outcome.ALERT, line)
         self.notify(line, title="internal error", severity="error", markup=False, timeout=15)
