@@ -380,7 +380,7 @@ class MainScreen(Screen[None]):
             self.calls.first_effect_unknown()
         self.refresh_bindings()
 
-    def on_live_follow_failed(self, message: LiveFollow.Failed) -> None:
+    def on_worker_failed(self, message: m.WorkerFailed) -> None:
         self._internal_error(message.group, message.error)
 
     # ------------------------------------------------------------------ drift

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from textual import work
 from textual.widget import Widget
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.actions.resume import ResumeRefused
 from codeai_tui.app import messages as m
@@ -54,6 +54,10 @@ class CaseWatch(Widget):
                        "duplicate effect")
         if todo := self.session.drift_todo(snap):
             self._check_drift(case, todo)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.post_message(m.WorkerFailed(event.worker.group, event.worker.error))
 
     def stop(self) -> None:
         """The case or its file changed: its drift checks are not wanted any more."""

@@ -17,11 +17,9 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual import work
-from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -64,13 +62,6 @@ class LiveFollow(Widget):
     projections as of a seq (time travel)."""
 
     DEFAULT_CSS = "LiveFollow { display: none; }"
-
-    @dataclass
-    class Failed(Message):
-        """A follow worker died of a bug (ledger problems are messages of their own)."""
-
-        group: str
-        error: BaseException
 
     def __init__(self, head_start: HeadStart | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -122,7 +113,7 @@ class LiveFollow(Widget):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
-            self.post_message(self.Failed(event.worker.group, event.worker.error))
+            self.post_message(m.WorkerFailed(event.worker.group, event.worker.error))
 
     # ---- following
 
