@@ -24,7 +24,7 @@ from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.app import create_app
 from codeai_tui.app.widgets.lanes_pane import LanesPane
-from codeai_tui.app.widgets.pane_tabs import PaneTabs
+from codeai_tui.app.widgets.pane_grid import PaneTabs
 
 NARROW = (80, 24)
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Container, Horizontal
+from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -43,20 +43,18 @@ from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.case_watch import CaseWatch
 from codeai_tui.app.widgets.cases_pane import CasesPane
 from codeai_tui.app.widgets.cells import WARN
-from codeai_tui.app.widgets.compilations_pane import CompilationsPane
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.app.widgets.filter_bar import FilterBar
 from codeai_tui.app.widgets.footer_gate import FooterGate
 from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
-from codeai_tui.app.widgets.pane_tabs import PANES, PaneTabs, grid_rows
+from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
 from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.selection import selection_in
 from codeai_tui.app.widgets.status_bar import StatusBar, session_facts
 from codeai_tui.app.widgets.table import TableView
-from codeai_tui.app.widgets.tasks_pane import TasksPane
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import ActionLog, Outcome
@@ -121,22 +119,14 @@ class MainScreen(Screen[None]):
         yield Banner(id="banner")
         yield VerdictLine(id="verdict")
         yield PaneTabs(id="tabs")
-        with Container(id="body"):
-            yield CasesPane(self.root, id="cases")
-            yield TasksPane(id="tasks")
-            yield CompilationsPane(id="compilations")
-            yield CallsPane(id="calls")
-            yield DetailView(self.clock, self.read_only, id="detail-box")
-            yield TimelinePane(id="timeline")
-            yield ReceiptsPane(id="receipts")
-            yield LanesPane(id="lanes")
+        yield PaneGrid(self.root, self.clock, self.read_only, id="body")
         yield FilterBar(id="filter-bar")
         yield LiveFollow(self._head_start, id="follow")
         yield CaseWatch(self.session, self.action_log, self.clock, self.service, id="watch")
         yield Footer()
 
     def pane(self, name: str) -> Pane:
-        return self.query_one(f"#{name}", Pane)
+        return self.query_one(PaneGrid).pane(name)
 
     @property
     def calls(self) -> CallsPane:
@@ -163,24 +153,9 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ painting
 
-    _grid_rows = ""
-
     def fit_grid(self) -> None:
-        """With every pane on screen (140x40 and up), give rows to what has rows."""
-        body = self.query_one("#body")
-        if not (self.has_class("-w140") and self.has_class("-tall")):
-            if self._grid_rows:  # one pane at a time: the stylesheet's single row again
-                self._grid_rows = ""
-                body.styles.clear_rule("grid_rows")
-            return
-        if body.size.height <= 0:
-            return
-        snap = self.session.shown
-        longest = max(len(self.session.cases), len(snap.state.tasks),
-                      len(snap.state.compilations)) if snap else len(self.session.cases)
-        rows = grid_rows(body.size.height, longest, len(snap.state.calls) if snap else 0)
-        if rows != self._grid_rows:
-            self._grid_rows = body.styles.grid_rows = rows  # type: ignore[assignment]
+        self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"),
+                                     self.session)
 
     def on_resize(self) -> None:
         # under 110 columns the footer drops its padding, so that the next step's key,
@@ -198,23 +173,8 @@ class MainScreen(Screen[None]):
         self.query_one(Banner).facts = session_banner(s)
 
     def _paint_panes(self) -> None:
-        s = self.session
-        snap = s.shown
         with self.app.batch_update():
-            for name in ("tasks", "calls", "compilations", "receipts", "lanes"):
-                self.pane(name).snapshot = snap
-            self.calls.drift = dict(s.drift)
-            timeline = self.query_one(TimelinePane)
-            if snap is not None:
-                timeline.recent = snap.recent
-                timeline.total = max(s.max_seq, snap.max_seq)
-            timeline.decoration = (snap, s.as_of)
-            # only once the as-of projection is on screen: never a live verdict under "seq N"
-            self.query_one(CasesPane).as_of = (snap.as_of, s.shown_verdict) if (
-                s.as_of is not None and snap is not None and snap.as_of is not None
-                and s.shown_verdict is not None) else None
-            detail = self.query_one(DetailView)
-            detail.snapshot, detail.drift = snap, dict(s.drift)
+            self.query_one(PaneGrid).show(self.session)
             self._paint_verdict()
             self.paint_status()
 
@@ -431,9 +391,7 @@ class MainScreen(Screen[None]):
 
     def set_active_pane(self, name: str) -> None:
         self.active_pane = name
-        for pane in PANES:
-            self.pane(pane).set_class(pane == name, "-active")
-        self.query_one("#body").set_class(name == "lanes", "-lanes")  # (the grid's layout)
+        self.query_one(PaneGrid).activate(name)
         self.query_one(PaneTabs).active = name
 
     # ------------------------------------------------------------------ keys
