@@ -57,9 +57,9 @@ async def _until(pilot: Any, predicate: Callable[[], bool], timeout: float = 20.
 
 async def _ready(pilot: Any) -> None:
     main = pilot.app.main
-    await _until(pilot, lambda: main.live is not None and main.progress is None)
-    await _until(pilot, main.timeline.cursor_loaded)
-    await _until(pilot, lambda: all(c.call_id in main.drift for c in main.live.state.calls
+    await _until(pilot, lambda: main.live is not None and main.session.progress is None)
+    await _until(pilot, main.pane("timeline").cursor_loaded)
+    await _until(pilot, lambda: all(c.call_id in main.session.drift for c in main.live.state.calls
                                     if c.resumable))
 
 
@@ -148,7 +148,7 @@ async def _main_view(pilot: Any) -> None:
 async def _bundle_list(pilot: Any) -> None:
     """The bundle, worst first, and `e` on the first case with an effect_unknown call."""
     main = pilot.app.main
-    await _until(pilot, lambda: len(main.cases_pane.verdicts) == len(main.cases))
+    await _until(pilot, lambda: len(main.pane("cases").verdicts) == len(main.session.cases))
     await pilot.press("e")
     await _until(pilot, lambda: main.live is not None and main.selected_call_id is not None)
     await _ready(pilot)
@@ -157,17 +157,17 @@ async def _bundle_list(pilot: Any) -> None:
 
 async def _receipt_detail(pilot: Any) -> None:
     await pilot.press("6")
-    await _until(pilot, lambda: "receipt" in pilot.app.main.detail.text())
+    await _until(pilot, lambda: "receipt" in pilot.app.main.query_one("#detail-box").text())
 
 
 async def _time_travel(pilot: Any) -> None:
     main = pilot.app.main
     await pilot.press("5")
-    timeline = main.timeline
+    timeline = main.pane("timeline")
     timeline.move_to(max(0, timeline.row_count // 2))
     await pilot.press("t")
     await _until(pilot, lambda: main.shown is not None and main.shown.as_of is not None
-                 and main.progress is None)
+                 and main.session.progress is None)
     await _until(pilot, timeline.cursor_loaded)
 
 

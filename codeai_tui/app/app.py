@@ -25,6 +25,7 @@ from codeai_tui.app import actions
 from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
+from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.console.actions import ActionLog
 from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.replay_service import LedgerReplayService, ReplayService
@@ -185,7 +186,7 @@ class CodeAIApp(App[None]):
     def action_set_theme(self, name: str) -> None:
         if name in self.available_themes:
             self.theme = name
-            self.main.detail.repaint()
+            self.main.query_one(DetailView).repaint()
 
 
 def _probe(key: str) -> Binding:

@@ -89,3 +89,12 @@ class LedgerReplaced(Message):
 class DriftChecked(Message):
     case: Path
     checks: list[DriftCheck]
+
+
+@dataclass
+class WorkerFailed(Message):
+    """A widget's worker died of a bug (ledger problems are messages of their own): the
+    screen says so plainly; `group` "follow" means the live follow stopped."""
+
+    group: str
+    error: BaseException

@@ -50,7 +50,7 @@ __all__ = [  # the names the app imports from here (the console's model API)
     "CaseSnapshot", "FollowProjector", "PageReader", "Progress", "Skeleton",
     "SkeletonCall", "TimeMachine",
     "Worst",
-    "discover_cases", "freeze_heap", "parse_time", "project_as_of", "release_frozen",
+    "discover_cases", "freeze_heap", "parse_time", "release_frozen",
     "worst_state",
 ]
 
@@ -257,14 +257,12 @@ class CaseFollower:
         self._skeleton: Skeleton | None = None
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
-        _register(self)
 
     def stopped(self) -> bool:
         stop = self.stop
         return stop is not None and stop()
 
     def close(self) -> None:
-        _unregister(self)
         self.reader.close()
         self.sql.close()
 
@@ -428,58 +426,25 @@ class CaseFollower:
         )
 
 
-_LIVE: dict[Path, weakref.ref[CaseFollower]] = {}
-_LIVE_LOCK = threading.Lock()
-
-
-def _key(case_dir: Path) -> Path:
-    return Path(os.path.abspath(case_dir))
-
-
-def _register(follower: CaseFollower) -> None:
-    with _LIVE_LOCK:
-        _LIVE[_key(follower.case_dir)] = weakref.ref(follower)
-
-
-def _unregister(follower: CaseFollower) -> None:
-    with _LIVE_LOCK:
-        ref = _LIVE.get(_key(follower.case_dir))
-        if ref is not None and ref() is follower:
-            del _LIVE[_key(follower.case_dir)]
-
-
-def live_follower(case_dir: Path) -> CaseFollower | None:
-    """The follower that keeps this case's live projection, if one is open."""
-    with _LIVE_LOCK:
-        ref = _LIVE.get(_key(case_dir))
-    return ref() if ref is not None else None
-
-
-def project_as_of(
-    case_dir: Path,
-    seq: int,
-    progress: Progress | None = None,
-    stop: Callable[[], bool] | None = None,
-) -> CaseSnapshot | None:
-    """The same projection over the events with seq <= `seq` (time travel).
-    Returns None when `stop()` turned true midway."""
-    machine = TimeMachine(case_dir)
-    try:
-        return machine.to(seq, progress, stop)
-    finally:
-        machine.close()
-
-
 class TimeMachine:
     """Projections as of a seq, from the case's live projection (the console's
-    follower): only what was in flight at that seq is re-derived, from its own events,
-    and no second projection is held. Without a live follower for the case (a script,
-    a test) the machine keeps one of its own for the session."""
+    follower, which the machine is bound to when made): only what was in flight at that
+    seq is re-derived, from its own events, and no second projection is held. While the
+    bound follower is closed or has not yet seen the seq (or with none bound: a script,
+    a test), the machine keeps a follower of its own for the session."""
 
-    def __init__(self, case_dir: Path) -> None:
+    def __init__(self, case_dir: Path,
+                 live: Callable[[], CaseFollower | None] | None = None) -> None:
         self.case_dir = case_dir
+        # the live follower of this case, asked at each travel (None while it is closed)
+        self.live = live
         self._own: CaseFollower | None = None
         self._lock = threading.Lock()
+
+    def fresh(self) -> TimeMachine:
+        """A machine bound to the same live follower, holding no projection of its own
+        (this one's is let go with it, never waited for)."""
+        return TimeMachine(self.case_dir, self.live)
 
     def close(self) -> None:
         with self._lock:
@@ -489,10 +454,10 @@ class TimeMachine:
 
     def to(self, seq: int, progress: Progress | None = None,
            stop: Callable[[], bool] | None = None) -> CaseSnapshot | None:
+        """The snapshot as of `seq`; None when `stop()` turned true midway."""
         with self._lock:
-            follower = live_follower(self.case_dir)
-            if follower is not None and follower is not self._own \
-                    and follower.projector.last_seq >= seq:
+            follower = self.live() if self.live is not None else None
+            if follower is not None and follower.projector.last_seq >= seq:
                 return follower.as_of(seq)
             if self._own is None:
                 own = CaseFollower(self.case_dir, stop)

@@ -88,9 +88,9 @@ async def stays(pilot: Any, predicate: Callable[[], bool], seconds: float = 1.0,
 async def ready(pilot: Any) -> None:
     """The app has projected its case and drawn the panes."""
     main = pilot.app.main
-    await wait_for(pilot, lambda: main.live is not None and main.progress is None,
+    await wait_for(pilot, lambda: main.live is not None and main.session.progress is None,
                    what="first projection")
-    await wait_for(pilot, main.timeline.cursor_loaded, what="timeline page")
+    await wait_for(pilot, main.pane("timeline").cursor_loaded, what="timeline page")
     await pilot.pause()
 
 
@@ -113,7 +113,7 @@ def verdict_text(app: Any) -> str:
 
 
 def detail_text(app: Any) -> str:
-    return app.main.detail.text()
+    return app.main.query_one("#detail-box").text()
 
 
 def log_texts(app: Any) -> list[str]:

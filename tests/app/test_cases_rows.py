@@ -18,7 +18,7 @@ NOWHERE = "http://127.0.0.1:9/v1"  # the drift check reads; it never sends
 
 
 def rows(app: object) -> dict[str, str]:
-    cases = app.main.cases_pane  # type: ignore[attr-defined]
+    cases = app.main.pane("cases")  # type: ignore[attr-defined]
     return {cases.source.row(i).key: cases.source.row(i).cells[1]
             for i in range(cases.row_count)}
 
@@ -34,15 +34,15 @@ async def test_a_drifted_case_row_says_the_drift_not_start_call(tmp_path: Path) 
         await wait_for(pilot, lambda: "drift: resume refuses" in rows(app)["a-drift"],
                        what="the drift in the Cases row")
         assert rows(app)["a-drift"] == "\u2716 drift: resume refuses (call call-1)"
-        assert app.main.cases_pane.source.row(0).tone == "warn"
+        assert app.main.pane("cases").source.row(0).tone == "warn"
         # the other case was never opened, so never checked: it keeps the projection's word
-        await wait_for(pilot, lambda: len(app.main.cases_pane.verdicts) == 2,
+        await wait_for(pilot, lambda: len(app.main.pane("cases").verdicts) == 2,
                        what="b-match summarised")
         assert rows(app)["b-match"].startswith("start_call (call call-1)")
         # a case that matches, once opened and checked, stays start_call
         await pilot.press("1", "end", "enter")
         await wait_for(pilot, lambda: app.main.case.name == "b-match"
-                       and "call-1" in app.main.drift, what="b-match checked")
+                       and "call-1" in app.main.session.drift, what="b-match checked")
         assert rows(app)["b-match"].startswith("start_call (call call-1)")
         assert "drift" in rows(app)["a-drift"]  # the verdict found stays with its case
 
@@ -54,7 +54,7 @@ async def test_time_travel_in_a_bundle_marks_the_other_rows_live(tmp_path: Path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         main = app.main
-        await wait_for(pilot, lambda: len(main.cases_pane.verdicts) == 2, what="summaries")
+        await wait_for(pilot, lambda: len(main.pane("cases").verdicts) == 2, what="summaries")
         assert not any("live" in label for label in rows(app).values())  # live: no marks
         timeline = main.pane("timeline")
         timeline.focus()
@@ -67,7 +67,7 @@ async def test_time_travel_in_a_bundle_marks_the_other_rows_live(tmp_path: Path)
         assert labels["a-resumed"].startswith("\u23f2 seq 7: ")
         assert labels["b-unknown"].startswith("\u25cf live: ")
         assert "effect unknown" in labels["b-unknown"]
-        title = str(main.cases_pane.border_title)
+        title = str(main.pane("cases").border_title)
         assert "open case as of seq 7; others live" in title
         status = status_text(app)
         assert "as of seq 7" in status and "following" not in status
@@ -77,7 +77,7 @@ async def test_time_travel_in_a_bundle_marks_the_other_rows_live(tmp_path: Path)
         await pilot.pause()
         assert not any(label.startswith(("\u23f2", "\u25cf")) for label in rows(app).values())
         assert "bundle: " in status_text(app) and "bundle (live)" not in status_text(app)
-        assert "others live" not in str(main.cases_pane.border_title)
+        assert "others live" not in str(main.pane("cases").border_title)
 
 
 async def test_a_case_another_process_writes_is_summarised_again(
@@ -96,7 +96,7 @@ async def test_a_case_another_process_writes_is_summarised_again(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         main = app.main
-        await wait_for(pilot, lambda: len(main.cases_pane.verdicts) == 2, what="summaries")
+        await wait_for(pilot, lambda: len(main.pane("cases").verdicts) == 2, what="summaries")
         assert rows(app)["b-manifest"].startswith("start_call")
         opened = rows(app)["a-completed"]
         append_to_case(other, [{
@@ -106,7 +106,7 @@ async def test_a_case_another_process_writes_is_summarised_again(
                         "request_sha256": manifest["payload"]["request_sha256"]}}])
         await wait_for(pilot, lambda: "effect unknown" in rows(app)["b-manifest"],
                        what="the written case summarised again")
-        assert main.cases_pane.verdicts[other].event_count == 8
+        assert main.pane("cases").verdicts[other].event_count == 8
         assert rows(app)["a-completed"] == opened
         await wait_for(pilot, lambda: "1 of 2 cases have effect-unknown calls"
                        in status_text(app), what="the bundle's counts")

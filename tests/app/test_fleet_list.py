@@ -23,7 +23,7 @@ async def test_a_thousand_cases_are_all_listed(tmp_path: Path) -> None:
     app = create_app(bundle, clock=frozen_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
-        cases = app.main.cases_pane
+        cases = app.main.pane("cases")
         await wait_for(pilot, lambda: len(cases.verdicts) == 1000, timeout=DEADLINE_S,
                        what="1,000 verdicts")
         assert cases.row_count == 1000

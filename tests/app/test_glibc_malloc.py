@@ -52,10 +52,10 @@ async def test_the_console_gives_free_pages_back_once_a_projection_is_built(
     from apphelpers import SIZE, frozen_clock, make_case, ready, wait_for
 
     from codeai_tui.app import create_app
-    from codeai_tui.app.screens import main as main_screen
+    from codeai_tui.app.widgets import live_follow
 
     released: list[str] = []
-    monkeypatch.setattr(main_screen, "release_free_memory",
+    monkeypatch.setattr(live_follow, "release_free_memory",
                         lambda: released.append("released") is None)
     case = make_case(tmp_path / "case", "completed_task")
     app = create_app(case, clock=frozen_clock)

@@ -23,8 +23,8 @@ from lanes_cases import call_events, lanes_case
 from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.app import create_app
-from codeai_tui.app.screens.main import PaneTabs
 from codeai_tui.app.widgets.lanes_pane import LanesPane
+from codeai_tui.app.widgets.pane_grid import PaneTabs
 
 NARROW = (80, 24)
 
@@ -108,9 +108,9 @@ async def test_the_as_of_line_moves_with_time_travel(tmp_path: Path) -> None:
         lanes = await open_lanes(pilot)
         assert _as_of_column(lanes) is None  # live: no line
         await pilot.press("5")
-        main.timeline.move_to(11)  # seq 12
+        main.pane("timeline").move_to(11)  # seq 12
         await pilot.press("t")
-        await wait_for(pilot, lambda: main.shown.as_of == 12 and main.progress is None,
+        await wait_for(pilot, lambda: main.shown.as_of == 12 and main.session.progress is None,
                        what="as of 12")
         await open_lanes(pilot)
         first = _as_of_column(lanes)
@@ -118,7 +118,7 @@ async def test_the_as_of_line_moves_with_time_travel(tmp_path: Path) -> None:
         assert line_of(lanes, "\u26a0 uncovered")[first] == "\u2502"  # the line crosses lanes
         assert not any(text.startswith("call-c") for text in lines(lanes))  # not yet begun
         await pilot.press("right_square_bracket", "right_square_bracket")
-        await wait_for(pilot, lambda: main.shown.as_of == 14 and main.progress is None,
+        await wait_for(pilot, lambda: main.shown.as_of == 14 and main.session.progress is None,
                        what="as of 14")
         await open_lanes(pilot)
         later = _as_of_column(lanes)

@@ -30,7 +30,7 @@ async def test_a_replaced_ledger_is_announced_and_nothing_stale_remains(tmp_path
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         main = app.main
-        await wait_for(pilot, lambda: "call-16" in main.drift, what="call-16 checked")
+        await wait_for(pilot, lambda: "call-16" in main.session.drift, what="call-16 checked")
         assert main.live.call("call-16").resumable
         assert "ledger file replaced" not in status_text(app)
         replace_ledger(case, other)
@@ -41,14 +41,14 @@ async def test_a_replaced_ledger_is_announced_and_nothing_stale_remains(tmp_path
                        and main.live.call("call-16").effect_unknown, timeout=15,
                        what="the new file's projection")
         await ready(pilot)
-        assert "call-16" not in main.drift  # the old file's drift verdict is gone
+        assert "call-16" not in main.session.drift  # the old file's drift verdict is gone
         assert main.live.event_count == new_count
         timeline = main.pane("timeline")
         timeline.move_to(0)
         await wait_for(pilot, timeline.cursor_loaded, what="first timeline page")
         ev = timeline.event_at_cursor()
         assert ev is not None and ev.event_id == new_first.event_id  # no old pages
-        assert main.state == "following"
+        assert main.session.state == "following"
         assert "ledger file replaced" in status_text(app)  # stays until the next action
 
 
@@ -61,8 +61,8 @@ async def test_the_same_file_back_after_a_blip_is_not_called_replaced(tmp_path: 
         main = app.main
         aside = tmp_path / "aside.sqlite3"
         os.replace(case / "ledger.sqlite3", aside)
-        await wait_for(pilot, lambda: main.state == "file gone", timeout=15, what="gone")
+        await wait_for(pilot, lambda: main.session.state == "file gone", timeout=15, what="gone")
         os.replace(aside, case / "ledger.sqlite3")
-        await wait_for(pilot, lambda: main.state == "following", timeout=15, what="back")
+        await wait_for(pilot, lambda: main.session.state == "following", timeout=15, what="back")
         assert "ledger file replaced" not in status_text(app)
         assert not any("ledger file replaced" in t for t in log_texts(app))

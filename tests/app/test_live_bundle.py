@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(90)
 
 
 def _rows(app: object) -> list[str]:
-    pane = app.main.cases_pane  # type: ignore[attr-defined]
+    pane = app.main.pane("cases")  # type: ignore[attr-defined]
     return [pane.source.row(i).key for i in range(len(pane.source))]
 
 

@@ -150,7 +150,7 @@ async def test_e_cycles_every_effect_unknown_case_and_the_cases_cursor_follows(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         main = app.main
-        cases = main.cases_pane
+        cases = main.pane("cases")
         await wait_for(pilot, lambda: len(cases.verdicts) == 3, what="case summaries")
         for expected in ("b_in_flight", "c_naive", "b_in_flight"):
             await pilot.press("e")
@@ -162,7 +162,7 @@ async def test_e_cycles_every_effect_unknown_case_and_the_cases_cursor_follows(
                            what=f"e to {expected}")
             assert cases.current_row().key == expected
             assert "effect unknown: duplicate risk" in detail_text(app)
-        assert main.jump_to_effect_unknown is False
+        assert main.session.jump_to_effect_unknown is False
 
 
 async def test_f_toggles_follow(case_factory) -> None:  # noqa: ANN001
@@ -223,7 +223,7 @@ async def test_time_travel_shows_older_state_everywhere(case_factory) -> None:  
         assert "AS OF seq 7 of" in banner_text(app)
         status = status_text(app)
         assert "as of seq 7" in status and "following" not in status  # A6: the header too
-        assert "seq 7" in main.cases_pane.source.row(0).cells[1]  # and the Cases pane
+        assert "seq 7" in main.pane("cases").source.row(0).cells[1]  # and the Cases pane
         from apphelpers import verdict_text
 
         line = verdict_text(app)  # and the verdict line, which offers no action in the past
@@ -261,7 +261,7 @@ async def test_time_travel_to_the_last_seq_equals_live_receipts_included(
         timeline.move_to(timeline.row_count - 1)
         await pilot.press("t")
         await wait_for(pilot, lambda: main.shown is not None and main.shown.as_of is not None
-                       and main.progress is None, what="as of the last seq")
+                       and main.session.progress is None, what="as of the last seq")
         assert main.pane("receipts").row_count == live_receipts
         assert main.shown.state.receipts.duplicates == main.live.state.receipts.duplicates
 
@@ -416,7 +416,7 @@ async def test_ledger_disappearing_shows_banner(case_factory) -> None:  # noqa: 
         await ready(pilot)
         for suffix in ("", "-wal", "-shm"):
             (case / f"ledger.sqlite3{suffix}").unlink(missing_ok=True)
-        await wait_for(pilot, lambda: app.main.state == "file gone", what="gone banner")
+        await wait_for(pilot, lambda: app.main.session.state == "file gone", what="gone banner")
         await wait_for(pilot, lambda: "LEDGER FILE GONE" in banner_text(app), what="banner")
         assert app.main.pane("calls").row_count == 1  # the last state read stays visible
 
@@ -517,7 +517,7 @@ async def test_bundle_counts_cases_sorts_by_worst_and_opens_a_case(tmp_path: Pat
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         main = app.main
-        cases = main.cases_pane
+        cases = main.pane("cases")
         await wait_for(pilot, lambda: len(cases.verdicts) == 3, what="summaries")
         rows = [cases.source.row(i) for i in range(cases.row_count)]
         assert [r.key for r in rows] == ["a-fine", "b-bad", "c-dup"]
@@ -543,7 +543,7 @@ async def test_worst_state_counts_tasks_and_compilations(tmp_path: Path) -> None
     app = create_app(tmp_path, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        cases = app.main.cases_pane
+        cases = app.main.pane("cases")
         await wait_for(pilot, lambda: len(cases.verdicts) == 3, what="summaries")
         labels = {cases.source.row(i).key: cases.source.row(i).cells[1]
                   for i in range(cases.row_count)}
@@ -661,7 +661,7 @@ async def test_a_crashing_follower_is_reported_not_hidden(case_factory, monkeypa
                                   "task_id": "task-1", "payload": {"worker": "w", "pid": 1}}])
         finally:
             writer.close()
-        await wait_for(pilot, lambda: app.main.state == "stopped", what="stopped status")
+        await wait_for(pilot, lambda: app.main.session.state == "stopped", what="stopped status")
         await wait_for(pilot, lambda: "projector bug" in banner_text(app), what="banner")
         assert app.is_running
 

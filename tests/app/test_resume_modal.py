@@ -314,7 +314,7 @@ async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         service.gate.set()
-        await wait_for(pilot, lambda: "call-1" in app.main.drift, what="drift check")
+        await wait_for(pilot, lambda: "call-1" in app.main.session.drift, what="drift check")
         checks = len(service.calls)
         service.gate.clear()
         await pilot.press("3", "r", "r", "r")
@@ -347,7 +347,7 @@ async def test_a_note_belongs_to_its_case(tmp_path: Path, provider: Any) -> None
         await pilot.press("y")
         await wait_for(pilot, lambda: resumed(app) is not None, timeout=20, what="resumed")
         assert "resumed call-1" in status_text(app)
-        await wait_for(pilot, lambda: len(app.main.cases_pane.verdicts) == 2, what="summaries")
+        await wait_for(pilot, lambda: len(app.main.pane("cases").verdicts) == 2, what="summaries")
         await pilot.press("e")
         await wait_for(pilot, lambda: app.main.case.name == "b_unknown"
                        and app.main.live is not None, what="other case")

@@ -87,7 +87,7 @@ async def checked(pilot: Any) -> None:
     """Projected, and every resumable call's drift check back (rows stop changing)."""
     await ready(pilot)
     main = pilot.app.main
-    await wait_for(pilot, lambda: all(c.call_id in main.drift for c in main.live.state.calls
+    await wait_for(pilot, lambda: all(c.call_id in main.session.drift for c in main.live.state.calls
                                       if c.resumable), what="drift checks")
     await pilot.pause()
 
@@ -126,7 +126,7 @@ def test_time_travel_view(in_tmp: Path, snap_compare: Any) -> None:
         pilot.app.main.pane("timeline").move_to(6)
         await pilot.press("t")
         main = pilot.app.main
-        await wait_for(pilot, lambda: main.shown.as_of == 7 and main.progress is None,
+        await wait_for(pilot, lambda: main.shown.as_of == 7 and main.session.progress is None,
                        what="as of 7")
         await pilot.pause()
 
@@ -277,7 +277,7 @@ def test_tools_section(in_tmp: Path, snap_compare: Any, size: tuple[int, int]) -
     async def shown(pilot: Any) -> None:
         await settle(pilot)
         main = pilot.app.main
-        await wait_for(pilot, lambda: main.detail.tool_details is not None,
+        await wait_for(pilot, lambda: main.query_one("#detail-box").tool_details is not None,
                        what="tool details")
         await pilot.pause()
 
@@ -299,16 +299,16 @@ def test_lanes_view(in_tmp: Path, snap_compare: Any, when: str, size: tuple[int,
         main = pilot.app.main
         if when == "as-of":
             await pilot.press("5")
-            main.timeline.move_to(13)
+            main.pane("timeline").move_to(13)
             await pilot.press("t")
-            await wait_for(pilot, lambda: main.shown.as_of == 14 and main.progress is None,
+            await wait_for(pilot, lambda: main.shown.as_of == 14 and main.session.progress is None,
                            what="as of 14")
         await pilot.press("l")
         lanes = main.query_one("#lanes")
         await wait_for(pilot, lambda: pilot.app.focused is lanes and lanes.clock is not None,
                        what="lanes drawn")
         # the lane under the cursor selected its call: Detail says it (laid out anew)
-        await wait_for(pilot, lambda: "verdict:" in main.detail.text(), what="detail")
+        await wait_for(pilot, lambda: "verdict:" in main.query_one("#detail-box").text(), what="detail")
         # ... and laid out: the text alone can come a layout before its lines
         await wait_for(pilot, lambda: main.query_one("#detail").size.height > 2,
                        timeout=30, what="detail laid out")

@@ -21,7 +21,7 @@ async def test_a_bundle_of_seventeen_shows_every_case_at_160x48(tmp_path: Path) 
     app = create_app(bundle, clock=frozen_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
-        cases = app.main.cases_pane
+        cases = app.main.pane("cases")
         await wait_for(pilot, lambda: len(cases.source) == 17, what="17 cases")
         # border, header line and a scrollbar's row around 17 rows
         await wait_for(pilot, lambda: cases.region.height >= 17 + 3, what="every row shown")

@@ -37,8 +37,8 @@ def _console_facts(app: Any, case: Path) -> str:
         events = reader.events()
     ops = [(op.subject, op.stage.value) for c in (live.state.calls if live else ())
            if c.tools is not None for op in c.tools.operations]
-    return (f"console: state {main.state!r}, trouble {main.trouble!r}, following "
-            f"{main.following}, live seq {live.max_seq if live else None}, screen "
+    return (f"console: state {main.session.state!r}, trouble {main.session.trouble!r}, following "
+            f"{main.session.following}, live seq {live.max_seq if live else None}, screen "
             f"{type(app.screen).__name__}, operations {ops}; ledger: seq "
             f"{events[-1].seq if events else 0} ({events[-1].kind if events else '-'})")
 

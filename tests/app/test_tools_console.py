@@ -33,7 +33,7 @@ async def _detail_loaded(pilot: Any) -> None:
     await ready(pilot)
     await pilot.press("3")
     main = pilot.app.main
-    await wait_for(pilot, lambda: main.detail.tool_details is not None, what="tool details")
+    await wait_for(pilot, lambda: main.query_one("#detail-box").tool_details is not None, what="tool details")
     await pilot.pause()
 
 
@@ -47,8 +47,8 @@ async def test_effect_unknown_tool_operation_is_shown_in_words_and_refuses_repla
         main = app.main
         assert "\u26a0 1 tool effect unknown" in status_text(app)
         assert "tool effect unknown: duplicate risk" in verdict_text(app)
-        assert main.live_verdict.line == "tool effect unknown \u00d71"
-        assert main.live_verdict.alarming
+        assert main.session.live_verdict.line == "tool effect unknown \u00d71"
+        assert main.session.live_verdict.alarming
         detail = detail_text(app)
         assert "\u26a0 tool tc-1: publish_report: \u26a0 tool effect unknown" in detail
         assert "next reconcile_effect" in detail
@@ -133,7 +133,7 @@ async def test_e_stops_at_tool_operations_of_unknown_effect_across_a_bundle(
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
         main = app.main
-        await wait_for(pilot, lambda: len(main.cases_pane.verdicts) == 2, what="both cases")
+        await wait_for(pilot, lambda: len(main.pane("cases").verdicts) == 2, what="both cases")
         seen = []
         for _ in range(3):
             await pilot.press("e")

@@ -75,7 +75,7 @@ async def test_a_console_that_has_not_seen_it_yet_is_refused_by_the_gate(
     async with a.run_test(size=SIZE) as pa, b.run_test(size=SIZE) as pb:
         await ready(pb)
         await pb.press("f")  # B stops following: it cannot see what A does
-        await wait_for(pb, lambda: b.main.state == "paused", what="B paused")
+        await wait_for(pb, lambda: b.main.session.state == "paused", what="B paused")
         modal_b = await open_modal(pb)
         await resume_in(pa)
         assert b.main.live.call("call-1").resumable  # B still believes it may resume

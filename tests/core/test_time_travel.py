@@ -80,7 +80,7 @@ def test_time_machine_uses_the_live_follower_and_sees_later_appends(tmp_path: Pa
         # the verdict handed out before is a snapshot: neither its stage nor its reason moved
         assert handed_out.stage.value == "effect_unknown"
         assert handed_out.reason.startswith("attempt a1 started at seq 3; nothing recorded")
-        machine = TimeMachine(case)
+        machine = TimeMachine(case, lambda: follower)
         for n in range(0, 6):
             got = machine.to(n)
             assert got is not None and got.state.as_json("x") == _oracle(case, n) | {"case": "x"}

@@ -39,9 +39,9 @@ def console_tool(case: Path, _scratch: Path) -> tuple[bool, str]:
     async def run() -> tuple[bool, str]:
         app: Any = create_app(case)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: app.main.state == "following"
+            await wait_until(pilot, lambda: app.main.session.state == "following"
                              or isinstance(app.screen, ErrorScreen), timeout=30)
-            opened = app.main.state == "following"
+            opened = app.main.session.state == "following"
             sentence = "" if opened else str(app.screen.sentence)
             await pilot.press("q")
         return opened, sentence

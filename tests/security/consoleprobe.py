@@ -31,7 +31,7 @@ async def error_shown(pilot: Any, what: str, timeout: float = DEADLINE_S) -> str
 async def projected(pilot: Any, what: str, timeout: float = DEADLINE_S) -> None:
     """Wait until the open case is projected and drawn (not an error screen)."""
     app = pilot.app
-    await wait_for(pilot, lambda: app.main.live is not None and app.main.progress is None,
+    await wait_for(pilot, lambda: app.main.live is not None and app.main.session.progress is None,
                    timeout=timeout, what=f"projection of {what}")
     assert not isinstance(app.screen, ErrorScreen)
 
@@ -67,7 +67,7 @@ def notes(app: Any) -> list[str]:
 def internal_errors(app: Any) -> list[str]:
     """Workers that died behind the screen (the app names them "internal error")."""
     return [n for n in notes(app) if "internal error" in n] + (
-        ["follow stopped"] if app.main.state == "stopped" else [])
+        ["follow stopped"] if app.main.session.state == "stopped" else [])
 
 
 async def select_call(pilot: Any, call_id: str) -> None:
@@ -105,10 +105,10 @@ def bundle_state(app: Any) -> tuple[Path | None, str | None, dict[str, Any]]:
         return verdict.detail if verdict.label == "unreadable" else (
             verdict, verdict.event_count)
 
-    return main.case, main.trouble, {case.name: summary(v)
-                                     for case, v in main.cases_pane.verdicts.items()}
+    return main.case, main.session.trouble, {case.name: summary(v)
+                                     for case, v in main.pane("cases").verdicts.items()}
 
 
 def trouble(app: Any) -> str | None:
     """The open case's current problem line (the banner), if any."""
-    return app.main.trouble
+    return app.main.session.trouble

@@ -210,7 +210,7 @@ async def test_the_console_asks_nobody_while_showing_and_refuses_a_resume_whose_
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await ready(pilot)
             await probe.select_call(pilot, "call-1")
-            await wait_for(pilot, lambda: "call-1" in app.main.drift, what="the drift check")
+            await wait_for(pilot, lambda: "call-1" in app.main.session.drift, what="the drift check")
             with pytest.raises(BlockingIOError):
                 listener.accept()  # nobody connected while the console showed the case
             listener.close()  # now nothing listens there: the provider is not running

@@ -9,6 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from codeai_tui.app.widgets.cells import cell
+from codeai_tui.console.session import CaseSession
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,14 @@ class BannerFacts:
     as_of: int | None = None  # wanted
     shown_as_of: int | None = None  # on screen
     max_seq: int = 0
+
+
+def session_banner(session: CaseSession) -> BannerFacts:
+    """The banner's facts from the console's session."""
+    shown = session.shown
+    return BannerFacts(trouble=session.trouble, state=session.state, as_of=session.as_of,
+                       shown_as_of=shown.as_of if shown is not None else None,
+                       max_seq=session.max_seq)
 
 
 class Banner(Static):

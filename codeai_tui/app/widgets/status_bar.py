@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from textual.content import Content
 from textual.reactive import reactive
@@ -17,7 +18,8 @@ from textual.widgets import Static
 
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.detail_text import ago
-from codeai_tui.console.severity import FleetCounts
+from codeai_tui.console.session import CaseSession
+from codeai_tui.console.severity import CaseVerdict, FleetCounts, fleet_counts
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,37 @@ class StatusFacts:
     note_ok: bool = True
     read_only: bool = False
     provider: str | None = None
+
+
+def session_facts(session: CaseSession, verdicts: dict[Path, CaseVerdict], *, path: str,
+                  read_only: bool, provider: str | None) -> StatusFacts:
+    """The header's facts from the console's session; `verdicts`: the Cases pane's (the
+    bundle's counts; the open case's is the session's live verdict)."""
+    s = session
+    snap, counts = s.shown, None
+    if snap is not None:
+        check = snap.state.receipts
+        counts = CaseCounts(len(snap.unknown_ids), len(check.duplicates),
+                            len(check.uncovered), len(snap.state.anomalies),
+                            snap.state.tool_effect_unknown_count)
+    elif s.skeleton is not None and s.as_of is None:
+        # final from the skeleton; what needs payloads or receipts is still read
+        counts = CaseCounts(len(s.skeleton.effect_unknown_ids), None, None, None,
+                            tool_effect_unknown=None)
+    fleet = None
+    if len(s.cases) > 1:
+        verdicts = dict(verdicts)
+        if s.case is not None and s.live_verdict is not None:
+            verdicts[s.case] = s.live_verdict
+        fleet = fleet_counts(verdicts.get(c) for c in s.cases)
+    note = s.note_for_case()
+    return StatusFacts(
+        path=path, case_name=s.case.name if s.case is not None and len(s.cases) > 1 else None,
+        event_count=snap.event_count if snap is not None else s.event_count,
+        state=s.state, as_of=s.as_of, max_seq=s.max_seq, last_commit=s.last_commit,
+        counts=counts, fleet=fleet, progress=s.progress, activity=s.activity,
+        note=note.text if note else None, note_ok=note.ok if note else True,
+        read_only=read_only, provider=provider)
 
 
 class StatusBar(Static):

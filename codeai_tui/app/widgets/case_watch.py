@@ -1,0 +1,91 @@
+"""The open case's watch: alerts when a call enters effect_unknown or an effect is
+duplicated, and the drift checks of resumable calls.
+
+A widget with nothing to draw, so its timer and its worker end with it. It reads and
+writes the alert memory in the console's session (which the one reset forgets), says
+an alert in the action log and a toast, and posts the drift checks up
+(`DriftChecked`): the screen keeps them and paints them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from textual import work
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from codeai_tui.actions.resume import ResumeRefused
+from codeai_tui.app import messages as m
+from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
+from codeai_tui.console.actions import ActionLog, Outcome
+from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
+from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.resume_service import ResumeService
+from codeai_tui.console.session import CaseSession
+from codeai_tui.ledger import LedgerError
+from codeai_tui.textsafe import visible
+
+FLUSH_EVERY_S = 0.5
+
+
+class CaseWatch(Widget):
+    """Alerts and drift checks for the open case's live projection."""
+
+    DEFAULT_CSS = "CaseWatch { display: none; }"
+
+    def __init__(self, session: CaseSession, log: ActionLog, clock: Callable[[], datetime],
+                 service: ResumeService, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session, self.action_log = session, log
+        self.clock, self.service = clock, service
+
+    def on_mount(self) -> None:
+        self.set_interval(FLUSH_EVERY_S, self._flush_alerts)
+
+    def saw(self, case: Path, snap: CaseSnapshot, first: bool) -> None:
+        """A new live snapshot: alert on duplicates at once, remember effect_unknown calls
+        (they alert if still there ALERT_AFTER_S later), check new resumable calls."""
+        for group in self.session.note_changes(snap, first, time.monotonic()):
+            self.alert(None, f"{DUPLICATE_TEXT}: receipts {', '.join(group)}",
+                       "duplicate effect")
+        if todo := self.session.drift_todo(snap):
+            self._check_drift(case, todo)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.post_message(m.WorkerFailed(event.worker.group, event.worker.error))
+
+    def stop(self) -> None:
+        """The case or its file changed: its drift checks are not wanted any more."""
+        self.workers.cancel_group(self, "drift")
+
+    def _flush_alerts(self) -> None:
+        for call_id in self.session.due_alerts(time.monotonic()):
+            self.alert(call_id, f"{WARN} call {call_id} entered effect_unknown: "
+                       "duplicate risk", "effect unknown")
+
+    def alert(self, call_id: str | None, text: str, title: str) -> None:
+        line = visible(text, one_line=True, limit=200)
+        self.action_log.add(self.clock(), self.session.case_label(), call_id, Outcome.ALERT,
+                            line)
+        self.notify(line, title=title, severity="error", markup=False, timeout=10)
+
+    @work(thread=True, exit_on_error=False, group="drift", exclusive=True)
+    def _check_drift(self, case: Path, call_ids: list[str]) -> None:
+        """Read-only: each plan reads the call's events and a few artifacts."""
+        checks: list[DriftCheck] = []
+        for call_id in call_ids:
+            if get_current_worker().is_cancelled:
+                return
+            try:
+                checks.append(check_from_plan(self.service.plan(case, call_id)))
+            except ResumeRefused as exc:  # e.g. an altered case directory: say so
+                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
+            except (LedgerError, OSError, ValueError) as exc:
+                checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE,
+                                         (f"{type(exc).__name__}: {exc}",)))
+        self.post_message(m.DriftChecked(case, checks))

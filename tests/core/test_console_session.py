@@ -1,0 +1,97 @@
+"""The console's session (console/session.py): one reset forgets everything read from a
+ledger file; time travel swaps what is shown and lets the machine's own projection go."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeai_tui.console.drift import DriftCheck, DriftStatus
+from codeai_tui.console.filters import Needle
+from codeai_tui.console.model import CaseFollower, TimeMachine
+from codeai_tui.console.session import ALERT_AFTER_S, CaseSession, Note
+from codeai_tui.console.severity import case_verdict
+from tests.core.test_fast_path import _write
+from tests.core.test_time_travel_bound import EVENTS_A, EVENTS_B
+
+
+def _snapshot(case: Path):  # type: ignore[no-untyped-def]
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        return follower.snapshot(), follower.as_of(2)
+    finally:
+        follower.close()
+
+
+def test_one_reset_forgets_what_was_read_and_keeps_the_operators_choices(
+        tmp_path: Path) -> None:
+    case = _write(tmp_path / "a", EVENTS_A, [], unique_ids=True)
+    other = _write(tmp_path / "b", EVENTS_B, [], unique_ids=True)
+    live, past = _snapshot(case)
+    verdict = case_verdict(live.state, live.event_count)
+    session = CaseSession(tmp_path, cases=[case, other])
+    session.reset(case, TimeMachine(case))
+    session.following = False
+    session.opened(5, 5, None)
+    assert session.state == "paused"
+    assert session.take_live(live, verdict) is True
+    assert session.take_live(live, verdict) is False  # not the first any more
+    session.selected_call_id = "c1"
+    session.filters["calls"] = Needle("c1")
+    session.drift["c1"] = DriftCheck("c1", 5, DriftStatus.DRIFT)
+    session.note = Note(case, "c1", "done", ok=True)
+    session.travel_to(2)
+    assert session.progress == ("re-projecting", 0, 2)
+    assert session.take_as_of(case, past, verdict)
+    machine = TimeMachine(other)
+
+    session.reset(other, machine)
+
+    assert session.case == other and session.machine is machine
+    assert (session.live, session.shown, session.skeleton, session.as_of) == (None,) * 4
+    assert (session.live_verdict, session.shown_verdict, session.live_base) == (None,) * 3
+    assert session.selected_call_id is None and session.progress is None
+    assert session.filters == {} and session.drift == {} and session.note is None
+    assert session.seen_unknown is None and session.pending_alerts == {}
+    assert session.state == "opening"
+    # what the operator chose for the console, not for a file, stays
+    assert session.following is False and session.cases == [case, other]
+
+
+def test_time_travel_shows_the_past_and_back_to_live_shows_live(tmp_path: Path) -> None:
+    case = _write(tmp_path / "a", EVENTS_A, [], unique_ids=True)
+    live, past = _snapshot(case)
+    verdict = case_verdict(live.state, live.event_count)
+    session = CaseSession(tmp_path)
+    bound = TimeMachine(case, lambda: None)
+    session.reset(case, bound)
+    session.take_live(live, verdict)
+    session.travel_to(3)
+    assert not session.take_as_of(case, past, verdict)  # as of 2: not what was asked
+    assert session.shown is live
+    session.travel_to(2)
+    assert not session.take_as_of(tmp_path / "elsewhere", past, verdict)  # another case
+    assert session.take_as_of(case, past, verdict) and session.shown is past
+    # a newer live projection does not move the panes while they show the past
+    session.take_live(live, verdict)
+    assert session.shown is past
+    session.back_to_live()
+    assert session.as_of is None and session.shown is live and session.progress is None
+    assert session.machine is not bound and session.machine is not None
+    assert session.machine.live is bound.live  # the same live follower, nothing of its own
+
+
+def test_an_effect_unknown_call_alerts_once_after_it_stays(tmp_path: Path) -> None:
+    case = _write(tmp_path / "b", EVENTS_B, [], unique_ids=True)
+    live, _past = _snapshot(case)
+    verdict = case_verdict(live.state, live.event_count)
+    session = CaseSession(tmp_path)
+    session.reset(case, None)
+    session.take_live(live, verdict)
+    assert session.note_changes(live, True, 100.0) == []  # the first snapshot: no news
+    session.seen_unknown = set()  # as if the last snapshot had none in effect_unknown
+    assert session.note_changes(live, False, 100.0) == []
+    assert live.unknown_ids  # (b2 is in flight)
+    assert session.due_alerts(100.0 + ALERT_AFTER_S / 2) == []
+    assert session.due_alerts(100.0 + ALERT_AFTER_S) == sorted(live.unknown_ids)
+    assert session.due_alerts(200.0) == []  # once
