@@ -24,7 +24,7 @@ from apphelpers import (
 from ledgerfactory import write_ledger
 from textual.widgets import RadioButton, Static
 
-from codeai_tui.actions.reconcile import ReconcileRefused
+from codeai_tui.actions.gate import ActionRefused
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.reconcile import ReconcileModal
 from codeai_tui.console.reconcile_service import LedgerReconcileService, plan_reconcile
@@ -146,7 +146,7 @@ async def test_not_received_is_refused_while_a_receipt_matches(tmp_path: Path) -
     # the service refuses it too (the dialog is not the only gate), writing nothing
     plan = plan_reconcile(case, "c1")
     assert plan.matching and plan.suggested == "received"
-    with pytest.raises(ReconcileRefused, match="rcpt-1"):
+    with pytest.raises(ActionRefused, match="rcpt-1"):
         LedgerReconcileService().run(plan, "not_received", "it did not arrive")
     assert ledger_digest(case) == before
 

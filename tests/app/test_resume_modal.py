@@ -387,10 +387,10 @@ class RecordingRuns:
 
     def run(self, case: Path, plan: Any, *, reason: Any, send_credential: bool,
             progress: Any) -> Any:
-        from codeai_tui.actions.resume import ResumeRefused
+        from codeai_tui.actions.gate import ActionRefused
 
         self.sent.append(send_credential)
-        raise ResumeRefused(None, "recorded only")
+        raise ActionRefused(None, "recorded only")
 
 
 async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,

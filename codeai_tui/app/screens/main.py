@@ -30,7 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from codeai_tui.actions.resume import ResumeRefused
+from codeai_tui.actions.gate import ActionRefused
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
@@ -781,7 +781,7 @@ class MainScreen(Screen[None]):
                 return
             try:
                 checks.append(check_from_plan(self.service.plan(case, call_id)))
-            except ResumeRefused as exc:  # e.g. an altered case directory: say so
+            except ActionRefused as exc:  # e.g. an altered case directory: say so
                 checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
             except (LedgerError, OSError, ValueError) as exc:
                 checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE,
