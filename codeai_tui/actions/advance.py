@@ -25,6 +25,14 @@ from codeai_tui.actions.gate import (
     recorded_by,
     through_gate,
 )
+from codeai_tui.actions.protocol import (
+    ActionBase,
+    ActionOptions,
+    Decision,
+    Done,
+    Selected,
+    not_next,
+)
 from codeai_tui.actions.resume import check_destination, receipts_warning
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import load_case_config
@@ -435,3 +443,105 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                          tuple(runner.notes),
                          receipts_warning(case, plan.destination, status, receipts_before,
                                           receipts_after))
+
+
+# ---- as gated actions (the console's `v`, the registry)
+
+# what each step appends, for the dialog and `explain`
+APPENDS = {
+    "reinterpret": "attempt.interpreted (interpreter v1 over the stored response bytes; "
+                   "the provider is not contacted)",
+    "redecide": f"attempt.retry_decided under the policy: retryable errors retried while "
+                f"fewer than {DEFAULT_MAX_ATTEMPTS} attempts started",
+    "finalize": "attempt.completed / call.completed (at decide_duplicate: retry_decided "
+                "stop, then completed as failed: no duplicate)",
+    "next-attempt": "attempt.started (committed before sending), then sends the recorded "
+                    "request once and records what comes back",
+    "accept-duplicate": "attempt.retry_decided {decision: retry, accept_duplicate: true}: "
+                        "the effect happened; a next attempt will repeat it",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AdvancePlan:
+    """What the advance dialog shows, pinned to the call's evidence: the step (two at
+    decide_duplicate: finalize as failed, or accept a duplicate) and, for a next
+    attempt, where the request goes."""
+
+    case_dir: Path
+    call_id: str
+    stage: str
+    next_operation: str
+    reason: str
+    steps: tuple[str, ...]
+    evidence: Evidence
+    next_attempt: NextAttemptPlan | None = None
+
+    @property
+    def pinned(self) -> PinnedEvidence:
+        return PinnedEvidence(self.call_id, *self.evidence)
+
+
+class Advance(ActionBase):
+    """One of reinterpret, redecide, finalize, next-attempt, as the registry holds it."""
+
+    key, done_word = "v", "advanced"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None:
+            return "no call selected"
+        ops = permitted_ops(self.name)
+        if call.anomalous or call.superseded_by is not None or call.next_operation not in ops:
+            return not_next(call, "advance", f" ({self.name})")
+        return None
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: {self.name} appends "
+                f"{APPENDS[self.name]}")
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> AdvancePlan:
+        next_plan = None
+        if self.name == "next-attempt":
+            next_plan = plan_next_attempt(case, call_id, base_url=options.base_url,
+                                          api_key_env=options.api_key_env,
+                                          ask_destination=True)
+        with LedgerReader(case) as reader:
+            events = reader.events_for_call(call_id)
+        state = check_permitted(project_call(events, call_id), call_id, self.name)
+        at_duplicate = state.next_operation is NextOperation.DECIDE_DUPLICATE
+        steps = ("finalize", "accept-duplicate") if at_duplicate else (self.name,)
+        return AdvancePlan(case, call_id, state.stage.value, state.next_operation.value,
+                           state.reason, steps, PinnedEvidence.of_events(call_id, events).pair,
+                           next_plan)
+
+    def run(self, plan: AdvancePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        case, call_id, pinned = plan.case_dir, plan.call_id, plan.pinned
+        if self.name == "reinterpret":
+            result = reinterpret(case, call_id, expected=pinned)
+        elif self.name == "redecide":
+            result = redecide(case, call_id, expected=pinned)
+        elif self.name == "finalize":
+            result = finalize(case, call_id, expected=pinned,
+                              accept_duplicate=decision.accept_duplicate,
+                              note="accepted in the console" if decision.accept_duplicate
+                              else decision.note)
+        else:
+            assert plan.next_attempt is not None  # plan() made it
+            result = next_attempt(case, call_id, base_url=options.base_url,
+                                  api_key_env=options.api_key_env,
+                                  send_credential=decision.send_credential,
+                                  expected=plan.next_attempt, progress=progress)
+            return Done(result.summary(), ok=result.status == "succeeded",
+                        warning=result.warning)
+        return Done(result.summary())
+
+
+REINTERPRET = Advance("reinterpret")
+REDECIDE = Advance("redecide")
+FINALIZE = Advance("finalize")
+NEXT_ATTEMPT = Advance("next-attempt")

@@ -31,6 +31,14 @@ from codeai_tui.actions.gate import (
     recorded_by,
     through_gate,
 )
+from codeai_tui.actions.protocol import (
+    ActionBase,
+    ActionOptions,
+    Decision,
+    Done,
+    Selected,
+    not_next,
+)
 from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
 from codeai_tui.ledger.case import (
     RECEIPTS_RELPATH,
@@ -462,3 +470,52 @@ def resume_call(
         warning=receipts_warning(case, plan.destination, status, receipts_before,
                                  receipts_after),
     )
+
+
+def done_line(result: ResumeResult) -> str:
+    """What a resume did, in one line: the successor, its stage, the receipts, and what
+    the runner waited for or why no whole answer came (`resume` prints the same)."""
+    notes = "".join(f"; {note}" for note in result.notes)
+    warning = f"; \u26a0 {result.warning}" if result.warning is not None else ""
+    return (f"resumed {result.old_call_id} as {result.new_call_id} "
+            f"({result.new_stage.value}); provider receipts {result.receipts_before} "
+            f"\u2192 {result.receipts_after}{warning}{notes}")
+
+
+class Resume(ActionBase):
+    """Continue a call from the record alone (rungs 4 and 5), as a successor call."""
+
+    name, key, done_word = "resume", "r", "resumed"
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None or call.resumable:
+            return None if call is not None else "no call selected"
+        return not_next(call, "resume", "")
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: resume records "
+                "call.resumed and a successor, then sends the rebuilt request once")
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
+        """The plan the dialog shows, with its drift check; where it does not drift, the
+        server at the destination must be the case's own before the dialog offers to
+        send (`check_destination`)."""
+        plan = plan_resume(case, call_id, model=options.model, base_url=options.base_url,
+                           api_key_env=options.api_key_env)
+        if not plan.drift:
+            check_destination(plan.case_dir, plan.destination, plan.next_operation)
+        return plan
+
+    def run(self, plan: ResumePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        # the caller decides the credential: plan.destination.trusted, or the operator
+        # confirmed this URL and variable in the dialog (never a default)
+        result = resume_call(plan.case_dir, plan.call_id, model=options.model,
+                             base_url=options.base_url, api_key_env=options.api_key_env,
+                             send_credential=decision.send_credential,
+                             reason=decision.reason, expected=plan, progress=progress)
+        return Done(done_line(result), ok=True, warning=result.warning)
+
+
+RESUME = Resume()

@@ -21,14 +21,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from codeai_tui.actions.protocol import ActionOptions
 from codeai_tui.app import actions
 from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.console.actions import ActionLog
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.replay_service import LedgerReplayService, ReplayService
-from codeai_tui.console.resume_service import LedgerResumeService, ResumeOptions, ResumeService
+from codeai_tui.console.resume_service import LedgerResumeService, ResumeService
 from codeai_tui.textsafe import visible
 
 
@@ -54,7 +54,6 @@ class CodeAIApp(App[None]):
         resume_service: ResumeService | None = None,
         provider_note: str | None = None,
         kernel_key: Path | None = None,
-        replay_service: ReplayService | None = None,
         head_start: HeadStart | None = None,
     ) -> None:
         super().__init__()
@@ -64,11 +63,12 @@ class CodeAIApp(App[None]):
         self.clock: Clock = clock or system_clock
         self.action_log = ActionLog()
         self.keymap_in_use: dict[str, str] = {}
-        self.service: ResumeService = resume_service or LedgerResumeService(
-            ResumeOptions(model=model, base_url=base_url, api_key_env=api_key_env))
+        # what the operator gave on the command line, for every gated action; replay
+        # signs tool receipts with the operator's kernel key (never in a case)
+        self.options = ActionOptions(model=model, base_url=base_url,
+                                     api_key_env=api_key_env, kernel_key=kernel_key)
+        self.service: ResumeService = resume_service or LedgerResumeService(self.options)
         self.provider_note = provider_note
-        # replay (`p`) signs tool receipts with the operator's kernel key (never in a case)
-        self.replay_service: ReplayService = replay_service or LedgerReplayService(kernel_key)
         themes, self._theme_problems = load_themes()
         for t in themes:
             self.register_theme(t)

@@ -12,22 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import ActionOptions
 from codeai_tui.actions.resume import (
     ResumePlan,
-    ResumeRefused,
     ResumeResult,
     plan_resume,
     resume_call,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class ResumeOptions:
-    """What the operator gave on the command line (None: case.json decides)."""
-
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
+ResumeOptions = ActionOptions  # what the operator gave on the command line, for every action
 
 
 class ResumeService(Protocol):
@@ -59,4 +53,4 @@ class LedgerResumeService:
                            progress=progress)
 
 
-__all__ = ["LedgerResumeService", "ResumeOptions", "ResumeRefused", "ResumeService"]
+__all__ = ["ActionRefused", "LedgerResumeService", "ResumeOptions", "ResumeService"]

@@ -29,10 +29,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.actions import advance
-from codeai_tui.actions.resume import ResumeRefused
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import ActionOptions, Decision
+from codeai_tui.actions.registry import BY_NAME
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
-from codeai_tui.console.resume_service import LedgerResumeService
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState, NextOperation
@@ -45,18 +46,7 @@ STEPS: dict[NextOperation, tuple[str, ...]] = {
     NextOperation.START_NEXT_ATTEMPT: ("next-attempt",),
     NextOperation.DECIDE_DUPLICATE: ("finalize", "accept-duplicate"),
 }
-APPENDS = {
-    "reinterpret": "attempt.interpreted (interpreter v1 over the stored response bytes; "
-                   "the provider is not contacted)",
-    "redecide": f"attempt.retry_decided under the policy: retryable errors retried while "
-                f"fewer than {advance.DEFAULT_MAX_ATTEMPTS} attempts started",
-    "finalize": "attempt.completed / call.completed (at decide_duplicate: retry_decided "
-                "stop, then completed as failed: no duplicate)",
-    "next-attempt": "attempt.started (committed before sending), then sends the recorded "
-                    "request once and records what comes back",
-    "accept-duplicate": "attempt.retry_decided {decision: retry, accept_duplicate: true}: "
-                        "the effect happened; a next attempt will repeat it",
-}
+APPENDS = advance.APPENDS
 LABELS = {"reinterpret": "Reinterpret (y)", "redecide": "Redecide (y)",
           "finalize": "Finalize (y)", "next-attempt": "Send next attempt (y)",
           "accept-duplicate": "Accept duplicate"}
@@ -227,28 +217,17 @@ class AdvanceModal(ModalScreen[str | None]):
             Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
 
 
-def _run(view: AdvanceView, step: str, service: object) -> tuple[Outcome, str]:
-    """Run the chosen step (in a worker thread); the service re-checks the gate."""
-    case, call_id, pinned = view.case, view.call_id, view.evidence
-    if step == "reinterpret":
-        result = advance.reinterpret(case, call_id, expected=pinned)
-    elif step == "redecide":
-        result = advance.redecide(case, call_id, expected=pinned)
-    elif step == "finalize":
-        result = advance.finalize(case, call_id, expected=pinned)
-    elif step == "accept-duplicate":
-        result = advance.redecide(case, call_id, accept_duplicate=True, expected=pinned,
-                                  note="accepted in the console")
-    else:
-        assert view.plan is not None
-        options = service.options if isinstance(service, LedgerResumeService) else None
-        result = advance.next_attempt(
-            case, call_id, base_url=options.base_url if options else None,
-            api_key_env=options.api_key_env if options else None,
-            send_credential=view.plan.destination.trusted, expected=view.plan)
-        outcome = Outcome.ADVANCED if result.status == "succeeded" else Outcome.FAILED
-        return outcome, result.summary()
-    return Outcome.ADVANCED, result.summary()
+def _run(view: AdvanceView, step: str, options: ActionOptions) -> tuple[Outcome, str]:
+    """Take the chosen step through its registered action (in a worker thread): the
+    gate re-checks the projection and the evidence the dialog showed."""
+    name = "finalize" if step == "accept-duplicate" else step
+    plan = advance.AdvancePlan(view.case, view.call_id, view.stage, view.next_operation,
+                               view.reason, view.steps, view.evidence, view.plan)
+    send = view.plan.destination.trusted if view.plan is not None else False
+    done = BY_NAME[name].run(plan, Decision(send_credential=send,
+                                            accept_duplicate=step == "accept-duplicate"),
+                             options, lambda _line: None)
+    return (Outcome.ADVANCED if done.ok else Outcome.FAILED), done.text
 
 
 class AdvanceFlow:
@@ -300,14 +279,12 @@ class AdvanceFlow:
         host = self.host
         plan = None
         if "next-attempt" in view.steps:
-            options = host.service.options if isinstance(host.service, LedgerResumeService) \
-                else None
+            options = host.options
             try:
                 plan = advance.plan_next_attempt(
-                    view.case, view.call_id, base_url=options.base_url if options else None,
-                    api_key_env=options.api_key_env if options else None,
-                    ask_destination=True)
-            except (ResumeRefused, LedgerError, ValueError) as exc:
+                    view.case, view.call_id, base_url=options.base_url,
+                    api_key_env=options.api_key_env, ask_destination=True)
+            except (ActionRefused, LedgerError, ValueError) as exc:
                 host.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
                                                   f"{view.call_id}: next attempt refused: {exc}"))
                 return
@@ -336,8 +313,8 @@ class AdvanceFlow:
     def _take_step(self, view: AdvanceView, step: str) -> None:
         """In a worker thread: take the step (the service re-checks the gate)."""
         try:
-            outcome, text = _run(view, step, self.host.service)
-        except ResumeRefused as exc:
+            outcome, text = _run(view, step, self.host.options)
+        except ActionRefused as exc:
             op = f" (next operation {exc.next_operation.value})" if exc.next_operation else ""
             outcome, text = Outcome.REFUSED, f"{view.call_id}: {step} refused{op}: {exc.reason}"
         except (LedgerError, ValueError) as exc:

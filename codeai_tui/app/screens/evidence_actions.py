@@ -18,8 +18,16 @@ from pathlib import Path
 
 from textual.message import Message
 
-from codeai_tui.actions.reconcile import ReconcileResult, ToolReconcileResult, operation_in
-from codeai_tui.actions.resume import ResumeRefused
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import Decision
+from codeai_tui.actions.reconcile import operation_in
+from codeai_tui.actions.reconcile_plan import (
+    RECONCILE,
+    RECONCILE_TOOL,
+    ReconcilePlan,
+    ToolReconcilePlan,
+    tool_effect_unknown,
+)
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
 from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
@@ -32,16 +40,8 @@ from codeai_tui.console.evidence import (
     verdict_phrase,
 )
 from codeai_tui.console.model import CaseSnapshot
-from codeai_tui.console.reconcile_service import (
-    LedgerReconcileService,
-    ReconcilePlan,
-    ReconcileService,
-    ToolReconcilePlan,
-)
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import CallState
-from codeai_tui.workstate.tool_ops import ToolOpState
 
 AnyPlan = ReconcilePlan | ToolReconcilePlan
 
@@ -65,29 +65,19 @@ class ReconcileNote(Message):
 @dataclass
 class ReconcileDone(Message):
     case: Path
-    result: ReconcileResult | ToolReconcileResult
+    call_id: str
+    text: str
 
 
 def _line(text: str, limit: int = 400) -> str:
     return visible(text, one_line=True, limit=limit)
 
 
-def tool_effect_unknown(call: CallState | None) -> ToolOpState | None:
-    """The call's first tool operation whose effect is unknown (T2), if any."""
-    tools = call.tools if call is not None else None
-    if tools is None:
-        return None
-    return next((o for o in tools.operations if o.effect_unknown), None)
-
-
 class EvidenceFlow:
     """The evidence actions: a plain object the main screen composes."""
 
-    def __init__(self, host: FlowHost,
-                 reconcile_service: ReconcileService | None = None) -> None:
+    def __init__(self, host: FlowHost) -> None:
         self.host = host
-        self.reconcile_service: ReconcileService = (reconcile_service
-                                                    or LedgerReconcileService())
         self.reconcile_modal: ReconcileModal | ToolReconcileModal | None = None
         self.reconciling = False  # a plan or a recording in flight: one at a time
         self._receipt_cycle: tuple[str | None, int] = (None, -1)
@@ -205,10 +195,9 @@ class EvidenceFlow:
         host.activity = f"reading the evidence for {call.call_id}\u2026"
         host.paint_status()
         host.refresh_bindings()
-        service, case, op = self.reconcile_service, host.case, tool_effect_unknown(call)
-        read: Callable[[], AnyPlan] = (
-            partial(service.plan, case, call.call_id) if call.effect_unknown or op is None
-            else partial(service.plan_tool, case, call.call_id, op.operation_key or ""))
+        case, op, options = host.case, tool_effect_unknown(call), host.options
+        action = RECONCILE if call.effect_unknown or op is None else RECONCILE_TOOL
+        read: Callable[[], AnyPlan] = partial(action.plan, case, call.call_id, options)
         host.run_worker(partial(self._plan, case, call.call_id, read), name="_plan_reconcile",
                         group="reconcile", exclusive=True, exit_on_error=False, thread=True)
 
@@ -217,7 +206,7 @@ class EvidenceFlow:
         host = self.host
         try:
             plan = read()
-        except ResumeRefused as exc:
+        except ActionRefused as exc:
             op = exc.next_operation.value if exc.next_operation is not None else "none"
             host.post_message(ReconcileNote(case, call_id, f"{call_id}: reconcile refused "
                                             f"(next operation {op}): {exc.reason}", "refused"))
@@ -288,12 +277,11 @@ class EvidenceFlow:
     def _run(self, case: Path, plan: AnyPlan, finding: str, note: str | None) -> None:
         """In a worker thread: record the finding (pinned to the plan's evidence)."""
         host = self.host
-        service = self.reconcile_service
+        action = RECONCILE_TOOL if isinstance(plan, ToolReconcilePlan) else RECONCILE
         try:
-            result: ReconcileResult | ToolReconcileResult = (
-                service.run_tool(plan, finding, note) if isinstance(plan, ToolReconcilePlan)
-                else service.run(plan, finding, note))
-        except ResumeRefused as exc:
+            done = action.run(plan, Decision(finding=finding, note=note), host.options,
+                              lambda _line: None)
+        except ActionRefused as exc:
             host.post_message(ReconcileNote(case, plan.call_id, f"{plan.call_id}: reconcile "
                                             f"refused: {exc.reason}", "refused"))
             return
@@ -301,7 +289,7 @@ class EvidenceFlow:
             host.post_message(ReconcileNote(case, plan.call_id, f"{plan.call_id}: reconcile "
                                             f"failed: {exc}", "failed"))
             return
-        host.post_message(ReconcileDone(case, result))
+        host.post_message(ReconcileDone(case, plan.call_id, done.text))
 
     def on_note(self, message: ReconcileNote) -> None:
         host = self.host
@@ -313,17 +301,6 @@ class EvidenceFlow:
                             severity="warning" if refused else "error")
 
     def on_done(self, message: ReconcileDone) -> None:
-        host = self.host
-        r = message.result
         self.reconciling = False
-        if isinstance(r, ToolReconcileResult):
-            text = _line(f"reconciled tool operation {r.operation_key}: {r.finding} at seq "
-                         f"{r.seq}; now {r.state.stage.value}, next "
-                         f"{r.state.next_operation.value}", 300)
-        else:
-            named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
-            text = _line(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} "
-                         f"at seq {r.seq}; now {r.state.stage.value}, next "
-                         f"{r.state.next_operation.value}", 300)
-        host.report_outcome(message.case, r.call_id, Outcome.RECONCILED, text, ok=True,
-                            title="reconciled")
+        self.host.report_outcome(message.case, message.call_id, Outcome.RECONCILED,
+                                 _line(message.text, 300), ok=True, title="reconciled")

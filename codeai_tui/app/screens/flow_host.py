@@ -20,13 +20,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
+from codeai_tui.actions.protocol import ActionOptions
 from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.model import CaseSnapshot
-from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.workstate import CallState
 
@@ -65,7 +65,9 @@ class FlowHost(Protocol):
         ...
 
     @property
-    def replay_service(self) -> ReplayService | None: ...
+    def options(self) -> ActionOptions:
+        """What the operator gave on the command line, for every gated action."""
+        ...
 
     @property
     def calls(self) -> CallsPane: ...

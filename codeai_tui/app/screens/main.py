@@ -31,6 +31,8 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import ActionOptions
+from codeai_tui.actions.replay import follow_up_due
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
@@ -80,10 +82,8 @@ from codeai_tui.console.model import (
     receipts_stamp,
     release_frozen,
 )
-from codeai_tui.console.replay_service import ReplayService
 from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
-from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.textsafe import visible
@@ -1150,8 +1150,10 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ the flows' host
 
     @property
-    def replay_service(self) -> ReplayService | None:
-        return getattr(self.app, "replay_service", None)
+    def options(self) -> ActionOptions:
+        """What the operator gave on the command line, for every gated action."""
+        options = getattr(self.app, "options", None)
+        return options if isinstance(options, ActionOptions) else ActionOptions()
 
     @property
     def receipts_pane(self) -> ReceiptsPane:
