@@ -129,8 +129,9 @@ class Replay(ActionBase):
     name, key, done_word = "replay", "R", "replayed"
 
     def refusal(self, selected: Selected) -> str | None:
-        return gate(selected.call, kernel_key=selected.options.kernel_key,
-                    state=selected.work)
+        why = gate(selected.call, kernel_key=selected.options.kernel_key,
+                   state=selected.work)
+        return None if why is None else f"replay refused: {why}"
 
     def will(self, selected: Selected) -> str:
         return (f"{selected.call.call_id if selected.call else ''}: replay runs the saved "

@@ -497,12 +497,17 @@ class Resume(ActionBase):
         return (f"{selected.call.call_id if selected.call else ''}: resume records "
                 "call.resumed and a successor, then sends the rebuilt request once")
 
-    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
-        """The plan the dialog shows, with its drift check; where it does not drift, the
-        server at the destination must be the case's own before the dialog offers to
-        send (`check_destination`)."""
-        plan = plan_resume(case, call_id, model=options.model, base_url=options.base_url,
+    def read(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
+        """The plan with its drift check, asking nobody: what the console's drift checks
+        show for every resumable call."""
+        return plan_resume(case, call_id, model=options.model, base_url=options.base_url,
                            api_key_env=options.api_key_env)
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
+        """The plan the dialog shows (`read`); where it does not drift, the server at
+        the destination must be the case's own before the dialog offers to send
+        (`check_destination`)."""
+        plan = self.read(case, call_id, options)
         if not plan.drift:
             check_destination(plan.case_dir, plan.destination, plan.next_operation)
         return plan

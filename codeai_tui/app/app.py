@@ -21,14 +21,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from codeai_tui.actions.protocol import ActionOptions
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
+from codeai_tui.actions.registry import BY_NAME
 from codeai_tui.app import actions
 from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
 from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.console.actions import ActionLog
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.resume_service import LedgerResumeService, ResumeService
 from codeai_tui.textsafe import visible
 
 
@@ -51,7 +51,7 @@ class CodeAIApp(App[None]):
         base_url: str | None = None,
         api_key_env: str | None = None,
         clock: Clock | None = None,
-        resume_service: ResumeService | None = None,
+        actions: Mapping[str, GatedAction] | None = None,
         provider_note: str | None = None,
         kernel_key: Path | None = None,
         head_start: HeadStart | None = None,
@@ -67,7 +67,8 @@ class CodeAIApp(App[None]):
         # signs tool receipts with the operator's kernel key (never in a case)
         self.options = ActionOptions(model=model, base_url=base_url,
                                      api_key_env=api_key_env, kernel_key=kernel_key)
-        self.service: ResumeService = resume_service or LedgerResumeService(self.options)
+        # the registry's gated actions by name; a test may stand in for some of them
+        self.actions: dict[str, GatedAction] = {**BY_NAME, **(actions or {})}
         self.provider_note = provider_note
         themes, self._theme_problems = load_themes()
         for t in themes:
@@ -81,7 +82,7 @@ class CodeAIApp(App[None]):
     def get_default_screen(self) -> Screen[Any]:
         self._main = MainScreen(self.root, path_given=self.path_given,
                                 read_only=self.read_only, clock=self.clock,
-                                service=self.service, log=self.action_log,
+                                actions=self.actions, log=self.action_log,
                                 help_rows=self.help_rows, provider_note=self.provider_note,
                                 head_start=self._head_start)
         return self._main

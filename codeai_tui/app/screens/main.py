@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,24 +31,23 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.actions.gate import ActionRefused
-from codeai_tui.actions.protocol import ActionOptions
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
 from codeai_tui.actions.replay import follow_up_due
+from codeai_tui.actions.resume import RESUME, Resume
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S, WAY_OUT
 from codeai_tui.app.glibc_malloc import release_free_memory
-from codeai_tui.app.screens.action_log import ActionLogScreen
-from codeai_tui.app.screens.advance import AdvanceFinished, AdvanceFlow, AdvanceReady
-from codeai_tui.app.screens.error import ErrorScreen
-from codeai_tui.app.screens.evidence_actions import (
-    EvidenceFlow,
-    ReconcileDone,
-    ReconcileNote,
-    ReconcilePlanned,
+from codeai_tui.app.screens.action_flow import (
+    ActionEnded,
+    ActionFlow,
+    ActionPlanned,
+    ActionProgressed,
 )
+from codeai_tui.app.screens.action_log import ActionLogScreen
+from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.screens.evidence_actions import EvidenceFlow
 from codeai_tui.app.screens.flow_host import Note
-from codeai_tui.app.screens.replay_flow import ReplayFlow, ReplayNote, ReplayPreviewed
-from codeai_tui.app.screens.resume_flow import PlanReady, ResumeDone, ResumeFlow, ResumeNote
 from codeai_tui.app.widgets.banner import Banner, BannerFacts
 from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.cases_pane import CasesPane
@@ -82,7 +81,6 @@ from codeai_tui.console.model import (
     receipts_stamp,
     release_frozen,
 )
-from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.severity import CaseVerdict, case_verdict, fleet_counts
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
@@ -116,10 +114,10 @@ class PaneTabs(Static):
 
 
 class MainScreen(Screen[None]):
-    """The console's one screen. The resume, advance, evidence (reconcile, cross-links)
-    and replay flows are objects it composes (`resume_flow`, `advance_flow`,
-    `evidence_flow`, `replay_flow`), not mixins: they see the screen only as a `FlowHost`, and the screen's `action_*` and
-    message handlers below delegate to them."""
+    """The console's one screen. The one flow of every gated action (`action_flow`)
+    and the evidence cross-links (`evidence_flow`) are objects it composes, not mixins:
+    they see the screen only through a protocol (`FlowHost`, `LinksHost`), and the
+    screen's `action_*` and message handlers below delegate to them."""
 
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
@@ -128,7 +126,8 @@ class MainScreen(Screen[None]):
     VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (40, "-tall")]
 
     def __init__(self, root: Path, *, path_given: str, read_only: bool,
-                 clock: Callable[[], datetime], service: ResumeService, log: ActionLog,
+                 clock: Callable[[], datetime], actions: Mapping[str, GatedAction],
+                 log: ActionLog,
                  help_rows: Callable[[], list[tuple[str, str, str]]],
                  provider_note: str | None = None,
                  head_start: HeadStart | None = None) -> None:
@@ -139,7 +138,7 @@ class MainScreen(Screen[None]):
         self.path_given = path_given
         self.read_only = read_only
         self.clock = clock
-        self.service = service
+        self.actions = actions  # the registry's gated actions by name
         self.action_log = log
         self.help_rows = help_rows  # the registry with the keymap in use (the app's)
         self.provider_note = provider_note
@@ -164,8 +163,6 @@ class MainScreen(Screen[None]):
         self.drift: dict[str, DriftCheck] = {}
         self.note: Note | None = None
         self.activity: str | None = None
-        self.resuming = False
-        self.planning = False
         self.jump_to_effect_unknown = False
         self.active_pane = "calls"
         self._wake = threading.Event()
@@ -176,10 +173,8 @@ class MainScreen(Screen[None]):
         self._watching = False  # the aiosqlite watcher is polling (else the thread does)
         self._watch_reader: AsyncLedgerReader | None = None
         self._closing = False
-        self.advance_flow = AdvanceFlow(self)
         self.evidence_flow = EvidenceFlow(self)
-        self.replay_flow = ReplayFlow(self)
-        self.resume_flow = ResumeFlow(self)
+        self.action_flow = ActionFlow(self)
 
     # ------------------------------------------------------------------ layout
 
@@ -632,7 +627,7 @@ class MainScreen(Screen[None]):
         self._pending_alerts.clear()
         self.workers.cancel_group(self, "as_of")
         self.workers.cancel_group(self, "drift")
-        self.resume_flow.evidence_gone("the ledger file was replaced")
+        self.action_flow.evidence_gone("the ledger file was replaced")
         timeline = self.timeline
         timeline.reload()
         timeline.total = 0
@@ -695,8 +690,7 @@ class MainScreen(Screen[None]):
         self.last_commit = snap.last_recorded_at
         self.cases_pane.set_verdict(message.case, self.live_verdict)
         self._note_changes(snap, first)
-        self.resume_flow.check_evidence(snap)
-        self.evidence_flow.check_reconcile_evidence(snap)
+        self.action_flow.check_evidence(snap)
         self._check_drift(snap)
         if self.as_of is None:
             self.shown, self.shown_verdict = snap, self.live_verdict
@@ -776,11 +770,13 @@ class MainScreen(Screen[None]):
     def _run_drift_checks(self, case: Path, call_ids: list[str]) -> None:
         """Read-only: each plan reads the call's events and a few artifacts."""
         checks: list[DriftCheck] = []
+        given = self.actions.get("resume")
+        resume = given if isinstance(given, Resume) else RESUME  # (the drift read is resume's)
         for call_id in call_ids:
             if get_current_worker().is_cancelled:
                 return
             try:
-                checks.append(check_from_plan(self.service.plan(case, call_id)))
+                checks.append(check_from_plan(resume.read(case, call_id, self.options)))
             except ActionRefused as exc:  # e.g. an altered case directory: say so
                 checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
             except (LedgerError, OSError, ValueError) as exc:
@@ -939,19 +935,13 @@ class MainScreen(Screen[None]):
         not such an action). A write answers (and its key shows) only where the selected
         call's next operation is that write; elsewhere, and always in read-only mode,
         the companion answers the same key and says why nothing is written."""
-        permitted = {
-            "resume": self.resume_flow.resume_permitted,
-            "reconcile": self.evidence_flow.reconcile_permitted,
-            "advance": self.advance_flow.advance_permitted,
-            "replay": self.replay_flow.replay_permitted,
-        }
-        if action in permitted:
-            return not self.read_only and permitted[action]()
+        if action in actions.GATED:
+            return not self.read_only and self.action_flow.permitted(actions.key_of(action))
         write = next((w for w, explain in actions.GATED.items() if explain == action),
                      None)
         if write is None:
             return None
-        return self.read_only or not permitted[write]()
+        return self.read_only or not self.action_flow.permitted(actions.key_of(write))
 
     def explain_read_only(self, action: str) -> bool:
         """In read-only mode a write's key says so (and writes nothing)."""
@@ -1206,65 +1196,44 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ flows (delegates)
 
-    def action_explain_resume(self) -> None:
-        self.resume_flow.action_explain_resume()
-
-    def action_explain_advance(self) -> None:
-        self.advance_flow.action_explain_advance()
-
-    def action_explain_replay(self) -> None:
-        self.replay_flow.action_explain_replay()
-
     def action_resume(self) -> None:
-        self.resume_flow.action_resume()
+        self.action_flow.start("r")
 
-    def on_plan_ready(self, message: PlanReady) -> None:
-        self.resume_flow.on_plan_ready(message)
+    def action_explain_resume(self) -> None:
+        self.action_flow.explain("r")
 
-    def on_resume_note(self, message: ResumeNote) -> None:
-        self.resume_flow.on_note(message)
+    def action_reconcile(self) -> None:
+        self.action_flow.start("x")
 
-    def on_resume_done(self, message: ResumeDone) -> None:
-        self.resume_flow.on_done(message)
+    def action_explain_reconcile(self) -> None:
+        self.action_flow.explain("x")
 
     def action_advance(self) -> None:
-        self.advance_flow.action_advance()
+        self.action_flow.start("v")
 
-    def on_advance_ready(self, message: AdvanceReady) -> None:
-        self.advance_flow.on_ready(message)
+    def action_explain_advance(self) -> None:
+        self.action_flow.explain("v")
 
-    def on_advance_finished(self, message: AdvanceFinished) -> None:
-        self.advance_flow.on_finished(message)
+    def action_replay(self) -> None:
+        self.action_flow.start("R")
+
+    def action_explain_replay(self) -> None:
+        self.action_flow.explain("R")
+
+    def on_action_planned(self, message: ActionPlanned) -> None:
+        self.action_flow.on_planned(message)
+
+    def on_action_progressed(self, message: ActionProgressed) -> None:
+        self.action_flow.on_progressed(message)
+
+    def on_action_ended(self, message: ActionEnded) -> None:
+        self.action_flow.on_ended(message)
 
     def action_goto_receipt(self) -> None:
         self.evidence_flow.action_goto_receipt()
 
     def action_goto_call(self) -> None:
         self.evidence_flow.action_goto_call()
-
-    def action_explain_reconcile(self) -> None:
-        self.evidence_flow.action_explain_reconcile()
-
-    def action_reconcile(self) -> None:
-        self.evidence_flow.action_reconcile()
-
-    def on_reconcile_planned(self, message: ReconcilePlanned) -> None:
-        self.evidence_flow.on_planned(message)
-
-    def on_reconcile_note(self, message: ReconcileNote) -> None:
-        self.evidence_flow.on_note(message)
-
-    def on_reconcile_done(self, message: ReconcileDone) -> None:
-        self.evidence_flow.on_done(message)
-
-    def action_replay(self) -> None:
-        self.replay_flow.action_replay()
-
-    def on_replay_previewed(self, message: ReplayPreviewed) -> None:
-        self.replay_flow.on_previewed(message)
-
-    def on_replay_note(self, message: ReplayNote) -> None:
-        self.replay_flow.on_note(message)
 
     # ------------------------------------------------------------------ worker bugs
 
