@@ -33,7 +33,7 @@ from codeai_tui.actions.protocol import (
     Selected,
     not_next,
 )
-from codeai_tui.actions.resume import check_destination, receipts_warning
+from codeai_tui.actions.sends import check_destination, receipts_warning
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import load_case_config
 from codeai_tui.ledger.reader import LedgerReader
