@@ -1,8 +1,8 @@
 """The main screen: it composes the widgets, feeds them attributes and routes messages.
 
 It owns the case session (which case, its live and as-of snapshots, the selected call)
-and the follow workers; the operator actions (resume, advance, reconcile, replay) are
-flows it composes; each widget owns its own state, timers, workers and CSS. The follow poll is an async worker on aiosqlite (`_watch`); what it
+and the follow workers; every gated action (resume, advance, reconcile, replay) runs in
+the one action flow it composes; each widget owns its own state, timers, workers and CSS. The follow poll is an async worker on aiosqlite (`_watch`); what it
 finds is projected by a thread on purpose: the projection is CPU-bound Python (a
 1M-event catch-up is seconds of work) that in an async worker would run on the event
 loop and freeze the screen. Page reads and filter scans, which only wait on SQLite, go
