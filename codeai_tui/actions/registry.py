@@ -28,7 +28,6 @@ ACTIONS: tuple[GatedAction, ...] = (
     REPLAY,
 )
 BY_NAME: dict[str, GatedAction] = {action.name: action for action in ACTIONS}
-KEYS: tuple[str, ...] = tuple(dict.fromkeys(action.key for action in ACTIONS))
 
 
 def keyed(key: str) -> Iterator[GatedAction]:

@@ -12,6 +12,7 @@ from codeai_tui.actions.registry import ACTIONS
 from codeai_tui.app import actions as bindings
 from codeai_tui.app.screens import action_flow, evidence_actions, flow_host
 from codeai_tui.app.screens.main import MainScreen
+from codeai_tui.console.actions import Outcome
 
 FLOW_MODULES = (action_flow, evidence_actions, flow_host)
 
@@ -53,6 +54,8 @@ def test_one_flow_plans_and_runs_every_action_in_its_own_worker_group() -> None:
     # every registered action has its dialog, and every gated key starts one of them
     assert set(action_flow.DIALOGS) == {a.name for a in ACTIONS}
     assert {bindings.key_of(write) for write in bindings.GATED} == {a.key for a in ACTIONS}
+    # what the action log calls a run that ended well is an outcome it knows
+    assert {a.done_word for a in ACTIONS} <= {o.value for o in Outcome}
 
 
 def test_the_flow_host_has_one_in_progress_state_and_no_shared_flags() -> None:
