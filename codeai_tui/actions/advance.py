@@ -17,14 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codeai_tui.actions.resume import (
-    ResumeRefused,
+from codeai_tui.actions.gate import (
+    ActionRefused,
+    PinnedEvidence,
     UnknownCall,
-    _evidence,
-    _who,
-    check_destination,
-    receipts_warning,
+    gated_write,
+    recorded_by,
+    through_gate,
 )
+from codeai_tui.actions.protocol import (
+    ActionBase,
+    ActionOptions,
+    Decision,
+    Done,
+    Selected,
+    not_next,
+)
+from codeai_tui.actions.sends import check_destination, receipts_warning
 from codeai_tui.ledger.artifacts import ArtifactStore
 from codeai_tui.ledger.case import load_case_config
 from codeai_tui.ledger.reader import LedgerReader
@@ -46,10 +55,17 @@ ACTIONS = ("reinterpret", "redecide", "finalize", "next-attempt")
 
 Progress = Callable[[str], None]
 Evidence = tuple[int, int]  # (events of the call, last seq): what a confirmation showed
+Shown = PinnedEvidence | Evidence  # (the pair: the command line's and older callers' form)
+
+# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
+AdvanceRefused = ActionRefused
 
 
-class AdvanceRefused(ResumeRefused):
-    """The projection does not permit this action on this call; nothing was appended."""
+def pinned_as(call_id: str, shown: Shown | None) -> PinnedEvidence | None:
+    """The pin the gate compares, from either form a caller gives."""
+    if shown is None or isinstance(shown, PinnedEvidence):
+        return shown
+    return PinnedEvidence(call_id, *shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +117,17 @@ def check_permitted(state: CallState | None, call_id: str, action: str,
     if state is None:
         raise UnknownCall(call_id)
     if state.anomalous:
-        raise AdvanceRefused(state.next_operation,
+        raise ActionRefused(state.next_operation,
                              f"call {call_id}: an anomaly names this call; {action} refuses to guess")
     ops = permitted_ops(action, accept_duplicate)
     if state.superseded_by is not None or state.next_operation not in ops:
         wanted = " or ".join(op.value for op in ops)
-        raise AdvanceRefused(
+        raise ActionRefused(
             state.next_operation,
             f"call {call_id} is {state.stage.value}: next operation is "
             f"{state.next_operation.value}, not {wanted} ({state.reason})")
     if state.evidence.last_attempt() is None:
-        raise AdvanceRefused(state.next_operation, f"call {call_id}: no started attempt")
+        raise ActionRefused(state.next_operation, f"call {call_id}: no started attempt")
     return state
 
 
@@ -129,21 +145,15 @@ Build = Callable[[CallState, Sequence[Event]], list[NewEvent]]
 
 
 def _claim(case_dir: str | os.PathLike[str], call_id: str, action: str, build: Build, *,
-           accept_duplicate: bool = False, expected: Evidence | None = None) -> AdvanceResult:
-    """Re-project, gate and append in one write transaction (racers: one wins)."""
-    if not call_id:
-        raise UnknownCall(call_id)
-    with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
-        events = txn.events_for_call(call_id)
-        state = check_permitted(project_call(events, call_id), call_id, action, accept_duplicate)
-        if expected is not None and _evidence(events) != expected:
-            raise AdvanceRefused(None, f"call {call_id}: its evidence changed since it was "
-                                 "shown; look again")
-        appended = [txn.append(e) for e in build(state, events)]
-        after = project_call([*events, *appended], call_id)
-    assert after is not None and appended
-    return AdvanceResult(action, call_id, _last(state).attempt_id,
-                         tuple(e.kind for e in appended), appended[0].seq, after)
+           accept_duplicate: bool = False, expected: Shown | None = None) -> AdvanceResult:
+    """Through the gate: re-project, check this action, compare, append (one wins)."""
+    landed = gated_write(
+        case_dir, call_id, lambda state: check_permitted(state, call_id, action, accept_duplicate),
+        build, pinned=pinned_as(call_id, expected))
+    assert landed.appended
+    return AdvanceResult(action, call_id, _last(landed.checked).attempt_id,
+                         tuple(e.kind for e in landed.appended), landed.appended[0].seq,
+                         landed.after())
 
 
 # ---- reinterpret
@@ -170,22 +180,22 @@ def _reinterpret(case: Path) -> Build:
         elif isinstance(sha, str):
             found = ArtifactStore(case).read(sha)
             if found.data is None:
-                raise AdvanceRefused(state.next_operation, f"call {state.call_id}: response "
+                raise ActionRefused(state.next_operation, f"call {state.call_id}: response "
                                      f"{found.describe(sha)}; nothing to interpret")
             body = found.data
         else:
-            raise AdvanceRefused(state.next_operation, f"call {state.call_id}: the observation "
+            raise ActionRefused(state.next_operation, f"call {state.call_id}: the observation "
                                  "names no response artifact; nothing to interpret")
         outcome = interpret_recorded(status, body, wire.get("stream") is True)
         return [NewEvent("attempt.interpreted", state.task_id,
                          {"interpreter": INTERPRETER_VERSION, "outcome": outcome,
                           "response_sha256": sha, "reinterpreted": True,
-                          "decided_by": _who()}, **_ids(state, last))]
+                          "decided_by": recorded_by()}, **_ids(state, last))]
     return build
 
 
 def reinterpret(case_dir: str | os.PathLike[str], call_id: str, *,
-                expected: Evidence | None = None) -> AdvanceResult:
+                expected: Shown | None = None) -> AdvanceResult:
     """Run interpreter v1 over the observed attempt's verified response bytes and append
     `attempt.interpreted`. Refuses when the artifact is missing or its bytes differ."""
     return _claim(case_dir, call_id, "reinterpret", _reinterpret(Path(case_dir)),
@@ -221,7 +231,7 @@ def _check_max(max_attempts: int) -> None:
 
 def redecide(case_dir: str | os.PathLike[str], call_id: str, *,
              max_attempts: int = DEFAULT_MAX_ATTEMPTS, accept_duplicate: bool = False,
-             note: str | None = None, expected: Evidence | None = None) -> AdvanceResult:
+             note: str | None = None, expected: Shown | None = None) -> AdvanceResult:
     """From the recorded interpretation, under the policy, append `attempt.retry_decided`.
     With `accept_duplicate` (only at decide_duplicate) it records the operator's explicit
     acceptance of a duplicate: {decision: retry, accept_duplicate: true}."""
@@ -235,7 +245,7 @@ def redecide(case_dir: str | os.PathLike[str], call_id: str, *,
                                   max_attempts)
         return [NewEvent("attempt.retry_decided", state.task_id,
                          {"decision": decision, "reason": reason, "policy": policy(max_attempts),
-                          "decided_by": _who(), "note": note}, **_ids(state, last))]
+                          "decided_by": recorded_by(), "note": note}, **_ids(state, last))]
 
     return _claim(case_dir, call_id, "redecide", build, accept_duplicate=accept_duplicate,
                   expected=expected)
@@ -246,14 +256,14 @@ def _accept(state: CallState, last: AttemptEvidence, note: str | None) -> NewEve
                     {"decision": "retry", "accept_duplicate": True,
                      "reason": "the provider received the attempt and its response is lost: "
                                "the operator accepts a duplicate",
-                     "decided_by": _who(), "note": note}, **_ids(state, last))
+                     "decided_by": recorded_by(), "note": note}, **_ids(state, last))
 
 
 # ---- finalize
 
 
 def finalize(case_dir: str | os.PathLike[str], call_id: str, *, accept_duplicate: bool = False,
-             note: str | None = None, expected: Evidence | None = None) -> AdvanceResult:
+             note: str | None = None, expected: Shown | None = None) -> AdvanceResult:
     """Append the terminal events the projection asks for. At decide_duplicate: finalize
     as failed (retry_decided stop, attempt.completed and call.completed failed), or with
     `accept_duplicate` record the acceptance instead (the call then needs a next attempt)."""
@@ -261,7 +271,7 @@ def finalize(case_dir: str | os.PathLike[str], call_id: str, *, accept_duplicate
     def build(state: CallState, _events: Sequence[Event]) -> list[NewEvent]:
         last = _last(state)
         ids = _ids(state, last)
-        who = _who()
+        who = recorded_by()
         if state.next_operation is NextOperation.DECIDE_DUPLICATE:
             if accept_duplicate:
                 return [_accept(state, last, note)]
@@ -306,6 +316,11 @@ class NextAttemptPlan:
     stage: str
     reason: str
 
+    @property
+    def pinned(self) -> PinnedEvidence:
+        """The call's evidence this plan showed: the gate refuses a call that moved."""
+        return PinnedEvidence(self.call_id, *self.evidence)
+
 
 def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                       base_url: str | None = None, api_key_env: str | None = None,
@@ -313,7 +328,7 @@ def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                       ask_destination: bool = False) -> NextAttemptPlan:
     """Read-only: gate, find the recorded request bytes, say where they would go (and,
     with `ask_destination`, refuse where the server there is not the case's own).
-    Raises AdvanceRefused, UnknownCall, DestinationError or LedgerError; writes nothing."""
+    Raises ActionRefused, UnknownCall, DestinationError or LedgerError; writes nothing."""
     if not call_id:
         raise UnknownCall(call_id)
     case = Path(case_dir)
@@ -325,20 +340,18 @@ def plan_next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     state = check_permitted(project_call(events, call_id), call_id, "next-attempt")
     sha = state.evidence.request_sha256
     if sha is None:
-        raise AdvanceRefused(state.next_operation,
+        raise ActionRefused(state.next_operation,
                              f"call {call_id}: no manifest records the request to send")
     found = ArtifactStore(case).read(sha)
     if found.data is None:
-        raise AdvanceRefused(state.next_operation,
+        raise ActionRefused(state.next_operation,
                              f"call {call_id}: request {found.describe(sha)}; nothing to send")
     if ask_destination:
-        try:
-            check_destination(case, destination, state.next_operation)
-        except ResumeRefused as exc:
-            raise AdvanceRefused(exc.next_operation, exc.reason) from None
+        check_destination(case, destination, state.next_operation)
     return NextAttemptPlan(
         case, call_id, state.task_id, state.idempotency_key or f"key-{call_id}",
-        len(state.evidence.started_attempts()) + 1, sha, destination, _evidence(events),
+        len(state.evidence.started_attempts()) + 1, sha, destination,
+        PinnedEvidence.of_events(call_id, events).pair,
         state.stage.value, state.reason)
 
 
@@ -358,21 +371,25 @@ class _GatedRunner(CallRunner):
             return super().append(kind, task_id, payload, **ids)
         plan = self._plan
         if kind != "attempt.started":
-            raise AdvanceRefused(None, f"call {plan.call_id}: {kind} before the attempt was "
+            raise ActionRefused(None, f"call {plan.call_id}: {kind} before the attempt was "
                                  "claimed; nothing sent")
-        with self.writer.transaction() as txn:
-            events = txn.events_for_call(plan.call_id)
-            state = check_permitted(project_call(events, plan.call_id), plan.call_id,
-                                    "next-attempt")
-            if _evidence(events) != plan.evidence:
-                raise AdvanceRefused(None, f"call {plan.call_id}: its evidence changed since "
-                                     "it was shown; look again")
-            if any(a.attempt_id == ids.get("attempt_id") for a in state.evidence.attempts):
-                raise AdvanceRefused(None, f"call {plan.call_id}: attempt id "
-                                     f"{ids.get('attempt_id')} is already recorded")
-            event = txn.append(NewEvent(kind, task_id, {**payload, "decided_by": _who()},
-                                        call_id=ids.get("call_id"),
-                                        attempt_id=ids.get("attempt_id")))
+        attempt_id = ids.get("attempt_id")
+
+        def check(state: CallState | None) -> CallState:
+            state = check_permitted(state, plan.call_id, "next-attempt")
+            if any(a.attempt_id == attempt_id for a in state.evidence.attempts):
+                raise ActionRefused(None, f"call {plan.call_id}: attempt id {attempt_id} "
+                                    "is already recorded")
+            return state
+
+        landed = through_gate(
+            self.writer, plan.call_id, check,
+            lambda _state, _events: [NewEvent(kind, task_id,
+                                              {**payload, "decided_by": recorded_by()},
+                                              call_id=ids.get("call_id"),
+                                              attempt_id=attempt_id)],
+            pinned=plan.pinned)
+        event = landed.appended[0]
         self._claimed = True
         if self.on_commit is not None:
             self.on_commit(event)
@@ -394,10 +411,11 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
     case = Path(case_dir)
     plan = plan_next_attempt(case, call_id, base_url=base_url, api_key_env=api_key_env,
                              operator_config=operator_config, ask_destination=True)
-    if expected is not None and (expected.evidence, expected.destination) != (
-            plan.evidence, plan.destination):
-        raise AdvanceRefused(None, f"call {call_id}: its evidence or destination changed "
-                             "since it was shown; look again")
+    if expected is not None:
+        expected.pinned.check(plan.pinned)
+        if expected.destination != plan.destination:
+            raise ActionRefused(None, f"call {call_id}: its destination changed since it "
+                                "was shown; look again")
     config = load_case_config(case).with_overrides(base_url=plan.destination.base_url)
     receipts_before = len(read_receipts(case).receipts)
     with LedgerWriter.open(case) as writer:
@@ -425,3 +443,105 @@ def next_attempt(case_dir: str | os.PathLike[str], call_id: str, *,
                          tuple(runner.notes),
                          receipts_warning(case, plan.destination, status, receipts_before,
                                           receipts_after))
+
+
+# ---- as gated actions (the console's `v`, the registry)
+
+# what each step appends, for the dialog and `explain`
+APPENDS = {
+    "reinterpret": "attempt.interpreted (interpreter v1 over the stored response bytes; "
+                   "the provider is not contacted)",
+    "redecide": f"attempt.retry_decided under the policy: retryable errors retried while "
+                f"fewer than {DEFAULT_MAX_ATTEMPTS} attempts started",
+    "finalize": "attempt.completed / call.completed (at decide_duplicate: retry_decided "
+                "stop, then completed as failed: no duplicate)",
+    "next-attempt": "attempt.started (committed before sending), then sends the recorded "
+                    "request once and records what comes back",
+    "accept-duplicate": "attempt.retry_decided {decision: retry, accept_duplicate: true}: "
+                        "the effect happened; a next attempt will repeat it",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AdvancePlan:
+    """What the advance dialog shows, pinned to the call's evidence: the step (two at
+    decide_duplicate: finalize as failed, or accept a duplicate) and, for a next
+    attempt, where the request goes."""
+
+    case_dir: Path
+    call_id: str
+    stage: str
+    next_operation: str
+    reason: str
+    steps: tuple[str, ...]
+    evidence: Evidence
+    next_attempt: NextAttemptPlan | None = None
+
+    @property
+    def pinned(self) -> PinnedEvidence:
+        return PinnedEvidence(self.call_id, *self.evidence)
+
+
+class Advance(ActionBase):
+    """One of reinterpret, redecide, finalize, next-attempt, as the registry holds it."""
+
+    key, done_word = "v", "advanced"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None:
+            return "no call selected"
+        ops = permitted_ops(self.name)
+        if call.anomalous or call.superseded_by is not None or call.next_operation not in ops:
+            return not_next(call, "advance", f" ({self.name})")
+        return None
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: {self.name} appends "
+                f"{APPENDS[self.name]}")
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> AdvancePlan:
+        next_plan = None
+        if self.name == "next-attempt":
+            next_plan = plan_next_attempt(case, call_id, base_url=options.base_url,
+                                          api_key_env=options.api_key_env,
+                                          ask_destination=True)
+        with LedgerReader(case) as reader:
+            events = reader.events_for_call(call_id)
+        state = check_permitted(project_call(events, call_id), call_id, self.name)
+        at_duplicate = state.next_operation is NextOperation.DECIDE_DUPLICATE
+        steps = ("finalize", "accept-duplicate") if at_duplicate else (self.name,)
+        return AdvancePlan(case, call_id, state.stage.value, state.next_operation.value,
+                           state.reason, steps, PinnedEvidence.of_events(call_id, events).pair,
+                           next_plan)
+
+    def run(self, plan: AdvancePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        case, call_id, pinned = plan.case_dir, plan.call_id, plan.pinned
+        if self.name == "reinterpret":
+            result = reinterpret(case, call_id, expected=pinned)
+        elif self.name == "redecide":
+            result = redecide(case, call_id, expected=pinned)
+        elif self.name == "finalize":
+            result = finalize(case, call_id, expected=pinned,
+                              accept_duplicate=decision.accept_duplicate,
+                              note="accepted in the console" if decision.accept_duplicate
+                              else decision.note)
+        else:
+            assert plan.next_attempt is not None  # plan() made it
+            result = next_attempt(case, call_id, base_url=options.base_url,
+                                  api_key_env=options.api_key_env,
+                                  send_credential=decision.send_credential,
+                                  expected=plan.next_attempt, progress=progress)
+            return Done(result.summary(), ok=result.status == "succeeded",
+                        warning=result.warning)
+        return Done(result.summary())
+
+
+REINTERPRET = Advance("reinterpret")
+REDECIDE = Advance("redecide")
+FINALIZE = Advance("finalize")
+NEXT_ATTEMPT = Advance("next-attempt")

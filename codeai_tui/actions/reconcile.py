@@ -13,14 +13,20 @@ on the call's last started attempt. Refusals append nothing. No network.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from codeai_tui.actions.resume import ResumeRefused, UnknownCall, _who
+from codeai_tui.actions.gate import (
+    ActionRefused,
+    PinnedEvidence,
+    UnknownCall,
+    gated_write,
+    recorded_by,
+)
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED
-from codeai_tui.ledger.writer import LedgerWriter, NewEvent, WriteTransaction
-from codeai_tui.workstate import CallStage, CallState, NextOperation, project_call
+from codeai_tui.ledger.schema import TOOL_ADMITTED, TOOL_RECONCILED, Event
+from codeai_tui.ledger.writer import NewEvent, WriteTransaction
+from codeai_tui.workstate import CallStage, CallState, NextOperation
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.receipts import index_for
 from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpStage, ToolOpState
@@ -28,8 +34,8 @@ from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpStage, ToolOpStat
 FINDINGS = ("received", "not_received")
 
 
-class ReconcileRefused(ResumeRefused):
-    """The projection (or the receipt log) does not permit this finding; nothing written."""
+# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
+ReconcileRefused = ActionRefused
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,56 +68,60 @@ def check_reconcilable(state: CallState | None, call_id: str) -> CallState:
 
 
 def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
-                   note: str | None = None, *,
+                   note: str | None = None, *, expected: PinnedEvidence | None = None,
                    expected_last_seq: int | None = None) -> ReconcileResult:
-    """Append the finding for the call's last started attempt, gated as described above.
-    `expected_last_seq`: the call's last seq when its evidence was shown (the console's
-    dialog); a call that moved on since is refused. Raises UnknownCall (bad input) or
-    ReconcileRefused (nothing appended)."""
+    """Append the finding for the call's last started attempt, through the gate.
+    `expected`: the call's evidence when it was shown (the console's dialog); a call
+    that moved on since is refused (`expected_last_seq`: the same pin by last seq
+    alone). Raises UnknownCall (bad input) or ActionRefused (nothing appended)."""
     if finding not in FINDINGS:
         raise ValueError(f"finding must be one of {FINDINGS}, not {finding!r}")
-    if not call_id:
-        raise UnknownCall(call_id)
-    with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
-        events = txn.events_for_call(call_id)
-        state = check_reconcilable(project_call(events, call_id), call_id)
+
+    def check(state: CallState | None) -> CallState:
+        state = check_reconcilable(state, call_id)
         if expected_last_seq is not None and state.last_seq != expected_last_seq:
-            raise ReconcileRefused(
+            raise ActionRefused(
                 state.next_operation,
                 f"call {call_id}: its evidence changed since it was shown (last seq "
-                f"{expected_last_seq}, now {state.last_seq}); look again",
-            )
+                f"{expected_last_seq}, now {state.last_seq}); look again")
+        return state
+
+    matching: list[tuple[str, ...]] = []
+
+    def build(state: CallState, _events: Sequence[Event]) -> list[NewEvent]:
         last = state.evidence.last_attempt()
         assert last is not None  # rung 6 has a started attempt
         # the whole log as it is now: the live projection's view (no as-of cut-off)
-        log = read_receipts(case_dir)
-        matching = tuple(rid for rid, _at in attempt_receipts(state.evidence, last, index_for(log)))
-        if finding == "not_received" and matching:
-            raise ReconcileRefused(
+        found = tuple(rid for rid, _at in attempt_receipts(
+            state.evidence, last, index_for(read_receipts(case_dir))))
+        if finding == "not_received" and found:
+            raise ActionRefused(
                 state.next_operation,
                 f"call {call_id}: attempt {last.attempt_id} has matching receipt(s) "
-                f"{', '.join(matching)} in the provider's log: it was received",
-            )
-        appended = txn.append(NewEvent(
-            "attempt.reconciled", state.task_id,
-            {"finding": finding, "evidence": list(matching), "decided_by": _who(),
-             "note": note},
-            call_id=call_id, attempt_id=last.attempt_id,
-        ))
-        after = project_call([*events, appended], call_id)
-    assert after is not None
-    return ReconcileResult(call_id, last.attempt_id, finding, matching, appended.seq, after)
+                f"{', '.join(found)} in the provider's log: it was received")
+        matching.append(found)
+        return [NewEvent("attempt.reconciled", state.task_id,
+                         {"finding": finding, "evidence": list(found),
+                          "decided_by": recorded_by(), "note": note},
+                         call_id=call_id, attempt_id=last.attempt_id)]
+
+    landed = gated_write(case_dir, call_id, check, build, pinned=expected)
+    appended = landed.appended[0]
+    return ReconcileResult(call_id, appended.attempt_id or "", finding, matching[0],
+                           appended.seq, landed.after())
 
 
 # --------------------------------------------------------------------------- tools
 
 
-class UnknownOperation(ValueError):
+class UnknownOperation(ActionRefused):
     """No admitted tool operation with this key in the case (bad input, exit 2)."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(None, reason)
 
-class ToolReconcileRefused(ResumeRefused):
-    """The projection does not put the operation at T2; nothing written."""
+
+ToolReconcileRefused = ActionRefused  # (the command line's name, as ReconcileRefused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,33 +176,40 @@ def _planning_call(txn: WriteTransaction, operation_key: str) -> str:
 
 def reconcile_operation(case_dir: str | os.PathLike[str], operation_key: str, finding: str,
                         note: str | None = None, *, call_id: str | None = None,
+                        expected: PinnedEvidence | None = None,
                         expected_admitted_seq: int | None = None) -> ToolReconcileResult:
-    """Append the finding for the operation's admission, gated as described above.
+    """Append the finding for the operation's admission, through the gate.
     `call_id`: the planning call when the caller knows it (the console), else found from
-    the admissions. `expected_admitted_seq`: the admission shown to the operator; one
-    that changed since is refused. Raises UnknownOperation (bad input) or
-    ToolReconcileRefused (nothing appended)."""
+    the admissions under the write lock. `expected`: the planning call's evidence when it
+    was shown; `expected_admitted_seq`: the admission shown. A call or an admission that
+    changed since is refused. Raises UnknownOperation (bad input) or ActionRefused
+    (nothing appended)."""
     if finding not in TOOL_FINDINGS:
         raise ValueError(f"finding must be one of {TOOL_FINDINGS}, not {finding!r}")
     if not operation_key:
         raise UnknownOperation("no operation key given")
-    with LedgerWriter.open(Path(case_dir)) as writer, writer.transaction() as txn:
-        cid = call_id or _planning_call(txn, operation_key)
-        events = txn.events_for_call(cid)
-        call = project_call(events, cid)
+
+    def check(call: CallState | None) -> tuple[CallState, ToolOpState]:
         op = check_tool_reconcilable(call, operation_key)
-        assert call is not None
+        assert call is not None  # check_tool_reconcilable found the operation in it
         if expected_admitted_seq is not None and op.admitted_seq != expected_admitted_seq:
-            raise ToolReconcileRefused(
+            raise ActionRefused(
                 op.next_operation,
                 f"operation {operation_key}: its admission changed since it was shown "
                 f"(seq {expected_admitted_seq}, now {op.admitted_seq}); look again")
-        appended = txn.append(NewEvent(
-            TOOL_RECONCILED, call.task_id,
-            {"operation_key": operation_key, "finding": finding, "note": note,
-             "decided_by": _who()},
-            call_id=cid, attempt_id=op.admitted_attempt_id,
-        ))
-        after = operation_in(project_call([*events, appended], cid), operation_key)
+        return call, op
+
+    def build(checked: tuple[CallState, ToolOpState], _events: Sequence[Event]
+              ) -> list[NewEvent]:
+        call, op = checked
+        return [NewEvent(TOOL_RECONCILED, call.task_id,
+                         {"operation_key": operation_key, "finding": finding, "note": note,
+                          "decided_by": recorded_by()},
+                         call_id=call.call_id, attempt_id=op.admitted_attempt_id)]
+
+    landed = gated_write(case_dir, call_id or (lambda txn: _planning_call(txn, operation_key)),
+                         check, build, pinned=expected)
+    after = operation_in(landed.after(), operation_key)
     assert after is not None
-    return ToolReconcileResult(operation_key, cid, finding, appended.seq, after)
+    return ToolReconcileResult(operation_key, landed.call_id, finding, landed.appended[0].seq,
+                               after)

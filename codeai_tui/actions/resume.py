@@ -1,7 +1,7 @@
 """resume_call: continue a call from the record alone, or refuse (docs/ledger.md section 6).
 
 Only rungs 4 (requested, no manifest) and 5 (manifest recorded, no attempt) resume; every
-other state raises ResumeRefused naming the projected next operation and appends nothing.
+other state raises ActionRefused naming the projected next operation and appends nothing.
 On rung 5 the request is rebuilt from the manifest's intent under the current
 configuration and the stored rendered context; any drift of request hash, context
 package or rendered-context hash refuses. The re-projection, `call.resumed` and the new
@@ -22,11 +22,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from codeai_tui.actions.gate import (
+    ActionRefused,
+    PinnedEvidence,
+    UnknownCall,
+    recorded_by,
+    through_gate,
+)
+from codeai_tui.actions.protocol import (
+    ActionBase,
+    ActionOptions,
+    Decision,
+    Done,
+    Selected,
+    not_next,
+)
+from codeai_tui.actions.sends import check_destination, receipts_warning
 from codeai_tui.ledger.artifacts import ArtifactStatus, ArtifactStore, sha256_hex
 from codeai_tui.ledger.case import (
-    RECEIPTS_RELPATH,
     CaseConfig,
     load_case_config,
     read_termination,
@@ -35,12 +49,11 @@ from codeai_tui.ledger.errors import AppendNotLanded, LedgerError
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import read_receipts
 from codeai_tui.ledger.schema import Event
-from codeai_tui.ledger.who import ended_here, who
+from codeai_tui.ledger.who import ended_here
 from codeai_tui.ledger.writer import LedgerWriter, NewEvent
 from codeai_tui.runtime.destination import (
     Destination,
     credential_for,
-    identity_problem,
     resolve_destination,
 )
 from codeai_tui.runtime.request_bytes import build_request, intent_for
@@ -52,21 +65,8 @@ from codeai_tui.workstate.tool_ops import TURN_KEYS, parse_turn
 Progress = Callable[[str], None]
 
 
-class ResumeRefused(Exception):
-    """Resume is not permitted; nothing was appended. `reason` is one operator line."""
-
-    def __init__(self, next_operation: NextOperation | None, reason: str) -> None:
-        super().__init__(reason)
-        self.next_operation = next_operation
-        self.reason = reason
-
-
-class UnknownCall(ResumeRefused):
-    """The call id names no call in this ledger: bad input, not a refusal."""
-
-    def __init__(self, call_id: str) -> None:
-        shown = call_id[:80] if call_id else "(empty)"
-        super().__init__(None, f"no call {shown!r} in this ledger")
+# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
+ResumeRefused = ActionRefused
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +124,11 @@ class ResumePlan:
                 "this request itself. Resume only a call whose process has stopped.")
 
     @property
+    def pinned(self) -> PinnedEvidence:
+        """The call's evidence this plan showed: the gate refuses a call that moved."""
+        return PinnedEvidence(self.call_id, *self.evidence)
+
+    @property
     def base_url(self) -> str:
         return self.destination.base_url
 
@@ -133,7 +138,7 @@ class ResumePlan:
         rebuilds the operation keys of the plan the successor's response saves."""
         payload: dict[str, Any] = {"idempotency_key": key, "purpose": self.purpose,
                                    "model": model, "resumed_from": self.call_id,
-                                   "recorded_by": who()}
+                                   "recorded_by": recorded_by()}
         if self.turn is not None:
             payload["turn"] = dict(zip(TURN_KEYS, self.turn, strict=True))
         return payload
@@ -163,64 +168,26 @@ class ResumeResult:
 ACTIVE_WITHIN_S = 120.0
 
 
-def _evidence(events: Sequence[Event]) -> tuple[int, int]:
-    return (len(events), events[-1].seq if events else 0)
-
-
 def check_resumable(state: CallState | None, call_id: str) -> CallState:
-    """Raise ResumeRefused unless the projection permits resuming this call."""
+    """Raise ActionRefused unless the projection permits resuming this call."""
     if state is None:
         raise UnknownCall(call_id)
     if state.superseded_by is not None or state.stage is CallStage.SUPERSEDED:
-        raise ResumeRefused(
+        raise ActionRefused(
             state.next_operation, f"call {call_id} is already superseded by {state.superseded_by}"
         )
     if state.anomalous:
-        raise ResumeRefused(
+        raise ActionRefused(
             state.next_operation,
             f"call {call_id}: an anomaly names this call; resume refuses to guess ({state.reason})",
         )
     if not state.resumable:
-        raise ResumeRefused(
+        raise ActionRefused(
             state.next_operation,
             f"call {call_id} is {state.stage.value}: next operation is "
             f"{state.next_operation.value} ({state.reason})",
         )
     return state
-
-
-def check_destination(case: Path, destination: Destination,
-                      next_operation: NextOperation | None) -> None:
-    """Raise ResumeRefused unless the server at the destination is the one the case
-    names (case.json's identity; nothing to check without one). Called before anything
-    is written: a demo bundle reopened while its provider is not running, or while
-    another bundle's listens on its port, says so and sends nothing."""
-    if destination.identity is None:
-        return
-    try:
-        port = urlsplit(destination.base_url).port
-    except ValueError:  # a port out of range: the check itself says what answered
-        port = None
-    hint = (f" (this bundle's provider: codeai-tui provider --receipts-root "
-            f"{case.resolve().parent}{f' --port {port}' if port else ''})")
-    problem = identity_problem(destination, hint)
-    if problem is not None:
-        raise ResumeRefused(next_operation, problem)
-
-
-def receipts_warning(case: Path, destination: Destination, status: str,
-                     before: int, after: int) -> str | None:
-    """What to say when a request went out, the call ended (succeeded or failed), and the
-    case's own receipt log did not grow, where the case's provider keeps one (case.json
-    names its identity, or the log exists): that provider appends a receipt before it
-    answers, so the answer came from another server, or none was reached. None otherwise."""
-    if status not in ("succeeded", "failed") or after > before:
-        return None
-    if destination.identity is None and not (case / RECEIPTS_RELPATH).exists():
-        return None
-    return (f"provider receipts {before} -> {after}: this case's receipt log did not grow, "
-            f"so the provider that keeps it did not receive this request (another server "
-            f"at {destination.base_url} answered, or none did)")
 
 
 def _payload(events: Sequence[Event], kind: str) -> dict[str, Any]:
@@ -250,7 +217,7 @@ def plan_resume(
     ask_destination: bool = False,
 ) -> ResumePlan:
     """Read-only: project the call, rebuild its request, compare, and say where it would
-    go. Raises ResumeRefused (not resumable; with `ask_destination`, also where the server
+    go. Raises ActionRefused (not resumable; with `ask_destination`, also where the server
     there is not the one the case names: `check_destination`), UnknownCall,
     DestinationError (unusable URL) or LedgerError (cannot read). Writes nothing; sends
     nothing but, with `ask_destination`, the identity question (the console's drift
@@ -289,7 +256,7 @@ def plan_resume(
     if drift_check_possible:
         intent = manifest.get("intent")
         if not isinstance(intent, dict):
-            raise ResumeRefused(None, f"call {call_id}: manifest has no intent object to rebuild from")
+            raise ActionRefused(None, f"call {call_id}: manifest has no intent object to rebuild from")
         recorded = manifest
         if manifest.get("context_package_id") is None and manifest.get("rendered_context_sha256") is None:
             # the call was prepared without context: rebuild without it
@@ -324,7 +291,7 @@ def plan_resume(
                 # the case's copy of the request was replaced (a link, other bytes): the
                 # directory was tampered with; resume sends only bytes it rebuilt and
                 # verified, but an operator must look at this case before anything runs
-                raise ResumeRefused(
+                raise ActionRefused(
                     None, f"call {call_id}: request {stored.describe(req_rec)}; "
                     "the case directory was altered, refusing")
     if ask_destination and not drift:
@@ -337,7 +304,7 @@ def plan_resume(
         request_sha256_recorded=req_rec, request_sha256_rebuilt=rebuilt,
         context_package_recorded=pkg_rec, context_package_now=pkg_now,
         rendered_sha256_recorded=sha_rec, rendered_sha256_now=rendered_sha_now,
-        drift=tuple(drift), evidence=_evidence(events), intent=intent,
+        drift=tuple(drift), evidence=PinnedEvidence.of_events(call_id, events).pair, intent=intent,
         rendered_context=rendered_now_text, destination=destination,
         last_recorded_at=events[-1].recorded_at if events else None, turn=turn,
         writer_ended=_writer_ended(case, events),
@@ -374,13 +341,10 @@ def _turn(requested: dict[str, Any], call_id: str) -> tuple[str, str, str] | Non
         return None
     turn = parse_turn(raw)
     if turn is None:
-        raise ResumeRefused(None, f"call {call_id}: its call.requested names a turn that "
+        raise ActionRefused(None, f"call {call_id}: its call.requested names a turn that "
                             "cannot key tool operations (namespace, thread and turn must be "
                             "non-empty text without '/'); refusing to resume it")
     return turn
-
-
-_who = who  # the operator's identity in the events it appends (ledger/who.py)
 
 
 def resume_call(
@@ -400,7 +364,7 @@ def resume_call(
     max_retry_wait: float | None = None,
     deadline: float | None = None,
 ) -> ResumeResult:
-    """Resume one call or raise ResumeRefused having appended nothing.
+    """Resume one call or raise ActionRefused having appended nothing.
 
     The credential (the value of the destination's variable) is sent only when
     `send_credential` is True: the caller decides that from `plan.destination.trusted` or
@@ -410,19 +374,14 @@ def resume_call(
     say(f"projecting {call_id}")
     plan = plan_resume(case, call_id, model=model, base_url=base_url, api_key_env=api_key_env,
                        operator_config=operator_config, ask_destination=True)
-    if expected is not None and expected.evidence != plan.evidence:
-        raise ResumeRefused(
-            None,
-            f"call {call_id}: its evidence changed since it was shown "
-            f"({expected.evidence[0]} events to seq {expected.evidence[1]}, now "
-            f"{plan.evidence[0]} to seq {plan.evidence[1]}); look again",
-        )
+    shown = expected or plan
+    shown.pinned.check(plan.pinned)  # before anything is stored: a call that moved refuses
     if plan.drift:
-        raise ResumeRefused(None, f"call {call_id}: drift, refusing: " + "; ".join(plan.drift))
+        raise ActionRefused(None, f"call {call_id}: drift, refusing: " + "; ".join(plan.drift))
     if expected is not None and expected.request_sha256_rebuilt != plan.request_sha256_rebuilt:
-        raise ResumeRefused(None, f"call {call_id}: the rebuilt request differs from the one shown")
+        raise ActionRefused(None, f"call {call_id}: the rebuilt request differs from the one shown")
     if expected is not None and expected.destination != plan.destination:
-        raise ResumeRefused(None, f"call {call_id}: the destination changed since it was shown")
+        raise ActionRefused(None, f"call {call_id}: the destination changed since it was shown")
     config = load_case_config(case).with_overrides(model=model, base_url=plan.destination.base_url)
     receipts_before = len(read_receipts(case).receipts)
     key = plan.idempotency_key or f"key-{call_id}"
@@ -442,25 +401,18 @@ def resume_call(
             else None
         )
         manifest = runner.manifest_payload(key, plan.intent, package)  # stores request bytes
-        with writer.transaction() as txn:
-            # Re-project inside the write lock: a racing resumer that committed first has
-            # appended call.resumed, so this one sees `superseded` and refuses.
-            events = txn.events_for_call(call_id)
-            check_resumable(project_call(events, call_id), call_id)
-            if _evidence(events) != plan.evidence:
-                raise ResumeRefused(None, f"call {call_id}: evidence changed while resuming")
-            txn.append(NewEvent(
-                "call.resumed", plan.task_id,
-                {"resumed_as": new_id, "idempotency_key": key,
-                 "request_sha256": plan.request_sha256_recorded, "by": _who(),
-                 "reason": reason or None},
-                call_id=call_id,
-            ))
-            txn.append(NewEvent(
-                "call.requested", plan.task_id,
-                plan.successor_requested(key, config.provider.model), call_id=new_id,
-            ))
-            txn.append(NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id))
+        through_gate(writer, call_id, lambda state: check_resumable(state, call_id),
+                     lambda _state, _events: [
+                         NewEvent("call.resumed", plan.task_id,
+                                  {"resumed_as": new_id, "idempotency_key": key,
+                                   "request_sha256": plan.request_sha256_recorded,
+                                   "by": recorded_by(), "reason": reason or None},
+                                  call_id=call_id),
+                         NewEvent("call.requested", plan.task_id,
+                                  plan.successor_requested(key, config.provider.model),
+                                  call_id=new_id),
+                         NewEvent("call.manifest", plan.task_id, manifest, call_id=new_id)],
+                     pinned=shown.pinned)
         say(f"sending {new_id} to {plan.destination.base_url}")
         try:
             status = runner.execute(plan.task_id, new_id, key, manifest["request_sha256"])
@@ -482,3 +434,57 @@ def resume_call(
         warning=receipts_warning(case, plan.destination, status, receipts_before,
                                  receipts_after),
     )
+
+
+def done_line(result: ResumeResult) -> str:
+    """What a resume did, in one line: the successor, its stage, the receipts, and what
+    the runner waited for or why no whole answer came (`resume` prints the same)."""
+    notes = "".join(f"; {note}" for note in result.notes)
+    warning = f"; \u26a0 {result.warning}" if result.warning is not None else ""
+    return (f"resumed {result.old_call_id} as {result.new_call_id} "
+            f"({result.new_stage.value}); provider receipts {result.receipts_before} "
+            f"\u2192 {result.receipts_after}{warning}{notes}")
+
+
+class Resume(ActionBase):
+    """Continue a call from the record alone (rungs 4 and 5), as a successor call."""
+
+    name, key, done_word = "resume", "r", "resumed"
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None or call.resumable:
+            return None if call is not None else "no call selected"
+        return not_next(call, "resume", "")
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: resume records "
+                "call.resumed and a successor, then sends the rebuilt request once")
+
+    def read(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
+        """The plan with its drift check, asking nobody: what the console's drift checks
+        show for every resumable call."""
+        return plan_resume(case, call_id, model=options.model, base_url=options.base_url,
+                           api_key_env=options.api_key_env)
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ResumePlan:
+        """The plan the dialog shows (`read`); where it does not drift, the server at
+        the destination must be the case's own before the dialog offers to send
+        (`check_destination`)."""
+        plan = self.read(case, call_id, options)
+        if not plan.drift:
+            check_destination(plan.case_dir, plan.destination, plan.next_operation)
+        return plan
+
+    def run(self, plan: ResumePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        # the caller decides the credential: plan.destination.trusted, or the operator
+        # confirmed this URL and variable in the dialog (never a default)
+        result = resume_call(plan.case_dir, plan.call_id, model=options.model,
+                             base_url=options.base_url, api_key_env=options.api_key_env,
+                             send_credential=decision.send_credential,
+                             reason=decision.reason, expected=plan, progress=progress)
+        return Done(done_line(result), ok=True, warning=result.warning)
+
+
+RESUME = Resume()

@@ -10,8 +10,10 @@ from codeai_tui.app.glibc_malloc import fix_mmap_threshold, limit_malloc_arenas
 from codeai_tui.console.head_start import HeadStart, single_case
 
 if TYPE_CHECKING:  # (importing these costs ~0.1 s the head start would wait for)
+    from collections.abc import Mapping
+
+    from codeai_tui.actions.protocol import GatedAction
     from codeai_tui.app.clock import Clock
-    from codeai_tui.console.resume_service import ResumeService
 
 
 def create_app(
@@ -23,7 +25,7 @@ def create_app(
     base_url: str | None = None,
     api_key_env: str | None = None,
     clock: Clock | None = None,
-    resume_service: ResumeService | None = None,
+    actions: Mapping[str, GatedAction] | None = None,
     provider_note: str | None = None,
     kernel_key: str | os.PathLike[str] | None = None,
 ):  # noqa: ANN201 - CodeAIApp, imported lazily so `import codeai_tui.app` stays cheap
@@ -40,7 +42,7 @@ def create_app(
 
         return CodeAIApp(Path(path), theme=theme, read_only=read_only, model=model,
                          base_url=base_url, api_key_env=api_key_env, clock=clock,
-                         resume_service=resume_service,
+                         actions=actions,
                          provider_note=provider_note,
                          kernel_key=Path(kernel_key) if kernel_key is not None else None,
                          head_start=head_start)

@@ -107,6 +107,12 @@ GATED = {"resume": "explain_resume", "reconcile": "explain_reconcile",
          "advance": "explain_advance", "replay": "explain_replay"}
 
 
+def key_of(action_id: str) -> str:
+    """The registry key (codeai_tui/actions/registry.py) of a gated write's binding: its
+    default key, whatever keymap remaps it to."""
+    return BY_ID[action_id].keys
+
+
 def bindings() -> list[Binding]:
     out = [Binding(s.keys, s.action, s.description, show=s.show, id=s.id) for s in ACTIONS]
     for bid, explain in GATED.items():

@@ -21,6 +21,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
+from codeai_tui.actions.registry import BY_NAME
 from codeai_tui.app import actions
 from codeai_tui.app.clock import Clock, system_clock
 from codeai_tui.app.screens.main import MainScreen
@@ -28,8 +30,6 @@ from codeai_tui.app.themes import DEFAULT_THEME, load_themes
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.console.actions import ActionLog
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.replay_service import LedgerReplayService, ReplayService
-from codeai_tui.console.resume_service import LedgerResumeService, ResumeOptions, ResumeService
 from codeai_tui.textsafe import visible
 
 
@@ -52,10 +52,9 @@ class CodeAIApp(App[None]):
         base_url: str | None = None,
         api_key_env: str | None = None,
         clock: Clock | None = None,
-        resume_service: ResumeService | None = None,
+        actions: Mapping[str, GatedAction] | None = None,
         provider_note: str | None = None,
         kernel_key: Path | None = None,
-        replay_service: ReplayService | None = None,
         head_start: HeadStart | None = None,
     ) -> None:
         super().__init__()
@@ -65,11 +64,13 @@ class CodeAIApp(App[None]):
         self.clock: Clock = clock or system_clock
         self.action_log = ActionLog()
         self.keymap_in_use: dict[str, str] = {}
-        self.service: ResumeService = resume_service or LedgerResumeService(
-            ResumeOptions(model=model, base_url=base_url, api_key_env=api_key_env))
+        # what the operator gave on the command line, for every gated action; replay
+        # signs tool receipts with the operator's kernel key (never in a case)
+        self.options = ActionOptions(model=model, base_url=base_url,
+                                     api_key_env=api_key_env, kernel_key=kernel_key)
+        # the registry's gated actions by name; a test may stand in for some of them
+        self.actions: dict[str, GatedAction] = {**BY_NAME, **(actions or {})}
         self.provider_note = provider_note
-        # replay (`p`) signs tool receipts with the operator's kernel key (never in a case)
-        self.replay_service: ReplayService = replay_service or LedgerReplayService(kernel_key)
         themes, self._theme_problems = load_themes()
         for t in themes:
             self.register_theme(t)
@@ -82,7 +83,7 @@ class CodeAIApp(App[None]):
     def get_default_screen(self) -> Screen[Any]:
         self._main = MainScreen(self.root, path_given=self.path_given,
                                 read_only=self.read_only, clock=self.clock,
-                                service=self.service, log=self.action_log,
+                                actions=self.actions, log=self.action_log,
                                 help_rows=self.help_rows, provider_note=self.provider_note,
                                 head_start=self._head_start)
         return self._main

@@ -18,7 +18,7 @@ from codeai_tui.console.evidence import DETAIL_SHOWN
 from codeai_tui.ledger import LedgerError
 from codeai_tui.services.tool_receipts import read_tool_receipts
 from codeai_tui.tools.turn import TurnError, saved_response
-from codeai_tui.workstate import CallState, NextOperation, WorkState
+from codeai_tui.workstate import CallState, NextOperation
 from codeai_tui.workstate.tool_ops import ToolOpStage, ToolOpState, ToolsState
 from codeai_tui.workstate.tool_receipts import ReceiptVerdict, ToolReceipts, receipt_verdict
 
@@ -138,13 +138,3 @@ def tool_body(tools: ToolsState, details: ToolDetails | None) -> dict[str, Any]:
         if op.receipt is not None:
             entry["signed_receipt"] = _parsed(op.receipt)
     return doc
-
-
-def follow_up_due(state: WorkState, call: CallState) -> bool:
-    """The call's tool operations are all done and its turn goes on with a follow-up
-    call not recorded yet: replay records it. A task lookup only for such calls."""
-    tools = call.tools
-    if tools is None or not tools.adopted or not tools.all_done:
-        return False
-    task = state.task(call.task_id)
-    return task is not None and task.follow_up_of == call.call_id

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from codeai_tui.actions.resume import ResumeRefused, plan_resume
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.resume import plan_resume
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         plan = plan_resume(args.case, args.call_id, base_url=args.base_url)
-    except ResumeRefused as exc:
+    except ActionRefused as exc:
         op = exc.next_operation.value if exc.next_operation else None
         print(json.dumps({"refused": exc.reason, "next_operation": op}, sort_keys=True))
         return 3

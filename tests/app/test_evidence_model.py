@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ledgerfactory import write_ledger
 
+from codeai_tui.actions.reconcile_plan import suggest
 from codeai_tui.console.evidence import (
     attempt_lines,
     calls_of_receipt,
@@ -15,7 +16,6 @@ from codeai_tui.console.evidence import (
     verdict_phrase,
 )
 from codeai_tui.console.model import CaseFollower, CaseSnapshot
-from codeai_tui.console.reconcile_service import suggest
 from codeai_tui.console.severity import case_verdict
 
 EXT = Path(__file__).resolve().parents[1] / "conformance_ext"

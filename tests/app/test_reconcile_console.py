@@ -24,10 +24,11 @@ from apphelpers import (
 from ledgerfactory import write_ledger
 from textual.widgets import RadioButton, Static
 
-from codeai_tui.actions.reconcile import ReconcileRefused
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import ActionOptions, Decision
+from codeai_tui.actions.reconcile_plan import RECONCILE, plan_reconcile
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.reconcile import ReconcileModal
-from codeai_tui.console.reconcile_service import LedgerReconcileService, plan_reconcile
 from codeai_tui.ledger import LedgerReader
 from codeai_tui.workstate import CallStage
 from tests.support import shared_demo_bundle
@@ -143,11 +144,12 @@ async def test_not_received_is_refused_while_a_receipt_matches(tmp_path: Path) -
         await wait_for(pilot, lambda: not isinstance(app.screen, ReconcileModal),
                        what="dialog closed")
     assert ledger_digest(case) == before
-    # the service refuses it too (the dialog is not the only gate), writing nothing
+    # the action refuses it too (the dialog is not the only gate), writing nothing
     plan = plan_reconcile(case, "c1")
     assert plan.matching and plan.suggested == "received"
-    with pytest.raises(ReconcileRefused, match="rcpt-1"):
-        LedgerReconcileService().run(plan, "not_received", "it did not arrive")
+    with pytest.raises(ActionRefused, match="rcpt-1"):
+        RECONCILE.run(plan, Decision(finding="not_received", note="it did not arrive"),
+                      ActionOptions(), lambda _line: None)
     assert ledger_digest(case) == before
 
 

@@ -21,6 +21,7 @@ from apphelpers import (
 from ledgerfactory import append_rows
 from textual.widgets import Button, Input, Static
 
+from codeai_tui.actions.resume import Resume
 from codeai_tui.app import create_app
 from codeai_tui.app.screens.resume import ResumeModal
 from codeai_tui.ledger import LedgerReader, read_receipts
@@ -100,7 +101,7 @@ async def test_escape_and_n_cancel_and_write_nothing(tmp_path: Path, provider: A
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResumeModal), what="closed")
         assert ledger_digest(case) == before
-        assert not app.main.resuming
+        assert app.main.action_flow.busy is None
         assert [e.outcome.value for e in app.action_log.entries] == ["cancelled", "cancelled"]
 
 
@@ -282,25 +283,22 @@ async def test_stale_plan_is_refused_by_resume_call(tmp_path: Path, provider: An
         assert len(read_receipts(case).receipts) == 0
 
 
-class SlowPlans:
-    """A resume service whose plan waits for a gate, then reads the real plan."""
+class SlowPlans(Resume):
+    """The resume action, whose plan waits for a gate, then reads the real plan."""
 
     def __init__(self) -> None:
         import threading
 
-        from codeai_tui.console.resume_service import LedgerResumeService
-
         self.gate = threading.Event()
         self.calls: list[str] = []
-        self.real = LedgerResumeService()
         self.broken = False
 
-    def plan(self, case: Path, call_id: str) -> Any:
+    def read(self, case: Path, call_id: str, options: Any) -> Any:
         self.calls.append(call_id)
         if self.broken:
             raise OSError("artifact unreadable")
         self.gate.wait(5)
-        return self.real.plan(case, call_id)
+        return super().read(case, call_id, options)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("never run in this test")
@@ -310,7 +308,7 @@ async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
         tmp_path: Path) -> None:
     case = make_real_case(tmp_path / "c7", "http://127.0.0.1:9/v1")
     service = SlowPlans()
-    app = create_app(case, clock=frozen_clock, resume_service=service)
+    app = create_app(case, clock=frozen_clock, actions={"resume": service})
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         service.gate.set()
@@ -329,7 +327,7 @@ async def test_plan_failure_is_reported_and_double_r_opens_one_modal(
         await pilot.press("r")
         await wait_for(pilot, lambda: any("artifact unreadable" in n for n in log_texts(app)),
                        what="failure kept in the log")
-        assert app.is_running and not app.main.planning
+        assert app.is_running and app.main.action_flow.busy is None
 
 
 async def test_a_note_belongs_to_its_case(tmp_path: Path, provider: Any) -> None:
@@ -373,24 +371,17 @@ async def test_dialog_shows_where_the_request_goes_and_fits_80x24(
         await pilot.press("escape")
 
 
-class RecordingRuns:
+class RecordingRuns(Resume):
     """Real plans; `run` records what it was asked to send and writes nothing."""
 
     def __init__(self) -> None:
-        from codeai_tui.console.resume_service import LedgerResumeService
-
-        self.real = LedgerResumeService()
         self.sent: list[bool] = []
 
-    def plan(self, case: Path, call_id: str) -> Any:
-        return self.real.plan(case, call_id)
+    def run(self, plan: Any, decision: Any, options: Any, progress: Any) -> Any:
+        from codeai_tui.actions.gate import ActionRefused
 
-    def run(self, case: Path, plan: Any, *, reason: Any, send_credential: bool,
-            progress: Any) -> Any:
-        from codeai_tui.actions.resume import ResumeRefused
-
-        self.sent.append(send_credential)
-        raise ResumeRefused(None, "recorded only")
+        self.sent.append(decision.send_credential)
+        raise ActionRefused(None, "recorded only")
 
 
 async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
@@ -401,7 +392,7 @@ async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
     monkeypatch.setenv("CODEAI_API_KEY", "sk-secret-value-never-shown")
     case = make_real_case(tmp_path / "c9", "http://127.0.0.1:9/v1")
     service = RecordingRuns()
-    app = create_app(case, clock=frozen_clock, resume_service=service)
+    app = create_app(case, clock=frozen_clock, actions={"resume": service})
     async with app.run_test(size=SIZE) as pilot:
         modal = await open_modal(pilot)
         text = modal_text(modal)
@@ -412,7 +403,7 @@ async def test_credential_goes_only_where_the_operator_said(tmp_path: Path,
         assert box.value is False
         await pilot.press("y")
         await wait_for(pilot, lambda: service.sent == [False], what="run without credential")
-        await wait_for(pilot, lambda: not app.main.resuming, what="done")
+        await wait_for(pilot, lambda: app.main.action_flow.busy is None, what="done")
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ResumeModal), what="again")
         modal = app.screen

@@ -16,6 +16,7 @@ import pytest
 from apphelpers import CONFORMANCE, SIZE, frozen_clock, ready, wait_for
 from ledgerfactory import write_ledger
 
+from codeai_tui.actions.resume import Resume
 from codeai_tui.app import create_app
 from codeai_tui.workstate import CallStage
 
@@ -62,13 +63,13 @@ def plan(drift: tuple[str, ...] = (), *, manifest: bool = True,
     )
 
 
-class StubPlans:
-    """A resume service that answers with a fixed plan (fixed hashes in the picture)."""
+class StubPlans(Resume):
+    """The resume action answering with a fixed plan (fixed hashes in the picture)."""
 
     def __init__(self, the_plan: Any) -> None:
         self.the_plan = the_plan
 
-    def plan(self, case: Path, call_id: str) -> Any:
+    def read(self, case: Path, call_id: str, options: Any) -> Any:
         import dataclasses
 
         return dataclasses.replace(self.the_plan, call_id=call_id)
@@ -146,7 +147,7 @@ def test_resume_modal(in_tmp: Path, snap_compare: Any, kind: str,
         # case.json names URL and variable, the variable is set: the explicit box, off
         "untrusted-credential": plan(credential_set=True),
     }[kind]
-    app = create_app(case, clock=frozen_clock, resume_service=StubPlans(the_plan))
+    app = create_app(case, clock=frozen_clock, actions={"resume": StubPlans(the_plan)})
 
     async def open_modal(pilot: Any) -> None:
         await settle(pilot)

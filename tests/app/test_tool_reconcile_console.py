@@ -184,7 +184,7 @@ def _killed_after_the_receipt_line(root: Path, *, forged: bool) -> Path:
 
 def test_a_signed_receipt_line_pre_fills_executed_and_a_forged_one_does_not(
         tmp_path: Path) -> None:
-    from codeai_tui.console.reconcile_service import plan_tool_reconcile
+    from codeai_tui.actions.reconcile_plan import plan_tool_reconcile
 
     key = "ns/th/turn-1/tc-1"
     signed = plan_tool_reconcile(_killed_after_the_receipt_line(tmp_path / "s", forged=False),

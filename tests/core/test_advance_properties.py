@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codeai_tui.actions import advance
+from codeai_tui.actions.gate import ActionRefused
 from codeai_tui.actions.reconcile import reconcile_call
-from codeai_tui.actions.resume import ResumeRefused, resume_call
+from codeai_tui.actions.resume import resume_call
 from codeai_tui.lab.provider import ProviderProcess
 from codeai_tui.lab.reliability.cases import (
     ADVANCE_STAGES,
@@ -135,7 +136,7 @@ def test_no_sequence_sends_past_the_gate(stages: list[str],
         try:
             _act(case, verb, call_id, n)
             _TALLY[f"ran {verb}"] += 1
-        except ResumeRefused:
+        except ActionRefused:
             assert _events(case) == before  # refused: nothing appended
             assert len(read_receipts(case).receipts) == receipts  # and nothing sent
             _TALLY["refused"] += 1

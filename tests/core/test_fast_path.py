@@ -241,7 +241,8 @@ def test_two_events_sharing_an_event_id_are_an_anomaly(tmp_path: Path) -> None:
 ])
 def test_artifact_references_that_leave_the_store_are_anomalies(
         tmp_path: Path, kind: str, attempt: str | None, field: str) -> None:
-    from codeai_tui.actions.resume import ResumeRefused, check_resumable
+    from codeai_tui.actions.gate import ActionRefused
+    from codeai_tui.actions.resume import check_resumable
     from codeai_tui.workstate import Projector
 
     manifest = {"idempotency_key": "k", "request_sha256": SHA, "request_artifact": SHA}
@@ -263,7 +264,7 @@ def test_artifact_references_that_leave_the_store_are_anomalies(
     state = projector.call_state("c1")
     assert state.anomalous
     if kind == "call.manifest":  # rung 5, but resume refuses an anomalous call
-        with pytest.raises(ResumeRefused, match="anomaly"):
+        with pytest.raises(ActionRefused, match="anomaly"):
             check_resumable(state, "c1")
 
 

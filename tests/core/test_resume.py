@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from ledgerfactory import write_ledger
 
-from codeai_tui.actions.resume import ResumeRefused, plan_resume, resume_call
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.resume import plan_resume, resume_call
 from codeai_tui.ledger import ArtifactStore, LedgerReader, read_receipts
 from codeai_tui.read.inspection import project_case
 from codeai_tui.workstate import CallStage, NextOperation
@@ -78,7 +79,7 @@ def test_case_json_model_change_is_drift(tmp_path: Path, provider: Any) -> None:
     plan = plan_resume(case, "call-1")
     assert plan.verdict == "drift"
     assert plan.model_recorded == "synthetic-small" and plan.model_configured == "synthetic-large"
-    with pytest.raises(ResumeRefused):
+    with pytest.raises(ActionRefused):
         resume_call(case, "call-1")
     assert _receipts(case) == []
 
@@ -125,7 +126,7 @@ def test_resume_of_other_states_is_refused_and_appends_nothing(
     (case / "case.json").write_text(json.dumps({"provider": {
         "base_url": f"{provider.base_url.rsplit('/v1', 1)[0]}/c/{vector}/v1"}}))
     before = file_hashes(case), len(_receipts(case))
-    with pytest.raises(ResumeRefused) as err:
+    with pytest.raises(ActionRefused) as err:
         resume_call(case, call_id)
     assert err.value.next_operation is op
     proc = cli("resume", str(case), call_id, "--yes")
@@ -164,7 +165,7 @@ def test_plan_pinned_to_evidence_refuses_when_the_call_changed(tmp_path: Path, p
     with LedgerWriter.open(case) as writer:  # the producer came back and wrote the manifest
         writer.append("call.manifest", "task-1", {"idempotency_key": "key-1", "intent": {}},
                       call_id="call-1")
-    with pytest.raises(ResumeRefused) as err:
+    with pytest.raises(ActionRefused) as err:
         resume_call(case, "call-1", expected=plan)
     assert "changed" in err.value.reason
     assert _receipts(case) == []
@@ -172,12 +173,13 @@ def test_plan_pinned_to_evidence_refuses_when_the_call_changed(tmp_path: Path, p
 
 RACER = """
 import sys
-from codeai_tui.actions.resume import ResumeRefused, resume_call
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.resume import resume_call
 sys.stdin.readline()  # start together
 try:
     r = resume_call(sys.argv[1], "call-1")
     print("WON", r.new_call_id, flush=True)
-except ResumeRefused as exc:
+except ActionRefused as exc:
     print("REFUSED", exc.reason, flush=True)
 """
 

@@ -1,103 +1,35 @@
-"""Advance the selected call from the console: `v` runs what the projection names next.
+"""The advance confirmation (`v`): reinterpret, redecide, finalize, start the next
+attempt, or (at decide_duplicate) finalize as failed / accept a duplicate.
 
-reinterpret, redecide, finalize, start the next attempt, or (at decide_duplicate)
-finalize as failed / accept a duplicate: codeai_tui/actions/advance.py does the work, gated by
-the projection inside its write transaction. Here: a confirmation that shows the step,
-what it appends, and (for a next attempt) where the request goes, with Cancel focused;
-accepting a duplicate needs the call id typed. The decision is pinned to the evidence
-shown (the service refuses if the call changed). Everywhere the projection names none
-of these, `v` refuses with the reason and writes nothing; in read-only mode it is hidden.
-Results, refusals and cancellations go to the action log.
-
-`AdvanceFlow` is composed by the main screen (one binding, one worker group); it
-talks to the screen through `FlowHost`.
+codeai_tui/actions/advance.py does the work through the gate. Here: a dialog that shows
+the step, what it appends, and (for a next attempt) where the request goes, with Cancel
+focused; accepting a duplicate needs the call id typed. The one action flow
+(action_flow.py) opens it on the action's plan and runs the step it answers, pinned to
+the evidence shown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import partial
-from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.actions import advance
-from codeai_tui.actions.resume import ResumeRefused
-from codeai_tui.app.screens.flow_host import FlowHost
-from codeai_tui.console.actions import SELECT_A_CALL, Outcome
-from codeai_tui.console.resume_service import LedgerResumeService
-from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import CallState, NextOperation
 
-# the projected next operation -> the steps an operator may take there
-STEPS: dict[NextOperation, tuple[str, ...]] = {
-    NextOperation.REINTERPRET: ("reinterpret",),
-    NextOperation.REDECIDE: ("redecide",),
-    NextOperation.FINALIZE: ("finalize",),
-    NextOperation.START_NEXT_ATTEMPT: ("next-attempt",),
-    NextOperation.DECIDE_DUPLICATE: ("finalize", "accept-duplicate"),
-}
-APPENDS = {
-    "reinterpret": "attempt.interpreted (interpreter v1 over the stored response bytes; "
-                   "the provider is not contacted)",
-    "redecide": f"attempt.retry_decided under the policy: retryable errors retried while "
-                f"fewer than {advance.DEFAULT_MAX_ATTEMPTS} attempts started",
-    "finalize": "attempt.completed / call.completed (at decide_duplicate: retry_decided "
-                "stop, then completed as failed: no duplicate)",
-    "next-attempt": "attempt.started (committed before sending), then sends the recorded "
-                    "request once and records what comes back",
-    "accept-duplicate": "attempt.retry_decided {decision: retry, accept_duplicate: true}: "
-                        "the effect happened; a next attempt will repeat it",
-}
+APPENDS = advance.APPENDS
 LABELS = {"reinterpret": "Reinterpret (y)", "redecide": "Redecide (y)",
           "finalize": "Finalize (y)", "next-attempt": "Send next attempt (y)",
           "accept-duplicate": "Accept duplicate"}
 
 
-def steps_for(call: CallState | None) -> tuple[str, ...]:
-    """The steps the projection permits on this call (none: refuse)."""
-    if call is None or call.anomalous or call.superseded_by is not None:
-        return ()
-    return STEPS.get(call.next_operation, ())
-
-
 def _v(value: object) -> str:
     return visible(value if value is not None else "\u2014", one_line=True, limit=160)
-
-
-@dataclass(frozen=True)
-class AdvanceView:
-    """What the dialog shows, pinned to the call's evidence."""
-
-    case: Path
-    call_id: str
-    stage: str
-    next_operation: str
-    reason: str
-    steps: tuple[str, ...]
-    evidence: tuple[int, int]
-    plan: advance.NextAttemptPlan | None = None  # next-attempt: where it goes
-
-
-class AdvanceReady(Message):
-    def __init__(self, view: AdvanceView) -> None:
-        super().__init__()
-        self.view = view
-        self.chosen: str | None = None  # the step `f` chose; `y` takes it
-
-
-class AdvanceFinished(Message):
-    def __init__(self, case: Path, call_id: str, outcome: Outcome, text: str) -> None:
-        super().__init__()
-        self.case, self.call_id, self.outcome, self.text = case, call_id, outcome, text
 
 
 class AdvanceModal(ModalScreen[str | None]):
@@ -124,7 +56,7 @@ class AdvanceModal(ModalScreen[str | None]):
         Binding("f", "choose_finalize", "Choose finalize", id="advance.finalize"),
     ]
 
-    def __init__(self, view: AdvanceView) -> None:
+    def __init__(self, view: advance.AdvancePlan) -> None:
         super().__init__()
         self.view = view
         self.chosen: str | None = None  # the step `f` chose; `y` takes it
@@ -149,11 +81,11 @@ class AdvanceModal(ModalScreen[str | None]):
                 for step in v.steps:
                     yield Static(Content.assemble((f"{step:<17}", "bold"),
                                                   ("appends " + APPENDS[step], "")))
-                if v.plan is not None:
-                    dest = v.plan.destination
+                if v.next_attempt is not None:
+                    dest = v.next_attempt.destination
                     yield Static(Content.assemble(
                         ("request goes to  ", "bold"), (_v(dest.base_url), "bold"),
-                        f"  (from {dest.base_url_from}); attempt {v.plan.attempt_no}", "\n",
+                        f"  (from {dest.base_url_from}); attempt {v.next_attempt.attempt_no}", "\n",
                         ("credential       ", "bold"),
                         _v(dest.credential_line(send=dest.trusted))), id="advance-destination")
                 if "accept-duplicate" in v.steps:
@@ -225,129 +157,3 @@ class AdvanceModal(ModalScreen[str | None]):
     def _say(self, text: str) -> None:
         self.query_one("#advance-say", Static).update(
             Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
-
-
-def _run(view: AdvanceView, step: str, service: object) -> tuple[Outcome, str]:
-    """Run the chosen step (in a worker thread); the service re-checks the gate."""
-    case, call_id, pinned = view.case, view.call_id, view.evidence
-    if step == "reinterpret":
-        result = advance.reinterpret(case, call_id, expected=pinned)
-    elif step == "redecide":
-        result = advance.redecide(case, call_id, expected=pinned)
-    elif step == "finalize":
-        result = advance.finalize(case, call_id, expected=pinned)
-    elif step == "accept-duplicate":
-        result = advance.redecide(case, call_id, accept_duplicate=True, expected=pinned,
-                                  note="accepted in the console")
-    else:
-        assert view.plan is not None
-        options = service.options if isinstance(service, LedgerResumeService) else None
-        result = advance.next_attempt(
-            case, call_id, base_url=options.base_url if options else None,
-            api_key_env=options.api_key_env if options else None,
-            send_credential=view.plan.destination.trusted, expected=view.plan)
-        outcome = Outcome.ADVANCED if result.status == "succeeded" else Outcome.FAILED
-        return outcome, result.summary()
-    return Outcome.ADVANCED, result.summary()
-
-
-class AdvanceFlow:
-    """The main screen's `advance` action: a plain object the screen composes."""
-
-    def __init__(self, host: FlowHost) -> None:
-        self.host = host
-
-    def advance_permitted(self) -> bool:
-        """The projection names an advance step for the selected call, live, and no
-        other action runs: then `v` shows in the footer and opens the dialog."""
-        host = self.host
-        return (bool(steps_for(host.selected_call())) and host.as_of is None
-                and not host.resuming and not host.planning)
-
-    def action_explain_advance(self) -> None:
-        """`v` where no advance step is permitted: say why (in read-only mode, that the
-        console writes nothing); the projection's reason otherwise."""
-        if not self.host.explain_read_only("advance"):
-            self.action_advance()
-
-    def action_advance(self) -> None:
-        host = self.host
-        call = host.selected_call()
-        if host.read_only or host.case is None:
-            return
-        steps = steps_for(call)
-        if call is None:
-            host.notify(SELECT_A_CALL, severity="warning", markup=False)
-            return
-        if host.as_of is not None or not steps or host.resuming or host.planning:
-            why = ("time travel shows the past: go back to live first" if host.as_of is not None
-                   else "another action is running" if host.resuming or host.planning
-                   else f"the projection says next operation is "
-                        f"{call.next_operation.value}: {call.reason}")
-            text = visible(f"{call.call_id}: advance not permitted; {why}", one_line=True,
-                           limit=400)
-            host.refuse(call.call_id, "advance", text)
-            return
-        host.planning = True
-        view = AdvanceView(host.case, call.call_id, call.stage.value,
-                           call.next_operation.value, call.reason, steps,
-                           (call.evidence.event_count, call.last_seq))
-        host.run_worker(partial(self._plan, view), name="_advance_plan", group="advance",
-                        exclusive=True, exit_on_error=False, thread=True)
-
-    def _plan(self, view: AdvanceView) -> None:
-        """In a worker thread: the next attempt's destination, when that is the step."""
-        host = self.host
-        plan = None
-        if "next-attempt" in view.steps:
-            options = host.service.options if isinstance(host.service, LedgerResumeService) \
-                else None
-            try:
-                plan = advance.plan_next_attempt(
-                    view.case, view.call_id, base_url=options.base_url if options else None,
-                    api_key_env=options.api_key_env if options else None,
-                    ask_destination=True)
-            except (ResumeRefused, LedgerError, ValueError) as exc:
-                host.post_message(AdvanceFinished(view.case, view.call_id, Outcome.REFUSED,
-                                                  f"{view.call_id}: next attempt refused: {exc}"))
-                return
-        host.post_message(AdvanceReady(replace(view, plan=plan)))
-
-    def on_ready(self, message: AdvanceReady) -> None:
-        host = self.host
-        view = message.view
-        if view.case != host.case or host.as_of is not None or host.read_only:
-            host.planning = False
-            return
-
-        def decided(step: str | None) -> None:
-            if step is None:
-                host.planning = False
-                host.record(view.case, view.call_id, Outcome.CANCELLED,
-                            f"advance ({view.next_operation}) cancelled by the operator")
-                return
-            host.record(view.case, view.call_id, Outcome.CONFIRMED, f"confirmed {step}")
-            host.activity = f"{step} {view.call_id}\u2026"
-            host.run_worker(partial(self._take_step, view, step), name="_advance_run",
-                            group="advance", exclusive=True, exit_on_error=False, thread=True)
-
-        host.push_screen(AdvanceModal(view), decided)
-
-    def _take_step(self, view: AdvanceView, step: str) -> None:
-        """In a worker thread: take the step (the service re-checks the gate)."""
-        try:
-            outcome, text = _run(view, step, self.host.service)
-        except ResumeRefused as exc:
-            op = f" (next operation {exc.next_operation.value})" if exc.next_operation else ""
-            outcome, text = Outcome.REFUSED, f"{view.call_id}: {step} refused{op}: {exc.reason}"
-        except (LedgerError, ValueError) as exc:
-            outcome, text = Outcome.FAILED, f"{view.call_id}: {step} failed: {exc}"
-        self.host.post_message(AdvanceFinished(view.case, view.call_id, outcome, text))
-
-    def on_finished(self, message: AdvanceFinished) -> None:
-        host = self.host
-        host.planning = False
-        host.report_outcome(message.case, message.call_id, message.outcome,
-                            visible(message.text, one_line=True, limit=400),
-                            ok=message.outcome is Outcome.ADVANCED,
-                            title="advance " + message.outcome.value)

@@ -1,16 +1,14 @@
-"""What a console flow (resume, advance, reconcile and cross-links, replay) may ask of
-its screen.
+"""What the one action flow (action_flow.py) may ask of its screen.
 
-The flows are plain objects the main screen composes (not mixins of it): each talks to
-the screen only through this protocol, so what a flow reads and writes of the session
-is listed here and nowhere else. The screen's message handlers and `action_*` methods
-delegate to the flows; the flows' workers run on the screen (`run_worker`), so they end
-with it and report through its worker-state handler.
+The flow is a plain object the main screen composes (not a mixin of it): it talks to
+the screen only through this protocol, so what it reads and writes of the session is
+listed here and nowhere else. Its workers run on the screen (`run_worker`), so they end
+with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,14 +18,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
-from codeai_tui.app.widgets.calls_pane import CallsPane
-from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
-from codeai_tui.app.widgets.verdict_line import VerdictLine
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.model import CaseSnapshot
-from codeai_tui.console.replay_service import ReplayService
-from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.workstate import CallState
 
 
@@ -42,39 +36,32 @@ class Note:
 
 
 class FlowHost(Protocol):
-    """The main screen, as the flows see it."""
+    """The main screen, as the action flow sees it."""
 
     # the session (read)
     read_only: bool
     case: Path | None
     as_of: int | None
     live: CaseSnapshot | None
-    shown: CaseSnapshot | None
-    selected_call_id: str | None
-    service: ResumeService
     clock: Callable[[], datetime]  # now, as the console shows it (frozen in tests)
 
-    # what the status bar shows and the one-action-at-a-time flags (read and written)
+    # what the status bar shows (written)
     activity: str | None
     note: Note | None
-    planning: bool
-    resuming: bool
+
+    @property
+    def actions(self) -> Mapping[str, GatedAction]:
+        """The registry's gated actions by name, as this console runs them."""
+        ...
+
+    @property
+    def options(self) -> ActionOptions:
+        """What the operator gave on the command line, for every gated action."""
+        ...
 
     def selected_call(self) -> CallState | None:
         """The selected call in the live projection (actions act on live)."""
         ...
-
-    @property
-    def replay_service(self) -> ReplayService | None: ...
-
-    @property
-    def calls(self) -> CallsPane: ...
-
-    @property
-    def receipts_pane(self) -> ReceiptsPane: ...
-
-    @property
-    def verdict_line(self) -> VerdictLine: ...
 
     def record(self, case: Path | None, call_id: str | None, outcome: Outcome,
                text: str) -> None:
@@ -92,10 +79,6 @@ class FlowHost(Protocol):
 
     def paint_status(self) -> None: ...
 
-    def wake_follower(self) -> None:
-        """Poll the ledger now: the follower shows what an action wrote at once."""
-        ...
-
     def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
                        ok: bool, title: str, severity: str | None = None) -> None:
         """An action ended: the action log, the header's note and a toast, then a poll."""
@@ -104,8 +87,6 @@ class FlowHost(Protocol):
     def show_drift(self, check: DriftCheck) -> None:
         """Keep a drift check a flow made and show it in the panes."""
         ...
-
-    def set_active_pane(self, name: str) -> None: ...
 
     def refresh_bindings(self) -> None: ...
 

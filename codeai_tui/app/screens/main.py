@@ -4,13 +4,13 @@ messages.
 What the console knows of the open case is one Textual-free `CaseSession`
 (console/session.py) with one reset; the ledger's follow, its watcher and time travel
 are the `LiveFollow` widget's workers (app/widgets/live_follow.py), which post small
-messages up; the operator actions (resume, advance, reconcile, replay) are flows it
-composes. Each widget owns its own state, timers, workers and CSS.
+messages up; every gated action (resume, advance, reconcile, replay) runs in the one
+action flow it composes. Each widget owns its own state, timers, workers and CSS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,20 +24,21 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
+from codeai_tui.actions.replay import follow_up_due
+from codeai_tui.actions.resume import RESUME, Resume, ResumePlan
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import WAY_OUT
-from codeai_tui.app.screens.action_log import ActionLogScreen
-from codeai_tui.app.screens.advance import AdvanceFinished, AdvanceFlow, AdvanceReady
-from codeai_tui.app.screens.error import ErrorScreen
-from codeai_tui.app.screens.evidence_actions import (
-    EvidenceFlow,
-    ReconcileDone,
-    ReconcileNote,
-    ReconcilePlanned,
+from codeai_tui.app.screens.action_flow import (
+    ActionEnded,
+    ActionFlow,
+    ActionPlanned,
+    ActionProgressed,
 )
-from codeai_tui.app.screens.replay_flow import ReplayFlow, ReplayNote, ReplayPreviewed
-from codeai_tui.app.screens.resume_flow import PlanReady, ResumeDone, ResumeFlow, ResumeNote
+from codeai_tui.app.screens.action_log import ActionLogScreen
+from codeai_tui.app.screens.error import ErrorScreen
+from codeai_tui.app.screens.evidence_actions import EvidenceFlow
 from codeai_tui.app.widgets.banner import Banner, session_banner
 from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.case_watch import CaseWatch
@@ -62,19 +63,17 @@ from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.model import CaseSnapshot, TimeMachine, discover_cases, release_frozen
-from codeai_tui.console.replay_service import ReplayService
-from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.session import CaseSession, InSession, Note
-from codeai_tui.console.tools import follow_up_due
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 
 
 class MainScreen(Screen[None]):
-    """The console's one screen. The resume, advance, evidence (reconcile, cross-links)
-    and replay flows are objects it composes, not mixins: they see the screen only as
-    a `FlowHost`, and the screen's `action_*` and message handlers delegate to them."""
+    """The console's one screen. The one flow of every gated action (`action_flow`)
+    and the evidence cross-links (`evidence_flow`) are objects it composes, not mixins:
+    they see the screen only through a protocol (`FlowHost`, `LinksHost`), and the
+    screen's `action_*` and message handlers delegate to them."""
 
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
@@ -90,11 +89,10 @@ class MainScreen(Screen[None]):
     selected_call_id: InSession[str | None] = InSession()
     activity: InSession[str | None] = InSession()
     note: InSession[Note | None] = InSession()
-    planning: InSession[bool] = InSession()
-    resuming: InSession[bool] = InSession()
 
     def __init__(self, root: Path, *, path_given: str, read_only: bool,
-                 clock: Callable[[], datetime], service: ResumeService, log: ActionLog,
+                 clock: Callable[[], datetime], actions: Mapping[str, GatedAction],
+                 log: ActionLog,
                  help_rows: Callable[[], list[tuple[str, str, str]]],
                  provider_note: str | None = None,
                  head_start: HeadStart | None = None) -> None:
@@ -103,14 +101,13 @@ class MainScreen(Screen[None]):
         self.session = CaseSession(root)
         self._head_start = head_start  # handed to the follow widget
         self.root, self.path_given, self.read_only = root, path_given, read_only
-        self.clock, self.service, self.action_log = clock, service, log
+        self.clock, self.action_log = clock, log
+        self.actions = actions  # the registry's gated actions by name
         self.help_rows = help_rows  # the registry with the keymap in use (the app's)
         self.provider_note = provider_note
         self.active_pane = "calls"
-        self.advance_flow = AdvanceFlow(self)
         self.evidence_flow = EvidenceFlow(self)
-        self.replay_flow = ReplayFlow(self)
-        self.resume_flow = ResumeFlow(self)
+        self.action_flow = ActionFlow(self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header"):
@@ -122,7 +119,7 @@ class MainScreen(Screen[None]):
         yield PaneGrid(self.root, self.clock, self.read_only, id="body")
         yield FilterBar(id="filter-bar")
         yield LiveFollow(self._head_start, id="follow")
-        yield CaseWatch(self.session, self.action_log, self.clock, self.service, id="watch")
+        yield CaseWatch(self.session, self.action_log, self.clock, self._drift_plan, id="watch")
         yield Footer()
 
     def pane(self, name: str) -> Pane:
@@ -140,9 +137,17 @@ class MainScreen(Screen[None]):
     def verdict_line(self) -> VerdictLine:
         return self.query_one(VerdictLine)
 
+    def _drift_plan(self, case: Path, call_id: str) -> ResumePlan:
+        """Resume's read-only plan of a call (nothing sent): its drift check."""
+        given = self.actions.get("resume")
+        resume = given if isinstance(given, Resume) else RESUME  # (the drift read is resume's)
+        return resume.read(case, call_id, self.options)
+
     @property
-    def replay_service(self) -> ReplayService | None:
-        return getattr(self.app, "replay_service", None)
+    def options(self) -> ActionOptions:
+        """What the operator gave on the command line, for every gated action."""
+        options = getattr(self.app, "options", None)
+        return options if isinstance(options, ActionOptions) else ActionOptions()
 
     def on_mount(self) -> None:
         self.query_one(VerdictLine).read_only = self.read_only
@@ -275,7 +280,7 @@ class MainScreen(Screen[None]):
                 "is re-read from the new file")
         self.query_one(TimelinePane).reload()
         self._reset(case, s.machine.fresh() if s.machine is not None else None)
-        self.resume_flow.evidence_gone("the ledger file was replaced")
+        self.action_flow.evidence_gone("the ledger file was replaced")
         s.note = Note(case, "", text, ok=False)
         self.action_log.add(self.clock(), self.session.case_label(case), None, Outcome.ALERT, text)
         self.notify(text, title="ledger replaced", severity="warning", markup=False,
@@ -318,8 +323,7 @@ class MainScreen(Screen[None]):
         first = s.take_live(snap, message.verdict)
         self.query_one(CasesPane).set_verdict(message.case, s.live_verdict)
         self.query_one(CaseWatch).saw(message.case, snap, first)
-        self.resume_flow.check_evidence(snap)
-        self.evidence_flow.check_reconcile_evidence(snap)
+        self.action_flow.check_evidence(snap)
         timeline = self.query_one(TimelinePane)
         if s.as_of is not None:  # time travel holds the panes still; the timeline grows
             timeline.recent, timeline.total = snap.recent, snap.max_seq
@@ -415,19 +419,13 @@ class MainScreen(Screen[None]):
         not such an action). A write answers (and its key shows) only where the selected
         call's next operation is that write; elsewhere, and always in read-only mode,
         the companion answers the same key and says why nothing is written."""
-        permitted = {
-            "resume": self.resume_flow.resume_permitted,
-            "reconcile": self.evidence_flow.reconcile_permitted,
-            "advance": self.advance_flow.advance_permitted,
-            "replay": self.replay_flow.replay_permitted,
-        }
-        if action in permitted:
-            return not self.read_only and permitted[action]()
+        if action in actions.GATED:
+            return not self.read_only and self.action_flow.permitted(actions.key_of(action))
         write = next((w for w, explain in actions.GATED.items() if explain == action),
                      None)
         if write is None:
             return None
-        return self.read_only or not permitted[write]()
+        return self.read_only or not self.action_flow.permitted(actions.key_of(write))
 
     def explain_read_only(self, action: str) -> bool:
         """In read-only mode a write's key says so (and writes nothing)."""
@@ -629,65 +627,44 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ flows (delegates)
 
-    def action_explain_resume(self) -> None:
-        self.resume_flow.action_explain_resume()
-
-    def action_explain_advance(self) -> None:
-        self.advance_flow.action_explain_advance()
-
-    def action_explain_replay(self) -> None:
-        self.replay_flow.action_explain_replay()
-
     def action_resume(self) -> None:
-        self.resume_flow.action_resume()
+        self.action_flow.start("r")
 
-    def on_plan_ready(self, message: PlanReady) -> None:
-        self.resume_flow.on_plan_ready(message)
+    def action_explain_resume(self) -> None:
+        self.action_flow.explain("r")
 
-    def on_resume_note(self, message: ResumeNote) -> None:
-        self.resume_flow.on_note(message)
+    def action_reconcile(self) -> None:
+        self.action_flow.start("x")
 
-    def on_resume_done(self, message: ResumeDone) -> None:
-        self.resume_flow.on_done(message)
+    def action_explain_reconcile(self) -> None:
+        self.action_flow.explain("x")
 
     def action_advance(self) -> None:
-        self.advance_flow.action_advance()
+        self.action_flow.start("v")
 
-    def on_advance_ready(self, message: AdvanceReady) -> None:
-        self.advance_flow.on_ready(message)
+    def action_explain_advance(self) -> None:
+        self.action_flow.explain("v")
 
-    def on_advance_finished(self, message: AdvanceFinished) -> None:
-        self.advance_flow.on_finished(message)
+    def action_replay(self) -> None:
+        self.action_flow.start("R")
+
+    def action_explain_replay(self) -> None:
+        self.action_flow.explain("R")
+
+    def on_action_planned(self, message: ActionPlanned) -> None:
+        self.action_flow.on_planned(message)
+
+    def on_action_progressed(self, message: ActionProgressed) -> None:
+        self.action_flow.on_progressed(message)
+
+    def on_action_ended(self, message: ActionEnded) -> None:
+        self.action_flow.on_ended(message)
 
     def action_goto_receipt(self) -> None:
         self.evidence_flow.action_goto_receipt()
 
     def action_goto_call(self) -> None:
         self.evidence_flow.action_goto_call()
-
-    def action_explain_reconcile(self) -> None:
-        self.evidence_flow.action_explain_reconcile()
-
-    def action_reconcile(self) -> None:
-        self.evidence_flow.action_reconcile()
-
-    def on_reconcile_planned(self, message: ReconcilePlanned) -> None:
-        self.evidence_flow.on_planned(message)
-
-    def on_reconcile_note(self, message: ReconcileNote) -> None:
-        self.evidence_flow.on_note(message)
-
-    def on_reconcile_done(self, message: ReconcileDone) -> None:
-        self.evidence_flow.on_done(message)
-
-    def action_replay(self) -> None:
-        self.replay_flow.action_replay()
-
-    def on_replay_previewed(self, message: ReplayPreviewed) -> None:
-        self.replay_flow.on_previewed(message)
-
-    def on_replay_note(self, message: ReplayNote) -> None:
-        self.replay_flow.on_note(message)
 
     # ------------------------------------------------------------------ worker bugs
 

@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
-from codeai_tui.console.reconcile_service import ReconcilePlan
+from codeai_tui.actions.reconcile_plan import ReconcilePlan
 from codeai_tui.textsafe import visible
 
 FINDING_LABELS = {

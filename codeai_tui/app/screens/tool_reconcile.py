@@ -14,8 +14,8 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
+from codeai_tui.actions.reconcile_plan import ToolReconcilePlan
 from codeai_tui.app.screens.reconcile import FindingDialog, ReconcileDecision
-from codeai_tui.console.reconcile_service import ToolReconcilePlan
 from codeai_tui.textsafe import visible
 
 TOOL_FINDING_LABELS = {

@@ -1,6 +1,7 @@
 """What a write action is to the harness: its target, its kill boundaries, its audit,
 and the action itself. The actions live in `actions.py` and `advance_actions.py`; both
-build on these types, and the registry (`actions.REGISTRY`) takes actions from both."""
+build on these types, and the registry (`actions.REGISTRY`) takes them in the order of
+the product's registry of gated writes (codeai_tui/actions/registry.py)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ An action says how to make a case where it is permitted, how to run it as its ow
 process (a module run with arguments: the real command line), which boundaries a kill
 must land on, and how to audit what it appended. Races, kills, the read-only matrix's
 "the writer can still write" and the property test all take actions from REGISTRY, so
-a new write path (replay of a tool plan, reconcile/reinterpret/redecide/finalize) is
-covered by registering one more `Action` here.
+the registry follows the product's one registry of gated writes
+(codeai_tui/actions/registry.py): a write registered there without an `Action` here
+stops the harness at import.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codeai_tui.actions.registry import ACTIONS as GATED
 from codeai_tui.lab.reliability.action_types import Action, Audit, Boundary, Target
 from codeai_tui.lab.reliability.advance_actions import ADVANCE_ACTIONS
 from codeai_tui.lab.reliability.cases import case_base_url, make_call_case
@@ -266,21 +268,29 @@ TOOL_RECONCILE = Action(
     description="codeai-tui reconcile-tool CASE OPERATION_KEY --finding not_executed --yes",
 )
 
-REGISTRY: dict[str, Action] = {}
-CONTROLS: dict[str, Action] = {}
+# How the harness drives each gated write, by the name the product's registry gives it
+# (codeai_tui/actions/registry.py): setups, kill boundaries and audits.
+HARNESSED: dict[str, Action] = {a.name: a for a in (RESUME, REPLAY, TOOL_RECONCILE,
+                                                     *ADVANCE_ACTIONS)}
+
+
+def from_product_registry(harnessed: dict[str, Action]) -> dict[str, Action]:
+    """Every gated write the product registers, in its order, as the harness drives it.
+    A write registered without a harness entry stops the harness at import: every write
+    path is raced, killed and checked read-only, or the harness does not run."""
+    missing = [g.name for g in GATED if g.name not in harnessed]
+    if missing:
+        raise RuntimeError(f"no reliability harness entry for the gated write(s) "
+                           f"{', '.join(missing)}: add one to lab/reliability/actions.py")
+    return {g.name: harnessed[g.name] for g in GATED}
+
+
+REGISTRY: dict[str, Action] = from_product_registry(HARNESSED)
+CONTROLS: dict[str, Action] = {NAIVE_RESUME.name: NAIVE_RESUME}
 
 
 def register(action: Action) -> Action:
-    """Add a write action to every part of the harness."""
+    """Add an action to every part of the harness (a control: a deliberately broken
+    twin the harness must catch)."""
     (CONTROLS if action.control else REGISTRY)[action.name] = action
     return action
-
-
-register(RESUME)
-register(REPLAY)
-register(TOOL_RECONCILE)
-register(NAIVE_RESUME)
-
-# reconcile and the advance actions (codeai_tui/actions/advance.py)
-for _advance in ADVANCE_ACTIONS:
-    register(_advance)

@@ -14,7 +14,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from codeai_tui.actions.resume import ResumeRefused, plan_resume
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.resume import plan_resume
 from codeai_tui.ledger.case import load_case_config
 from codeai_tui.ledger.writer import LedgerWriter
 from codeai_tui.runtime.destination import credential_for
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     case = Path(case_arg)
     try:
         plan = plan_resume(case, call_id)  # the check ...
-    except ResumeRefused as exc:
+    except ActionRefused as exc:
         print(f"refused: {exc.reason}", file=sys.stderr)
         return 3
     config = load_case_config(case).with_overrides(base_url=plan.destination.base_url)

@@ -356,12 +356,13 @@ def _call_verdict(state: WorkState, call: CallState, drift: tuple[int, str] | No
 
 def _drift(case_dir: Path, call: CallState) -> tuple[int, str]:
     """The drift check a resume would make (read-only): (rank it gives, one line)."""
-    from codeai_tui.actions.resume import ResumeRefused, plan_resume
+    from codeai_tui.actions.gate import ActionRefused
+    from codeai_tui.actions.resume import plan_resume
     from codeai_tui.runtime.destination import DestinationError
 
     try:
         plan = plan_resume(case_dir, call.call_id)
-    except ResumeRefused as exc:
+    except ActionRefused as exc:
         return 0, f"drift check: cannot plan ({exc.reason})"
     except (LedgerError, DestinationError, OSError, ValueError) as exc:
         return 0, f"drift check: cannot plan ({exc})"

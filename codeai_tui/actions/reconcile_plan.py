@@ -1,10 +1,10 @@
-"""The console's one way to plan and record a reconcile (docs/reconcile.md section 3).
+"""Reconcile as gated actions: a model call's finding (`reconcile`) and a tool
+operation's (`reconcile-tool`), docs/reconcile.md section 3 and docs/tools.md.
 
 `plan` is read-only: the call's own events (projected as the writer will project them),
-the provider's receipt log as it is now, the receipts matching the verdict's attempt,
-and the finding that evidence suggests. `run` is `codeai_tui.actions.reconcile.reconcile_call`,
-pinned to the call's last seq the dialog showed. The screen holds a `ReconcileService`;
-tests may give it another. Typed end to end: nothing on the write path is `Any`.
+the provider's receipt log (or the tool's own records) as it is now, and the finding
+that evidence suggests. `run` records the operator's finding through the gate
+(actions/reconcile.py), pinned to the call's evidence the dialog showed.
 """
 
 from __future__ import annotations
@@ -12,19 +12,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from codeai_tui.actions.gate import ActionRefused, PinnedEvidence, UnknownCall
+from codeai_tui.actions.protocol import (
+    ActionBase,
+    ActionOptions,
+    Decision,
+    Done,
+    Progress,
+    Selected,
+)
 from codeai_tui.actions.reconcile import (
     FINDINGS,
-    ReconcileRefused,
-    ReconcileResult,
-    ToolReconcileResult,
     check_reconcilable,
     check_tool_reconcilable,
     reconcile_call,
     reconcile_operation,
 )
-from codeai_tui.actions.resume import UnknownCall
 from codeai_tui.ledger import LedgerReader, read_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.tools.publish import publications_line
@@ -41,7 +45,7 @@ from codeai_tui.workstate import CallState, parse_time, project_call
 from codeai_tui.workstate.evidence import attempt_receipts
 from codeai_tui.workstate.reasons import receipt_phrase
 from codeai_tui.workstate.receipts import index_for
-from codeai_tui.workstate.tool_ops import TOOL_FINDINGS
+from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpState
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,11 @@ class ReconcilePlan:
     matching: tuple[tuple[str, str], ...]  # (receipt_id, received_at) of that attempt
     suggested: str | None  # received | not_received | None (unknowable)
     why_suggested: str
+    event_count: int = 0  # with last_seq: the pinned evidence
+
+    @property
+    def pinned(self) -> PinnedEvidence:
+        return PinnedEvidence(self.call_id, self.event_count, self.last_seq)
 
     @property
     def not_received_allowed(self) -> bool:
@@ -96,14 +105,14 @@ def _call(case: Path, call_id: str) -> tuple[list[Event], CallState | None]:
 
 
 def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
-    """Read-only. Raises UnknownCall or ReconcileRefused (not at rung 6, or an anomaly)."""
+    """Read-only. Raises UnknownCall or ActionRefused (not at rung 6, or an anomaly)."""
     if not call_id:
         raise UnknownCall(call_id)
     events, state = _call(case, call_id)
     state = check_reconcilable(state, call_id)
     last = state.evidence.last_attempt()
     if last is None or last.started_seq is None:  # rung 6 has one; never guess
-        raise ReconcileRefused(state.next_operation, f"call {call_id}: no started attempt")
+        raise ActionRefused(state.next_operation, f"call {call_id}: no started attempt")
     started_at = next((e.recorded_at for e in events if e.seq == last.started_seq), None)
     index = index_for(read_receipts(case))
     matching = attempt_receipts(state.evidence, last, index)
@@ -115,7 +124,7 @@ def plan_reconcile(case: Path, call_id: str) -> ReconcilePlan:
         started_seq=last.started_seq, started_at=started_at, last_seq=state.last_seq,
         reason=f"{state.reason}; {phrase}" if phrase else state.reason,
         receipt_log=index.log, complete_up_to=index.complete_up_to, matching=matching,
-        suggested=suggested, why_suggested=why)
+        suggested=suggested, why_suggested=why, event_count=len(events))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +146,7 @@ class ToolReconcilePlan:
     # where the tool's own records are and what each says of this operation, one line
     # each, for the operator to look at before choosing (untrusted: shown literally)
     records: tuple[str, ...] = ()
+    pinned: PinnedEvidence | None = None  # the planning call's evidence when shown
 
 
 def tool_records(case: Path, operation_key: str, tool_call_id: str | None) -> tuple[str, ...]:
@@ -184,7 +194,7 @@ def _receipt_line_for(case: Path, operation_key: str) -> int | None:
 
 
 def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan:
-    """Read-only. Raises UnknownOperation or ToolReconcileRefused (not at T2, anomaly)."""
+    """Read-only. Raises UnknownOperation or ActionRefused (not at T2, anomaly)."""
     events, state = _call(case, call_id)
     op = check_tool_reconcilable(state, operation_key)
     assert op.admitted_seq is not None  # T2 is an admission
@@ -203,44 +213,100 @@ def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolRec
         tool_call_id=op.tool_call_id, tool=op.tool, arguments_sha256=op.arguments_sha256,
         attempt_id=op.admitted_attempt_id, admitted_seq=op.admitted_seq,
         admitted_at=admitted_at, reason=op.reason, suggested=suggested, why_suggested=why,
-        records=tool_records(case, operation_key, op.tool_call_id))
+        records=tool_records(case, operation_key, op.tool_call_id),
+        pinned=PinnedEvidence.of_events(call_id, events))
 
 
-class ReconcileService(Protocol):
-    def plan(self, case: Path, call_id: str) -> ReconcilePlan: ...
-
-    def run(self, plan: ReconcilePlan, finding: str, note: str | None) -> ReconcileResult: ...
-
-    def plan_tool(self, case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan: ...
-
-    def run_tool(self, plan: ToolReconcilePlan, finding: str,
-                 note: str | None) -> ToolReconcileResult: ...
+def tool_effect_unknown(call: CallState | None) -> ToolOpState | None:
+    """The call's first tool operation whose effect is unknown (T2), if any."""
+    tools = call.tools if call is not None else None
+    if tools is None:
+        return None
+    return next((o for o in tools.operations if o.effect_unknown), None)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerReconcileService:
-    """The real one: read the case, then record through the one writer."""
+def _reconcile_refusal(call: CallState, unknown: bool) -> str:
+    what = ("an anomaly names this call" if call.anomalous and unknown
+            else f"the projection says next operation is {call.next_operation.value}")
+    return (f"{call.call_id}: reconcile not permitted (only an effect-unknown call or tool "
+            f"operation); {what}: {call.reason}")
 
-    def plan(self, case: Path, call_id: str) -> ReconcilePlan:
+
+class Reconcile(ActionBase):
+    """Record whether the provider received a call's attempt whose effect is unknown."""
+
+    name, key, done_word = "reconcile", "x", "reconciled"
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None:
+            return "no call selected"
+        if call.effect_unknown and not call.anomalous:
+            return None
+        return _reconcile_refusal(call, call.effect_unknown or
+                                  tool_effect_unknown(call) is not None)
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: reconcile records "
+                "received / not received for the last attempt, from the provider's log")
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ReconcilePlan:
         return plan_reconcile(case, call_id)
 
-    def run(self, plan: ReconcilePlan, finding: str, note: str | None) -> ReconcileResult:
+    def run(self, plan: ReconcilePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        finding = decision.finding
         if finding not in FINDINGS:
             raise ValueError(f"finding must be one of {FINDINGS}, not {finding!r}")
-        return reconcile_call(plan.case_dir, plan.call_id, finding, note,
-                              expected_last_seq=plan.last_seq)
+        r = reconcile_call(plan.case_dir, plan.call_id, finding, decision.note,
+                           expected=plan.pinned)
+        named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
+        return Done(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} at "
+                    f"seq {r.seq}; now {r.state.stage.value}, next "
+                    f"{r.state.next_operation.value}")
 
-    def plan_tool(self, case: Path, call_id: str, operation_key: str) -> ToolReconcilePlan:
-        return plan_tool_reconcile(case, call_id, operation_key)
 
-    def run_tool(self, plan: ToolReconcilePlan, finding: str,
-                 note: str | None) -> ToolReconcileResult:
+class ReconcileTool(ActionBase):
+    """Record whether a tool operation whose effect is unknown ran, from its records."""
+
+    name, key, done_word = "reconcile-tool", "x", "reconciled"
+
+    def refusal(self, selected: Selected) -> str | None:
+        call = selected.call
+        if call is None:
+            return "no call selected"
+        if tool_effect_unknown(call) is not None and not call.anomalous:
+            return None
+        return _reconcile_refusal(call, call.effect_unknown or
+                                  tool_effect_unknown(call) is not None)
+
+    def will(self, selected: Selected) -> str:
+        return (f"{selected.call.call_id if selected.call else ''}: reconcile-tool records "
+                "executed / not executed for its first operation whose effect is unknown")
+
+    def plan(self, case: Path, call_id: str, options: ActionOptions) -> ToolReconcilePlan:
+        """The call's first operation whose effect is unknown, as the ledger says now."""
+        _events, state = _call(case, call_id)
+        op = tool_effect_unknown(state)
+        if state is None:
+            raise UnknownCall(call_id)
+        if op is None or op.operation_key is None:
+            raise ActionRefused(state.next_operation, f"call {call_id}: no tool operation "
+                                "whose effect is unknown")
+        return plan_tool_reconcile(case, call_id, op.operation_key)
+
+    def run(self, plan: ToolReconcilePlan, decision: Decision, options: ActionOptions,
+            progress: Progress) -> Done:
+        finding = decision.finding
         if finding not in TOOL_FINDINGS:
             raise ValueError(f"finding must be one of {TOOL_FINDINGS}, not {finding!r}")
-        return reconcile_operation(plan.case_dir, plan.operation_key, finding, note,
-                                   call_id=plan.call_id,
-                                   expected_admitted_seq=plan.admitted_seq)
+        r = reconcile_operation(plan.case_dir, plan.operation_key, finding, decision.note,
+                                call_id=plan.call_id, expected=plan.pinned,
+                                expected_admitted_seq=plan.admitted_seq)
+        return Done(f"reconciled tool operation {r.operation_key}: {r.finding} at seq "
+                    f"{r.seq}; now {r.state.stage.value}, next "
+                    f"{r.state.next_operation.value}")
 
 
-__all__ = ["LedgerReconcileService", "ReconcilePlan", "ReconcileRefused", "ReconcileService",
-           "ToolReconcilePlan", "plan_reconcile", "plan_tool_reconcile", "suggest"]
+RECONCILE = Reconcile()
+RECONCILE_TOOL = ReconcileTool()

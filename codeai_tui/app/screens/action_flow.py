@@ -1,0 +1,382 @@
+"""One console flow for every gated action (the registry's: codeai_tui/actions/registry.py).
+
+A key (`r`, `x`, `v`, `R`) starts the first action the projection permits on the
+selected call; where none does (or the console is read-only, or shows the past, or
+another action is in progress) the key says why and nothing is written. Otherwise the
+same four steps for every action:
+
+1. plan, in a thread worker (read-only: nothing written, nothing sent);
+2. the action's confirmation dialog (a ModalScreen, Cancel focused, keyboard-first; no
+   single key both chooses and writes), refused while open if the call moves on;
+3. run, in a thread worker, through the gate (pinned to the evidence the dialog showed);
+4. report: the action log, the header's note and a toast.
+
+The flow holds the one "an action is in progress" state (`busy`); it talks to the
+screen only through `FlowHost`. Adding an action's dialog: a ModalScreen and one entry
+in DIALOGS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from textual.message import Message
+from textual.screen import ModalScreen
+
+from codeai_tui.actions.advance import AdvancePlan
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.protocol import Decision, Done, GatedAction, Selected
+from codeai_tui.actions.reconcile import operation_in
+from codeai_tui.actions.reconcile_plan import ToolReconcilePlan
+from codeai_tui.actions.registry import keyed
+from codeai_tui.actions.resume import ResumePlan
+from codeai_tui.app.screens.advance import AdvanceModal
+from codeai_tui.app.screens.flow_host import FlowHost
+from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
+from codeai_tui.app.screens.replay import ReplayModal
+from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
+from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
+from codeai_tui.console.actions import SELECT_A_CALL, Outcome
+from codeai_tui.console.drift import check_from_plan
+from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.ledger import LedgerError
+from codeai_tui.textsafe import visible
+from codeai_tui.workstate import CallState
+
+# the console key -> the word its bindings, toasts and refusals use
+GROUPS = {"r": "resume", "x": "reconcile", "v": "advance", "R": "replay"}
+
+
+def _line(text: str, limit: int = 400) -> str:
+    return visible(text, one_line=True, limit=limit)
+
+
+@runtime_checkable
+class PinnedDialog(Protocol):
+    """A dialog that refuses itself when the evidence it shows changes."""
+
+    refused: str | None
+
+    def evidence_changed(self, why: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """One action's confirmation: how it opens on a plan, what its answer means (None:
+    not confirmed), the action log's line for a confirmation, and, where the plan
+    itself refuses (resume's drift), why."""
+
+    open: Callable[[Any, datetime], ModalScreen[Any]]
+    decision: Callable[[Any, Any], Decision | None]
+    confirmed: Callable[[Any, Any], str]
+    refused: Callable[[Any], str | None] = lambda _plan: None
+    # what else the screen shows of a plan as its dialog opens (resume: the drift check)
+    shown: Callable[[FlowHost, Any], None] = lambda _host, _plan: None
+    # what the dialog says when the call moved on: what it showed, and what is there now
+    moved: Callable[[Any, CallState | None], str] = lambda plan, call: (
+        f"shown at seq {plan.pinned.last_seq}, now "
+        + (f"last seq {call.last_seq}, {call.stage.value}" if call else "call not found"))
+
+
+def _operation_moved(plan: ToolReconcilePlan, call: CallState | None) -> str:
+    op = operation_in(call, plan.operation_key)
+    return (f"shown admitted at seq {plan.admitted_seq}, now "
+            f"{op.stage.value if op is not None else 'operation not found'}")
+
+
+def _resume_decision(_plan: ResumePlan, d: ResumeDecision | None) -> Decision | None:
+    if d is None or not d.confirmed:
+        return None
+    return Decision(reason=d.reason, send_credential=d.send_credential)
+
+
+def _finding(_plan: Any, d: ReconcileDecision | None) -> Decision | None:
+    if d is None or not d.confirmed or d.finding is None:
+        return None
+    return Decision(finding=d.finding, note=d.note)
+
+
+def _step(plan: AdvancePlan, step: str | None) -> Decision | None:
+    if step is None:
+        return None
+    # the dialog shows where a next attempt goes and sends the credential only where
+    # the destination is trusted (named by the operator or the case)
+    trusted = plan.next_attempt.destination.trusted if plan.next_attempt else False
+    return Decision(send_credential=trusted, accept_duplicate=step == "accept-duplicate")
+
+
+RESUME_DIALOG = Dialog(
+    open=ResumeModal,
+    decision=_resume_decision,
+    confirmed=lambda plan, _d: f"confirmed resume to {plan.base_url}",
+    refused=lambda plan: "drift: " + "; ".join(plan.drift) if plan.drift else None,
+    shown=lambda host, plan: host.show_drift(check_from_plan(plan)))
+RECONCILE_DIALOG = Dialog(
+    open=lambda plan, _now: ReconcileModal(plan), decision=_finding,
+    confirmed=lambda _plan, d: f"confirmed reconcile: {d.finding}")
+TOOL_RECONCILE_DIALOG = Dialog(
+    open=lambda plan, _now: ToolReconcileModal(plan), decision=_finding,
+    confirmed=lambda _plan, d: f"confirmed reconcile: {d.finding}", moved=_operation_moved)
+ADVANCE_DIALOG = Dialog(
+    open=lambda plan, _now: AdvanceModal(plan), decision=_step,
+    confirmed=lambda _plan, step: f"confirmed {step}")
+REPLAY_DIALOG = Dialog(
+    open=lambda shown, _now: ReplayModal(shown.plan),
+    decision=lambda _shown, yes: Decision() if yes else None,
+    confirmed=lambda shown, _yes: f"confirmed replay of {len(shown.plan.to_run)} operation(s)")
+
+# every registered action's dialog, by the action's name
+DIALOGS: Mapping[str, Dialog] = {
+    "resume": RESUME_DIALOG,
+    "reconcile": RECONCILE_DIALOG,
+    "reconcile-tool": TOOL_RECONCILE_DIALOG,
+    "reinterpret": ADVANCE_DIALOG,
+    "redecide": ADVANCE_DIALOG,
+    "finalize": ADVANCE_DIALOG,
+    "next-attempt": ADVANCE_DIALOG,
+    "replay": REPLAY_DIALOG,
+}
+
+
+@dataclass
+class ActionPlanned(Message):
+    case: Path
+    action: str
+    plan: Any
+
+
+@dataclass
+class ActionProgressed(Message):
+    case: Path
+    text: str
+
+
+@dataclass
+class ActionEnded(Message):
+    """An action ended: refused, failed or done (with `done`)."""
+
+    case: Path
+    action: str
+    call_id: str
+    outcome: Outcome
+    text: str
+    done: Done | None = None
+
+
+class ActionFlow:
+    """The main screen's one flow for every gated action: a plain object it composes."""
+
+    def __init__(self, host: FlowHost) -> None:
+        self.host = host
+        self.busy: str | None = None  # the action in progress (plan, dialog or run)
+        self.dialog: ModalScreen[Any] | None = None  # the open dialog, with its plan
+        self.plan: Any = None
+
+    # ---------------------------------------------------------------- gating
+
+    def selected(self) -> Selected:
+        host = self.host
+        return Selected(host.selected_call(), host.live.state if host.live else None,
+                        host.options)
+
+    def action_for(self, key: str) -> GatedAction | None:
+        """The action `key` starts on the selected call now (None: none is permitted)."""
+        selected = self.selected()
+        if selected.call is None:
+            return None
+        return next((a for a in self._keyed(key) if a.permitted(selected)), None)
+
+    def _keyed(self, key: str) -> list[GatedAction]:
+        actions = self.host.actions
+        return [actions[a.name] for a in keyed(key)]
+
+    def permitted(self, key: str) -> bool:
+        """The key's write answers (and shows in the footer): live, nothing in progress,
+        and the projection permits one of its actions on the selected call."""
+        return (self.host.as_of is None and self.busy is None
+                and self.action_for(key) is not None)
+
+    def explain(self, key: str) -> None:
+        """The key where its write is not permitted: say why (refusals are kept in the
+        action log); in read-only mode, that the console writes nothing."""
+        host, group = self.host, GROUPS[key]
+        if host.explain_read_only(group):
+            return
+        if self.busy is not None:
+            host.notify(f"{self.busy} is in progress: one action at a time", markup=False)
+            return
+        call = host.selected_call()
+        if call is None:
+            host.notify(SELECT_A_CALL, severity="warning", markup=False)
+            return
+        if host.as_of is not None:
+            host.refuse(call.call_id, group, _line(
+                f"{call.call_id}: time travel shows the past: go back to live (t or esc) "
+                f"to {group}"))
+            return
+        first = self._keyed(key)[0]
+        host.refuse(call.call_id, group, _line(first.explain(self.selected())))
+
+    # ---------------------------------------------------------------- plan
+
+    def start(self, key: str) -> None:
+        """Plan the key's action on the selected call in a worker (the dialog follows)."""
+        host = self.host
+        action = self.action_for(key)
+        call = host.selected_call()
+        if host.read_only or host.case is None or call is None or host.as_of is not None:
+            return
+        if action is None or self.busy is not None:
+            self.explain(key)
+            return
+        self.busy = action.name
+        host.activity = f"{action.name}: reading {call.call_id}\u2026"
+        host.paint_status()
+        host.refresh_bindings()
+        host.run_worker(partial(self._plan, action, host.case, call.call_id), name="_plan",
+                        group="action", exclusive=True, exit_on_error=False, thread=True)
+
+    def _plan(self, action: GatedAction, case: Path, call_id: str) -> None:
+        """In a worker thread: the plan the dialog shows (read-only)."""
+        host = self.host
+        try:
+            plan = action.plan(case, call_id, host.options)
+        except ActionRefused as exc:
+            op = exc.next_operation.value if exc.next_operation is not None else "none"
+            self._end(case, action.name, call_id, Outcome.REFUSED,
+                      f"{call_id}: {action.name} refused (next operation {op}): {exc.reason}")
+            return
+        except LedgerError as exc:
+            self._end(case, action.name, call_id, Outcome.FAILED, str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - an unreadable artifact etc.: say so
+            self._end(case, action.name, call_id, Outcome.FAILED,
+                      f"{call_id}: cannot plan {action.name}: {type(exc).__name__}: {exc}")
+            return
+        host.post_message(ActionPlanned(case, action.name, plan))
+
+    # ---------------------------------------------------------------- dialog
+
+    def on_planned(self, message: ActionPlanned) -> None:
+        host = self.host
+        host.activity = None
+        host.paint_status()
+        case, plan = message.case, message.plan
+        if case != host.case or host.as_of is not None or host.read_only:
+            self._idle()  # the operator moved on (another case, time travel) first
+            return
+        action = host.actions[message.action]
+        dialog = DIALOGS[action.name]
+        dialog.shown(host, plan)
+        modal = dialog.open(plan, host.clock())
+        self.dialog, self.plan = modal, plan
+        if host.live is not None:
+            self.check_evidence(host.live)
+
+        def decided(answer: Any) -> None:
+            self.dialog = self.plan = None
+            refused = modal.refused if isinstance(modal, PinnedDialog) else None
+            decision = dialog.decision(plan, answer)
+            if decision is None:
+                why = refused or dialog.refused(plan) or "cancelled by the operator"
+                outcome = Outcome.REFUSED if why != "cancelled by the operator" \
+                    else Outcome.CANCELLED
+                host.record(case, plan.call_id, outcome,
+                            _line(f"{GROUPS[action.key]}: {why}", 300))
+                self._idle()
+                return
+            if host.read_only or host.case != case or refused:
+                self._idle()
+                return
+            host.record(case, plan.call_id, Outcome.CONFIRMED, dialog.confirmed(plan, answer))
+            host.note = None
+            host.activity = f"{action.name} {plan.call_id}\u2026"
+            host.paint_status()
+            host.run_worker(partial(self._run, action, case, plan, decision), name="_run",
+                            group="action", exclusive=True, exit_on_error=False, thread=True)
+
+        host.push_screen(modal, decided)
+
+    def check_evidence(self, snap: CaseSnapshot) -> None:
+        """The open dialog is pinned to the call's evidence it showed: a new event on the
+        call (or the action no longer permitted there) refuses it."""
+        modal, plan = self.dialog, self.plan
+        if not isinstance(modal, PinnedDialog) or modal.refused or plan is None:
+            return
+        action = self.host.actions.get(self.busy or "")
+        if action is None:
+            return
+        call = snap.call(plan.call_id)
+        if call is None or call.last_seq != plan.pinned.last_seq or not action.permitted(
+                Selected(call, snap.state, self.host.options)):
+            modal.evidence_changed(DIALOGS[action.name].moved(plan, call))
+
+    def evidence_gone(self, why: str) -> None:
+        """What the open dialog showed was read from a file that is no longer there."""
+        if isinstance(self.dialog, PinnedDialog):
+            self.dialog.evidence_changed(why)
+
+    # ---------------------------------------------------------------- run
+
+    def _run(self, action: GatedAction, case: Path, plan: Any, decision: Decision) -> None:
+        """In a worker thread: run through the gate, pinned to the plan the dialog showed."""
+        host = self.host
+        call_id = plan.call_id
+
+        def progress(text: str) -> None:
+            host.post_message(ActionProgressed(case, f"{action.name}: {text}"))
+
+        try:
+            done = action.run(plan, decision, host.options, progress)
+        except ActionRefused as exc:
+            self._end(case, action.name, call_id, Outcome.REFUSED,
+                      f"{call_id}: {action.name} refused: {exc.reason}")
+            return
+        except LedgerError as exc:
+            self._end(case, action.name, call_id, Outcome.FAILED, str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - the provider, the network, a tool: say so
+            self._end(case, action.name, call_id, Outcome.FAILED,
+                      f"{call_id}: {action.name} failed: {type(exc).__name__}: {exc}")
+            return
+        outcome = Outcome(action.done_word) if done.ok else Outcome.FAILED
+        self._end(case, action.name, call_id, outcome, done.text, done)
+
+    def _end(self, case: Path, action: str, call_id: str, outcome: Outcome, text: str,
+             done: Done | None = None) -> None:
+        self.host.post_message(ActionEnded(case, action, call_id, outcome, text, done))
+
+    # ---------------------------------------------------------------- report
+
+    def on_progressed(self, message: ActionProgressed) -> None:
+        host = self.host
+        if message.case == host.case:
+            host.activity = _line(message.text)
+            host.paint_status()
+
+    def on_ended(self, message: ActionEnded) -> None:
+        host = self.host
+        self.busy = None
+        done, outcome = message.done, message.outcome
+        warning = done.warning if done is not None else None
+        ok = done is not None and done.ok
+        title = (f"{message.action} done" if ok and warning is None
+                 else f"{message.action} done, with a warning" if ok
+                 else f"{message.action} {outcome.value}")
+        host.report_outcome(message.case, message.call_id, outcome,
+                            _line(message.text, 500), ok=ok, title=title,
+                            severity="warning" if warning is not None
+                            or outcome is Outcome.REFUSED else
+                            None if ok else "error")
+
+    def _idle(self) -> None:
+        host = self.host
+        self.busy = None
+        host.activity = None
+        host.paint_status()
+        host.refresh_bindings()
