@@ -30,3 +30,23 @@ def test_import_contracts_hold() -> None:
         pytest.skip("import-linter not installed")
     proc = subprocess.run([exe], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_the_product_loads_no_lab_or_demo_module() -> None:
+    """The lab (provider, bench, reliability) and the demo harness stand beside the
+    product: the command line, the console and every product package load none of them
+    until a lab or demo command runs."""
+    root = ROOT / "codeai_tui"
+    names = sorted(
+        ".".join(("codeai_tui", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+        if p.relative_to(root).parts[0] not in ("lab", "demo", "cli", "__main__.py"))
+    assert len(names) > 100  # (the walk found the product)
+    code = (
+        "import sys, importlib; import codeai_tui.cli.main, codeai_tui.app; "
+        f"[importlib.import_module(n) for n in {names!r}]; "
+        "bad = sorted(m for m in sys.modules if m.startswith(('codeai_tui.lab', 'codeai_tui.demo'))); "
+        "print(bad); raise SystemExit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
