@@ -64,9 +64,6 @@ class CaseSession:
     drift: dict[str, DriftCheck] = field(default_factory=dict)
     note: Note | None = None
     activity: str | None = None
-    # one action at a time: a plan is being read, or a write is running
-    resuming: bool = False
-    planning: bool = False
     jump_to_effect_unknown: bool = False
     # alert memory: what the last snapshot had, and effect_unknown calls waiting to alert
     seen_unknown: set[str] | None = None

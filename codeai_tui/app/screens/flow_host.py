@@ -9,7 +9,6 @@ with it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,17 +21,8 @@ from codeai_tui.actions.protocol import ActionOptions, GatedAction
 from codeai_tui.console.actions import Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.session import Note
 from codeai_tui.workstate import CallState
-
-
-@dataclass(frozen=True)
-class Note:
-    """The last action's outcome: it belongs to one case and one call."""
-
-    case: Path
-    call_id: str
-    text: str
-    ok: bool
 
 
 class FlowHost(Protocol):

@@ -18,13 +18,13 @@ from textual import work
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from codeai_tui.actions.resume import ResumeRefused
+from codeai_tui.actions.gate import ActionRefused
+from codeai_tui.actions.resume import ResumePlan
 from codeai_tui.app import messages as m
 from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
 from codeai_tui.console.model import CaseSnapshot
-from codeai_tui.console.resume_service import ResumeService
 from codeai_tui.console.session import CaseSession
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
@@ -38,10 +38,12 @@ class CaseWatch(Widget):
     DEFAULT_CSS = "CaseWatch { display: none; }"
 
     def __init__(self, session: CaseSession, log: ActionLog, clock: Callable[[], datetime],
-                 service: ResumeService, *, id: str | None = None) -> None:
+                 read_plan: Callable[[Path, str], ResumePlan], *,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.session, self.action_log = session, log
-        self.clock, self.service = clock, service
+        # resume's read-only plan of a call (nothing sent): what its drift check shows
+        self.clock, self.read_plan = clock, read_plan
 
     def on_mount(self) -> None:
         self.set_interval(FLUSH_EVERY_S, self._flush_alerts)
@@ -82,8 +84,8 @@ class CaseWatch(Widget):
             if get_current_worker().is_cancelled:
                 return
             try:
-                checks.append(check_from_plan(self.service.plan(case, call_id)))
-            except ResumeRefused as exc:  # e.g. an altered case directory: say so
+                checks.append(check_from_plan(self.read_plan(case, call_id)))
+            except ActionRefused as exc:  # e.g. an altered case directory: say so
                 checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE, (exc.reason,)))
             except (LedgerError, OSError, ValueError) as exc:
                 checks.append(DriftCheck(call_id, -1, DriftStatus.UNAVAILABLE,
