@@ -51,7 +51,6 @@ from codeai_tui.workstate.evidence import AttemptEvidence
 DEFAULT_MAX_ATTEMPTS = 2
 MAX_ATTEMPTS_LIMIT = 20
 POLICY_NAME = "retry-retryable-errors"
-ACTIONS = ("reinterpret", "redecide", "finalize", "next-attempt")
 
 Progress = Callable[[str], None]
 Evidence = tuple[int, int]  # (events of the call, last seq): what a confirmation showed
