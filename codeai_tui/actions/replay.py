@@ -26,7 +26,6 @@ from pathlib import Path
 from codeai_tui.actions.gate import (
     ActionRefused,
     PinnedEvidence,
-    UnknownCall,
     UnusableInput,
     recorded_by,
     through_gate,
@@ -114,12 +113,12 @@ class ReplayPlan:
 def plan_replay(case_dir: str | Path, call_id: str) -> ReplayPlan:
     """What a replay of `call_id` would do; reads only. A call that was resumed is
     replayed through its successor (the last of its resume chain), which saved the
-    response. UnknownCall for no such call; ActionRefused where that call has no saved
+    response. UnusableInput for no such call; ActionRefused where that call has no saved
     complete response (its plan is unknown: nothing may make up another one) or names
     no turn to key its operations by."""
     with LedgerReader(case_dir) as reader:
-        if not call_id or not reader.events_for_call(call_id):
-            raise UnknownCall(call_id)
+        if not reader.events_for_call(call_id):
+            raise UnusableInput(f"no call {call_id!r} in {case_dir}")
     call_id = current_call(case_dir, call_id)
     with LedgerReader(case_dir) as reader:
         events = reader.events_for_call(call_id)
