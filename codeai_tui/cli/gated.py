@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,8 +70,8 @@ class GatedCommand:
     check: Callable[[argparse.Namespace], None] = call_id_given
     # the call the plan is of (reconcile-tool names an operation: its planning call)
     call: Callable[[Path, argparse.Namespace], str] = the_call
-    plan: Callable[[GatedAction, Path, str, ActionOptions], Any] = field(
-        default=action_plan)
+    # the plan the confirmation shows (replay's preview: shown before its refusals)
+    plan: Callable[[GatedAction, Path, str, ActionOptions], Any] = action_plan
 
     def command(self) -> Command:
         """The record the parser and the dispatch are built from."""
