@@ -76,7 +76,8 @@ class Survey:
 
 def _survey(path: Path) -> Survey:
     """Which case shows what best (read-only: projections and resume plans)."""
-    from codeai_tui.actions.resume import ResumeRefused, plan_resume
+    from codeai_tui.actions.gate import ActionRefused
+    from codeai_tui.actions.resume import plan_resume
 
     worst: tuple[int, Path] | None = None
     busiest: tuple[bool, int, int, Path] | None = None
@@ -108,7 +109,7 @@ def _survey(path: Path) -> Survey:
                 continue
             try:
                 drift = bool(plan_resume(case, call.call_id).drift)
-            except (ResumeRefused, LedgerError, OSError):
+            except (ActionRefused, LedgerError, OSError):
                 continue
             if drift and found.drifted is None:
                 found.drifted = case

@@ -51,14 +51,10 @@ from codeai_tui.workstate.evidence import AttemptEvidence
 DEFAULT_MAX_ATTEMPTS = 2
 MAX_ATTEMPTS_LIMIT = 20
 POLICY_NAME = "retry-retryable-errors"
-ACTIONS = ("reinterpret", "redecide", "finalize", "next-attempt")
 
 Progress = Callable[[str], None]
 Evidence = tuple[int, int]  # (events of the call, last seq): what a confirmation showed
 Shown = PinnedEvidence | Evidence  # (the pair: the command line's and older callers' form)
-
-# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
-AdvanceRefused = ActionRefused
 
 
 def pinned_as(call_id: str, shown: Shown | None) -> PinnedEvidence | None:
@@ -504,6 +500,8 @@ class Advance(ActionBase):
                 f"{APPENDS[self.name]}")
 
     def plan(self, case: Path, call_id: str, options: ActionOptions) -> AdvancePlan:
+        """Read-only: the step the projection names now (refused where it names another:
+        with `options.accept_duplicate`, only decide_duplicate)."""
         next_plan = None
         if self.name == "next-attempt":
             next_plan = plan_next_attempt(case, call_id, base_url=options.base_url,
@@ -511,7 +509,8 @@ class Advance(ActionBase):
                                           ask_destination=True)
         with LedgerReader(case) as reader:
             events = reader.events_for_call(call_id)
-        state = check_permitted(project_call(events, call_id), call_id, self.name)
+        state = check_permitted(project_call(events, call_id), call_id, self.name,
+                                options.accept_duplicate)
         at_duplicate = state.next_operation is NextOperation.DECIDE_DUPLICATE
         steps = ("finalize", "accept-duplicate") if at_duplicate else (self.name,)
         return AdvancePlan(case, call_id, state.stage.value, state.next_operation.value,
@@ -520,25 +519,29 @@ class Advance(ActionBase):
 
     def run(self, plan: AdvancePlan, decision: Decision, options: ActionOptions,
             progress: Progress) -> Done:
+        """Through the gate, pinned to the plan's evidence; a next attempt then sends."""
         case, call_id, pinned = plan.case_dir, plan.call_id, plan.pinned
+        accept, note = decision.accept_duplicate, decision.note
+        max_attempts = options.max_attempts or DEFAULT_MAX_ATTEMPTS
         if self.name == "reinterpret":
             result = reinterpret(case, call_id, expected=pinned)
         elif self.name == "redecide":
-            result = redecide(case, call_id, expected=pinned)
+            result = redecide(case, call_id, expected=pinned, max_attempts=max_attempts,
+                              accept_duplicate=accept, note=note)
         elif self.name == "finalize":
-            result = finalize(case, call_id, expected=pinned,
-                              accept_duplicate=decision.accept_duplicate,
-                              note="accepted in the console" if decision.accept_duplicate
-                              else decision.note)
+            result = finalize(case, call_id, expected=pinned, accept_duplicate=accept,
+                              note=note)
         else:
             assert plan.next_attempt is not None  # plan() made it
             result = next_attempt(case, call_id, base_url=options.base_url,
                                   api_key_env=options.api_key_env,
                                   send_credential=decision.send_credential,
-                                  expected=plan.next_attempt, progress=progress)
+                                  max_attempts=max_attempts, expected=plan.next_attempt,
+                                  progress=progress, timeout=options.timeout,
+                                  deadline=options.deadline)
             return Done(result.summary(), ok=result.status == "succeeded",
-                        warning=result.warning)
-        return Done(result.summary())
+                        warning=result.warning, result=result)
+        return Done(result.summary(), result=result)
 
 
 REINTERPRET = Advance("reinterpret")

@@ -16,7 +16,8 @@ five things in ONE `BEGIN IMMEDIATE` transaction of the ledger's one writer:
    (`AppendNotLanded` otherwise), and commit.
 
 A refusal anywhere rolls back: nothing is appended. What the actions share is public
-here: who is recording (`recorded_by`), the pinned evidence, the refusals.
+here: who is recording (`recorded_by`), the pinned evidence, and the one family of
+refusals (`ActionRefused`; `UnusableInput` where the input itself cannot be used).
 """
 
 from __future__ import annotations
@@ -53,12 +54,21 @@ class ActionRefused(Exception):
         self.reason = reason
 
 
-class UnknownCall(ActionRefused):
-    """The call id names no call in this ledger: bad input, not a refusal."""
+class UnusableInput(ActionRefused):
+    """What the operator named cannot be acted on (no such call or operation, a kernel
+    key that is not the case's): bad input, not the projection's refusal. Nothing was
+    appended; the command line says it as a bad input (exit 2)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(None, reason)
+
+
+class UnknownCall(UnusableInput):
+    """The call id names no call in this ledger."""
 
     def __init__(self, call_id: str) -> None:
         shown = call_id[:80] if call_id else "(empty)"
-        super().__init__(None, f"no call {shown!r} in this ledger")
+        super().__init__(f"no call {shown!r} in this ledger")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""What every gated write is to its callers (the console, the reliability harness, and
-the command line once it reads the registry): one protocol.
+"""What every gated write is to its callers (the console, the command line and the
+reliability harness, which all read actions/registry.py): one protocol.
 
 An action has a name and the console key that starts it; says whether the projection
 permits it on the selected call (`permitted`) and, in one line, why not or what it will
@@ -23,12 +23,24 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True, slots=True)
 class ActionOptions:
-    """What the operator gave on the command line (None: case.json decides)."""
+    """What the operator gave when starting the console or on the command line, before
+    any plan (None: case.json or the runner's documented default decides)."""
 
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     kernel_key: Path | None = None  # the tool kernel's signing key (replay runs tools)
+    # the limits of a send (resume, next attempt): seconds per exchange, per call, and
+    # the longest Retry-After honoured
+    timeout: float | None = None
+    deadline: float | None = None
+    max_retry_wait: float | None = None
+    max_attempts: int | None = None  # redecide, next attempt: the retry policy's limit
+    # redecide, finalize: the step is "accept a duplicate", chosen before the plan (the
+    # console's dialog chooses it after the plan instead, in `Decision`)
+    accept_duplicate: bool = False
+    # reconcile-tool: the operation named (None: the call's first whose effect is unknown)
+    operation_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +60,19 @@ class Decision:
     reason: str | None = None  # resume: why, kept in call.resumed
     send_credential: bool = False  # resume, next attempt: decided from the destination
     finding: str | None = None  # reconcile, reconcile-tool
-    note: str | None = None
-    accept_duplicate: bool = False  # finalize at decide_duplicate: accept it instead
+    note: str | None = None  # reconcile, reconcile-tool, redecide, finalize: recorded
+    accept_duplicate: bool = False  # redecide, finalize at decide_duplicate: accept it
 
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """How a run ended, for the action log: one line, and a warning said first."""
+    """How a run ended: one line and a warning said first (the action log), and the
+    action's own record of what it did (`result`: the command line prints its fields)."""
 
     text: str
     ok: bool = True
     warning: str | None = None
+    result: Any = None
 
 
 class ActionPlan(Protocol):

@@ -13,13 +13,14 @@ on the call's last started attempt. Refusals append nothing. No network.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from codeai_tui.actions.gate import (
     ActionRefused,
     PinnedEvidence,
     UnknownCall,
+    UnusableInput,
     gated_write,
     recorded_by,
 )
@@ -32,10 +33,6 @@ from codeai_tui.workstate.receipts import index_for
 from codeai_tui.workstate.tool_ops import TOOL_FINDINGS, ToolOpStage, ToolOpState
 
 FINDINGS = ("received", "not_received")
-
-
-# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
-ReconcileRefused = ActionRefused
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +50,12 @@ def check_reconcilable(state: CallState | None, call_id: str) -> CallState:
     if state is None:
         raise UnknownCall(call_id)
     if state.anomalous:
-        raise ReconcileRefused(
+        raise ActionRefused(
             state.next_operation,
             f"call {call_id}: an anomaly names this call; reconcile refuses to guess",
         )
     if state.stage is not CallStage.EFFECT_UNKNOWN:
-        raise ReconcileRefused(
+        raise ActionRefused(
             state.next_operation,
             f"call {call_id} is {state.stage.value}: next operation is "
             f"{state.next_operation.value}, not {NextOperation.RECONCILE_EFFECT.value} "
@@ -114,14 +111,8 @@ def reconcile_call(case_dir: str | os.PathLike[str], call_id: str, finding: str,
 # --------------------------------------------------------------------------- tools
 
 
-class UnknownOperation(ActionRefused):
-    """No admitted tool operation with this key in the case (bad input, exit 2)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(None, reason)
-
-
-ToolReconcileRefused = ActionRefused  # (the command line's name, as ReconcileRefused)
+class UnknownOperation(UnusableInput):
+    """No admitted tool operation with this key in the case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +138,12 @@ def check_tool_reconcilable(call: CallState | None, operation_key: str) -> ToolO
     if call is None or op is None or op.admitted_seq is None:
         raise UnknownOperation(f"no admitted tool operation {operation_key!r}")
     if call.anomalous:
-        raise ToolReconcileRefused(
+        raise ActionRefused(
             op.next_operation,
             f"operation {operation_key}: an anomaly names call {call.call_id}; reconcile "
             "refuses to guess")
     if op.stage is not ToolOpStage.EFFECT_UNKNOWN:
-        raise ToolReconcileRefused(
+        raise ActionRefused(
             op.next_operation,
             f"operation {operation_key} is {op.stage.value}: next operation is "
             f"{op.next_operation.value}, not {NextOperation.RECONCILE_EFFECT.value} "
@@ -161,13 +152,19 @@ def check_tool_reconcilable(call: CallState | None, operation_key: str) -> ToolO
 
 
 def _planning_call(txn: WriteTransaction, operation_key: str) -> str:
-    """The one call whose events admitted this operation."""
-    calls = {e.call_id for e in txn.events("kind = ?", (TOOL_ADMITTED,))
-             if (e.payload or {}).get("operation_key") == operation_key and e.call_id}
+    """The one call whose events admitted this operation, under the write lock."""
+    return planning_call_of(txn.events("kind = ?", (TOOL_ADMITTED,)), operation_key)
+
+
+def planning_call_of(admissions: Iterable[Event], operation_key: str) -> str:
+    """The one call among these events' that admitted this operation: none is bad input
+    (UnknownOperation), more than one is refused (which would be guessed)."""
+    calls = {e.call_id for e in admissions if e.kind == TOOL_ADMITTED
+             and (e.payload or {}).get("operation_key") == operation_key and e.call_id}
     if not calls:
         raise UnknownOperation(f"no admitted tool operation {operation_key!r}")
     if len(calls) > 1:
-        raise ToolReconcileRefused(
+        raise ActionRefused(
             NextOperation.RECONCILE_EFFECT,
             f"operation {operation_key} is admitted under {len(calls)} calls; reconcile "
             "refuses to guess")

@@ -24,8 +24,10 @@ from codeai_tui.actions.protocol import (
 )
 from codeai_tui.actions.reconcile import (
     FINDINGS,
+    UnknownOperation,
     check_reconcilable,
     check_tool_reconcilable,
+    planning_call_of,
     reconcile_call,
     reconcile_operation,
 )
@@ -217,6 +219,15 @@ def plan_tool_reconcile(case: Path, call_id: str, operation_key: str) -> ToolRec
         pinned=PinnedEvidence.of_events(call_id, events))
 
 
+def planning_call(case: Path, operation_key: str) -> str:
+    """Read-only: the call that admitted this operation (the command line names an
+    operation by its key alone). Raises UnknownOperation or ActionRefused."""
+    if not operation_key:
+        raise UnknownOperation("no operation key given")
+    with LedgerReader(case) as reader:
+        return planning_call_of(reader.iter_events(), operation_key)
+
+
 def tool_effect_unknown(call: CallState | None) -> ToolOpState | None:
     """The call's first tool operation whose effect is unknown (T2), if any."""
     tools = call.tools if call is not None else None
@@ -263,7 +274,7 @@ class Reconcile(ActionBase):
         named = f" (receipt {', '.join(r.evidence)})" if r.evidence else ""
         return Done(f"reconciled {r.call_id} attempt {r.attempt_id}: {r.finding}{named} at "
                     f"seq {r.seq}; now {r.state.stage.value}, next "
-                    f"{r.state.next_operation.value}")
+                    f"{r.state.next_operation.value}", result=r)
 
 
 class ReconcileTool(ActionBase):
@@ -285,7 +296,10 @@ class ReconcileTool(ActionBase):
                 "executed / not executed for its first operation whose effect is unknown")
 
     def plan(self, case: Path, call_id: str, options: ActionOptions) -> ToolReconcilePlan:
-        """The call's first operation whose effect is unknown, as the ledger says now."""
+        """The operation `options` names (the command line's), else the call's first
+        whose effect is unknown (the console's), as the ledger says now."""
+        if options.operation_key is not None:
+            return plan_tool_reconcile(case, call_id, options.operation_key)
         _events, state = _call(case, call_id)
         op = tool_effect_unknown(state)
         if state is None:
@@ -305,7 +319,7 @@ class ReconcileTool(ActionBase):
                                 expected_admitted_seq=plan.admitted_seq)
         return Done(f"reconciled tool operation {r.operation_key}: {r.finding} at seq "
                     f"{r.seq}; now {r.state.stage.value}, next "
-                    f"{r.state.next_operation.value}")
+                    f"{r.state.next_operation.value}", result=r)
 
 
 RECONCILE = Reconcile()

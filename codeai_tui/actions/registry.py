@@ -1,10 +1,12 @@
 """The one registry of gated writes, in the order the console offers them.
 
-The console (its keys, its one flow) and the reliability harness (races, kills, the
-read-only matrix) read this tuple; the command line will. Adding a write action: one
-module implementing `GatedAction` (its plan and its run through actions/gate.py), one
-dialog in app/screens/ (registered in app/screens/action_flow.py's DIALOGS), and one
-line here.
+The console (its keys, its one flow), the command line (cli/gated.py: each gated write
+command looks its action up by name) and the reliability harness (races, kills, the
+read-only matrix) read this tuple. Adding a write action: one module implementing
+`GatedAction` (its plan and its run through actions/gate.py), one dialog in
+app/screens/ (registered in app/screens/action_flow.py's DIALOGS), one line here, one
+`GatedCommand` in cli/ and one harness entry in lab/reliability/actions.py (each of the
+last three is checked against this tuple by a test or at import).
 """
 
 from __future__ import annotations

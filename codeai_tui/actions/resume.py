@@ -65,10 +65,6 @@ from codeai_tui.workstate.tool_ops import TURN_KEYS, parse_turn
 Progress = Callable[[str], None]
 
 
-# the command line's name for the one refusal (cli/ catches it); new code says ActionRefused
-ResumeRefused = ActionRefused
-
-
 @dataclass(frozen=True, slots=True)
 class ResumePlan:
     """Everything an operator must see before confirming, pinned to the call's evidence."""
@@ -483,8 +479,10 @@ class Resume(ActionBase):
         result = resume_call(plan.case_dir, plan.call_id, model=options.model,
                              base_url=options.base_url, api_key_env=options.api_key_env,
                              send_credential=decision.send_credential,
-                             reason=decision.reason, expected=plan, progress=progress)
-        return Done(done_line(result), ok=True, warning=result.warning)
+                             reason=decision.reason, expected=plan, progress=progress,
+                             timeout=options.timeout, max_retry_wait=options.max_retry_wait,
+                             deadline=options.deadline)
+        return Done(done_line(result), ok=True, warning=result.warning, result=result)
 
 
 RESUME = Resume()

@@ -1,7 +1,8 @@
 """The write commands on a call or a tool operation: resume, reconcile, reconcile-tool and
-replay. Each checks its input, asks the one confirmation (common.confirm) unless --yes,
-and runs its action inside common.write_action, which says a refusal (exit 3, nothing
-written) or a bad input (exit 2) in one line."""
+replay. Each is one GatedCommand (cli/gated.py) driving the registry's action: its
+arguments, its options, its confirmation (common.confirm, unless --yes) and what it prints
+when the run ends. A refusal is exit 3 and a bad input exit 2, each one line, nothing
+written (common.write_action)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,26 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codeai_tui.cli import arguments as arg
 from codeai_tui.cli.common import (
     EXIT_OK,
     CliError,
-    Command,
     ask,
     confirm,
     outcome_exit,
     plan_line,
     refusal,
     say,
-    write_action,
 )
+from codeai_tui.cli.gated import GatedCommand, no_check
 from codeai_tui.textsafe import visible
 
 if TYPE_CHECKING:
+    from codeai_tui.actions.protocol import ActionOptions, Decision, Done, GatedAction
+    from codeai_tui.actions.reconcile_plan import ToolReconcilePlan
+    from codeai_tui.actions.replay import ReplayShown
     from codeai_tui.actions.resume import ResumePlan
 
 
@@ -82,38 +85,40 @@ def _confirm(plan: ResumePlan) -> bool:
     return send
 
 
-def cmd_resume(args: argparse.Namespace) -> int:
-    from codeai_tui.actions.resume import ResumeRefused, plan_resume, resume_call
+def _resume_options(args: argparse.Namespace) -> ActionOptions:
+    from codeai_tui.actions.protocol import ActionOptions
 
-    case = Path(args.case)
-    if not case.is_dir():
-        raise CliError(f"{args.case}: not a case directory")
-    if not args.call_id.strip():
-        raise CliError("the call id is empty")
-    with write_action():
-        plan = plan_resume(case, args.call_id, model=args.model, base_url=args.base_url,
-                           api_key_env=args.api_key_env, ask_destination=True)
-        if plan.drift:
-            raise ResumeRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
-        if not args.yes:
-            send_credential = _confirm(plan)
-        else:
-            # --yes never sends a credential to a destination the operator did not name
-            send_credential = plan.destination.trusted
-            if not plan.drift_check_possible:
-                print("codeai-tui: note: no manifest recorded, so no drift check was possible",
-                      file=sys.stderr)
-            active = plan.still_active(datetime.now(UTC))
-            if active is not None:
-                print(f"codeai-tui: note: {visible(active, one_line=True)}", file=sys.stderr)
-        line = plan.destination.credential_line(send_credential)
-        say(f"note: sending to {plan.destination.base_url}; {line}")
-        result = resume_call(
-            case, args.call_id, model=args.model, base_url=args.base_url,
-            api_key_env=args.api_key_env, send_credential=send_credential, reason=args.reason,
-            expected=plan, timeout=args.timeout, max_retry_wait=args.max_retry_wait,
-            deadline=args.deadline,
-        )
+    return ActionOptions(model=args.model, base_url=args.base_url,
+                         api_key_env=args.api_key_env, timeout=args.timeout,
+                         max_retry_wait=args.max_retry_wait, deadline=args.deadline)
+
+
+def _resume_decide(plan: ResumePlan, args: argparse.Namespace) -> Decision:
+    """A plan that drifts is refused; else the confirmation (or --yes, with its notes)
+    and whether the credential goes."""
+    from codeai_tui.actions.gate import ActionRefused
+    from codeai_tui.actions.protocol import Decision
+
+    if plan.drift:
+        raise ActionRefused(None, f"call {args.call_id}: drift, refusing: " + "; ".join(plan.drift))
+    if not args.yes:
+        send_credential = _confirm(plan)
+    else:
+        # --yes never sends a credential to a destination the operator did not name
+        send_credential = plan.destination.trusted
+        if not plan.drift_check_possible:
+            print("codeai-tui: note: no manifest recorded, so no drift check was possible",
+                  file=sys.stderr)
+        active = plan.still_active(datetime.now(UTC))
+        if active is not None:
+            print(f"codeai-tui: note: {visible(active, one_line=True)}", file=sys.stderr)
+    line = plan.destination.credential_line(send_credential)
+    say(f"note: sending to {plan.destination.base_url}; {line}")
+    return Decision(reason=args.reason, send_credential=send_credential)
+
+
+def _resume_report(done: Done, _args: argparse.Namespace) -> int:
+    result = done.result
     print(
         f"resumed {visible(result.old_call_id, one_line=True)} as "
         f"{visible(result.new_call_id, one_line=True)}: {result.status}; "
@@ -135,21 +140,28 @@ def _reconcile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def cmd_reconcile(args: argparse.Namespace) -> int:
-    """Record the operator's finding for an effect-unknown call: exit 0 when appended,
-    3 when the projection or the receipt log refuses it (nothing appended), 2 bad input."""
-    from codeai_tui.actions.reconcile import reconcile_call
+def _finding_options(args: argparse.Namespace) -> ActionOptions:
+    from codeai_tui.actions.protocol import ActionOptions
 
-    case = Path(args.case)
-    if not case.is_dir():
-        raise CliError(f"{args.case}: not a case directory")
-    if not args.call_id.strip():
-        raise CliError("the call id is empty")
+    return ActionOptions(operation_key=getattr(args, "operation_key", None))
+
+
+def _finding(args: argparse.Namespace) -> Decision:
+    from codeai_tui.actions.protocol import Decision
+
+    return Decision(finding=args.finding, note=args.note)
+
+
+def _reconcile_decide(_plan: Any, args: argparse.Namespace) -> Decision:
     confirm(args.yes, "reconcile",
             f"Record finding {args.finding} for {args.call_id}? Type the call id: ",
             typed=args.call_id, declined="not reconciled")
-    with write_action():
-        result = reconcile_call(case, args.call_id, args.finding, args.note)
+    return _finding(args)
+
+
+def _reconcile_report(done: Done, _args: argparse.Namespace) -> int:
+    """Exit 0: appended (a refusal ended the command before: exit 3, nothing appended)."""
+    result = done.result
     st = result.state
     receipts = ", ".join(result.evidence) or "none"
     print(visible(
@@ -170,24 +182,30 @@ def _reconcile_tool_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def cmd_reconcile_tool(args: argparse.Namespace) -> int:
-    """Record what the tool's own records say of an operation whose effect is unknown:
-    exit 0 when appended, 3 when the projection refuses it (nothing appended), 2 bad
-    input. The confirmation asks for the tool-call id (the key's last part) typed."""
-    from codeai_tui.actions.reconcile import reconcile_operation
-
-    case = Path(args.case)
-    if not case.is_dir():
-        raise CliError(f"{args.case}: not a case directory")
-    key = args.operation_key
-    if not key.strip():
+def _operation_key_given(args: argparse.Namespace) -> None:
+    if not args.operation_key.strip():
         raise CliError("the operation key is empty")
+
+
+def _planning_call(case: Path, args: argparse.Namespace) -> str:
+    """The call that admitted the operation named (UnknownOperation: exit 2)."""
+    from codeai_tui.actions.reconcile_plan import planning_call
+
+    return planning_call(case, args.operation_key)
+
+
+def _reconcile_tool_decide(plan: ToolReconcilePlan, args: argparse.Namespace) -> Decision:
+    """The confirmation asks for the tool-call id (the key's last part) typed."""
+    key = args.operation_key
     tool_call_id = key.rsplit("/", 1)[-1]
     confirm(args.yes, "reconcile",
             f"Record finding {args.finding} for operation {key}? Type its tool-call id "
             f"({tool_call_id}): ", typed=tool_call_id, declined="not reconciled")
-    with write_action():
-        result = reconcile_operation(case, key, args.finding, args.note)
+    return _finding(args)
+
+
+def _reconcile_tool_report(done: Done, _args: argparse.Namespace) -> int:
+    result = done.result
     op = result.state
     print(visible(
         f"reconciled operation {result.operation_key} (call {result.call_id}) as "
@@ -204,19 +222,29 @@ def _replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    """Preview the plan and each operation's state; refuse (exit 3, nothing written) where
-    an operation is admitted without an outcome; run the rest only after confirmation."""
-    from codeai_tui.ledger.writer import LedgerWriter
-    from codeai_tui.tools import PUBLISH_REPORT, PublishReport, ToolKernel
-    from codeai_tui.tools.kernel import Outcome
-    from codeai_tui.tools.replay import plan_replay, record_follow_up, run_replay
+def _replay_options(args: argparse.Namespace) -> ActionOptions:
+    from codeai_tui.actions.protocol import ActionOptions
 
-    case = Path(args.case)
-    if not case.is_dir():
-        raise CliError(f"{args.case}: not a case directory")
-    with write_action():
-        plan = plan_replay(case, args.call_id)
+    return ActionOptions(kernel_key=args.kernel_key)
+
+
+def _replay_read(action: GatedAction, case: Path, call_id: str,
+                 options: ActionOptions) -> ReplayShown:
+    """The preview without the console's refusals: the command line shows the plan and
+    each operation's state before it says why it will not run, and "nothing to run" is
+    not a refusal here (the follow-up may still be due)."""
+    from codeai_tui.actions.replay import Replay
+
+    assert isinstance(action, Replay)
+    return action.read(case, call_id, options)
+
+
+def _replay_decide(shown: ReplayShown, args: argparse.Namespace) -> Decision:
+    """Preview the plan and each operation's state; refuse where an operation is
+    admitted without an outcome; ask before running the rest."""
+    from codeai_tui.actions.protocol import Decision
+
+    plan = shown.plan
     if plan.saved.call_id != args.call_id:
         print(f"call {visible(args.call_id, one_line=True)} was resumed as "
               f"{visible(plan.saved.call_id, one_line=True)}, whose response holds the plan",
@@ -237,29 +265,36 @@ def cmd_replay(args: argparse.Namespace) -> int:
         confirm(args.yes, "replay",
                 f"Run {len(plan.to_run)} operation(s) with their original tool-call ids? [y/N] ",
                 typed=None, declined="not replayed")
-    with write_action(), LedgerWriter.open(case) as writer:
-        kernel = ToolKernel.open(case, writer, args.kernel_key,
-                                 {PUBLISH_REPORT: PublishReport(case)}, namespace=plan.namespace)
-        done = run_replay(plan, kernel)
-        follow_up = record_follow_up(case, writer, plan, done)
-    for completed in done:
+    return Decision()
+
+
+def _replay_report(done: Done, args: argparse.Namespace) -> int:
+    from codeai_tui.tools.kernel import Outcome
+
+    replayed = done.result
+    for completed in replayed.completed:
         outcome = ("found to have run, outcome unknown (not run again)"
                    if completed.outcome is Outcome.UNKNOWN else completed.outcome.value)
         print(f"{visible(completed.operation_key, one_line=True)}: {outcome}")
+    follow_up = replayed.follow_up
     if follow_up is not None:
         print(f"recorded the follow-up call {visible(follow_up, one_line=True)} with these "
-              f"results (not sent); next: codeai-tui resume {visible(str(case), one_line=True)} "
+              f"results (not sent); next: codeai-tui resume {visible(str(args.case), one_line=True)} "
               f"{visible(follow_up, one_line=True)}")
     return EXIT_OK
 
 
-COMMANDS = (
-    Command("resume", "resume one call where the projection permits it", _resume_arguments,
-            cmd_resume),
-    Command("reconcile", "record a finding for a call whose effect is unknown",
-            _reconcile_arguments, cmd_reconcile),
-    Command("reconcile-tool", "record whether a tool operation whose effect is unknown ran",
-            _reconcile_tool_arguments, cmd_reconcile_tool),
-    Command("replay", "run a saved tool plan's never-admitted operations, without the "
-                      "provider", _replay_arguments, cmd_replay),
+GATED = (
+    GatedCommand("resume", "resume one call where the projection permits it",
+                 _resume_arguments, _resume_options, _resume_decide, _resume_report),
+    GatedCommand("reconcile", "record a finding for a call whose effect is unknown",
+                 _reconcile_arguments, _finding_options, _reconcile_decide,
+                 _reconcile_report),
+    GatedCommand("reconcile-tool", "record whether a tool operation whose effect is unknown "
+                 "ran", _reconcile_tool_arguments, _finding_options, _reconcile_tool_decide,
+                 _reconcile_tool_report, check=_operation_key_given, call=_planning_call),
+    GatedCommand("replay", "run a saved tool plan's never-admitted operations, without the "
+                 "provider", _replay_arguments, _replay_options, _replay_decide,
+                 _replay_report, check=no_check, plan=_replay_read),
 )
+COMMANDS = tuple(command.command() for command in GATED)

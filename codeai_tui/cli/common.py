@@ -99,21 +99,18 @@ def write_action() -> Iterator[None]:
 
 def _said_by_action(exc: Exception) -> CliError | Refused | None:
     """What an action's exception means to the command line, or None. (Imported here, on
-    the way out: no command pays for the action modules it does not use.)"""
-    from codeai_tui.actions.reconcile import UnknownOperation
-    from codeai_tui.actions.resume import ResumeRefused, UnknownCall
+    the way out: no command pays for the action modules it does not use.) One family of
+    refusals: ActionRefused, of which UnusableInput (no such call or operation, a kernel
+    key that is not the case's) is bad input; and what the runtime says of a destination
+    or a key before an action can refuse anything."""
+    from codeai_tui.actions.gate import ActionRefused, UnusableInput
     from codeai_tui.runtime.destination import DestinationError
     from codeai_tui.tools.receipts import KeyProblem
-    from codeai_tui.tools.replay import UnknownCall as UnknownReplayCall
-    from codeai_tui.tools.turn import TurnRefused
 
-    if isinstance(exc, UnknownCall | UnknownOperation | UnknownReplayCall | DestinationError
-                  | KeyProblem):
+    if isinstance(exc, UnusableInput | DestinationError | KeyProblem):
         return CliError(str(exc))
-    if isinstance(exc, ResumeRefused):
+    if isinstance(exc, ActionRefused):
         return refusal(exc.reason, exc.next_operation.value if exc.next_operation else None)
-    if isinstance(exc, TurnRefused):
-        return refusal(str(exc))
     return None
 
 

@@ -108,8 +108,8 @@ def test_replay_records_no_second_follow_up_when_the_turn_went_on_under_another_
         tmp_path: Path) -> None:
     """The turn's next model call is found by its `turn`, not by the id replay would
     give it: another writer's follow-up (here `m2-by-hand`) counts."""
+    from codeai_tui.actions.replay import plan_replay
     from codeai_tui.ledger import LedgerWriter
-    from codeai_tui.tools.replay import plan_replay
 
     case, key = tmp_path / "case", tmp_path / "keys" / "kernel.key"
     _killed_run(case, key, "tool.completed")  # every operation done, no follow-up yet

@@ -18,8 +18,9 @@ from codeai_tui.lab.reliability.harness import ActorProc, Deadline, read_events
 def test_two_replays_record_one_follow_up(tmp_path: Path, provider: Any) -> None:
     target = REPLAY.setup(tmp_path / "case", provider.base_url)
     follow_up = "turn-1-m2"
-    # the winner's write transactions: tool.admitted, tool.completed, then the follow-up
-    before_follow_up = Boundary("checked, before appending the follow-up", "txn.begin", nth=3)
+    # the winner's write transactions: the gate (the planning call is as it was shown),
+    # tool.admitted, tool.completed, then the follow-up's gate
+    before_follow_up = Boundary("checked, before appending the follow-up", "txn.begin", nth=4)
     deadline = Deadline(120)
     winner = ActorProc(REPLAY, target, tmp_path, boundary=before_follow_up)
     try:

@@ -107,7 +107,9 @@ def _step(plan: AdvancePlan, step: str | None) -> Decision | None:
     # the dialog shows where a next attempt goes and sends the credential only where
     # the destination is trusted (named by the operator or the case)
     trusted = plan.next_attempt.destination.trusted if plan.next_attempt else False
-    return Decision(send_credential=trusted, accept_duplicate=step == "accept-duplicate")
+    accept = step == "accept-duplicate"
+    return Decision(send_credential=trusted, accept_duplicate=accept,
+                    note="accepted in the console" if accept else None)
 
 
 RESUME_DIALOG = Dialog(

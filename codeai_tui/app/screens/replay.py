@@ -18,8 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from codeai_tui.actions.replay import ReplayPlan
 from codeai_tui.textsafe import visible
-from codeai_tui.tools.replay import ReplayPlan
 from codeai_tui.tools.turn import OperationState
 
 STATE_TEXT = {

@@ -124,18 +124,18 @@ def _replay_audit(target: Target, before: Sequence[Event], after: Sequence[Event
 
 
 def _replay_permitted(target: Target, _doc: dict[str, Any]) -> bool:
-    from codeai_tui.tools.replay import plan_replay
-    from codeai_tui.tools.turn import TurnRefused
+    from codeai_tui.actions.gate import ActionRefused
+    from codeai_tui.actions.replay import plan_replay
 
     try:
         plan = plan_replay(target.case, target.subject)
-    except TurnRefused:
+    except ActionRefused:
         return False
     return plan.refusal is None and bool(plan.to_run)
 
 
 def _replay_landed(target: Target, _doc: dict[str, Any]) -> str:
-    from codeai_tui.tools.replay import plan_replay
+    from codeai_tui.actions.replay import plan_replay
 
     plan = plan_replay(target.case, target.subject)
     states = ",".join(op.state.value for op in plan.operations)
@@ -205,7 +205,7 @@ REPLAY = Action(
     claim_kind="tool.admitted",
     noop_codes=frozenset({0}),  # "nothing to run: every planned operation is completed"
     loser_may_record=frozenset({"call.requested", "call.manifest"}),  # the follow-up
-    warm=("codeai_tui.cli.main", "codeai_tui.tools.replay"),
+    warm=("codeai_tui.cli.main", "codeai_tui.actions.replay"),
     invariants=_replay_invariants,
     landed=_replay_landed,
     description="codeai-tui replay CASE CALL --kernel-key KEY --yes",
