@@ -58,20 +58,10 @@ class FlowHost(Protocol):
         """Keep an outcome in the action log (case None: the open case)."""
         ...
 
-    def explain_read_only(self, action: str) -> bool:
-        """In read-only mode: say that `action` writes nothing here, and return True."""
-        ...
-
-    def refuse(self, call_id: str | None, action: str, text: str) -> None:
-        """A gated action refused before anything was written: the action log and a
-        toast titled "<action> refused"."""
-        ...
-
     def paint_status(self) -> None: ...
 
-    def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
-                       ok: bool, title: str, severity: str | None = None) -> None:
-        """An action ended: the action log, the header's note and a toast, then a poll."""
+    def wake_follower(self) -> None:
+        """Poll the ledger now: the follower shows what an action wrote at once."""
         ...
 
     def show_drift(self, check: DriftCheck) -> None:

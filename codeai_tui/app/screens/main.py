@@ -405,35 +405,13 @@ class MainScreen(Screen[None]):
         self._footer.request()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        gated = self.gated_permitted(action)
+        gated = actions.gated_answer(action, self.read_only, self.action_flow.permitted)
         if gated is not None:
             return gated
         if action == "open_case":
             return self.focused_pane() == "cases" or None
         if action == "sort_cases":
             return len(self.session.cases) > 1 or None
-        return True
-
-    def gated_permitted(self, action: str) -> bool | None:
-        """For a gated write or its explaining companion: whether it answers now (None:
-        not such an action). A write answers (and its key shows) only where the selected
-        call's next operation is that write; elsewhere, and always in read-only mode,
-        the companion answers the same key and says why nothing is written."""
-        if action in actions.GATED:
-            return not self.read_only and self.action_flow.permitted(actions.key_of(action))
-        write = next((w for w, explain in actions.GATED.items() if explain == action),
-                     None)
-        if write is None:
-            return None
-        return self.read_only or not self.action_flow.permitted(actions.key_of(write))
-
-    def explain_read_only(self, action: str) -> bool:
-        """In read-only mode a write's key says so (and writes nothing)."""
-        if not self.read_only:
-            return False
-        self.notify(f"{action}: this console is read-only (started with --read-only): it "
-                    "writes nothing; run it without --read-only to act", title="read-only",
-                    severity="warning", markup=False)
         return True
 
     def action_help(self) -> None:
@@ -589,30 +567,9 @@ class MainScreen(Screen[None]):
         """Keep an outcome in the action log (case None: the open case)."""
         self.action_log.add(self.clock(), self.session.case_label(case), call_id, outcome, text)
 
-    def refuse(self, call_id: str | None, action: str, text: str) -> None:
-        """A gated action refused before anything was written: the action log and a
-        toast titled "<action> refused" (resume, reconcile, advance and replay alike)."""
-        self.record(None, call_id, Outcome.REFUSED, text)
-        self.notify(text, title=f"{action} refused", severity="warning", markup=False,
-                    timeout=10)
-
     def wake_follower(self) -> None:
         """Poll the ledger now: the follower shows what an action wrote at once."""
         self.query_one(LiveFollow).wake()
-
-    def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
-                       ok: bool, title: str, severity: str | None = None) -> None:
-        """An action ended: say it once everywhere it belongs (the action log, the
-        header's note, replacing an earlier action's words, and a toast), then poll at
-        once so the call's new verdict shows."""
-        self.activity = None
-        self.record(case, call_id, outcome, text)
-        self.note = Note(case, call_id, ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
-        self.notify(text, title=title, severity=severity or ("information" if ok else "warning"),
-                    markup=False, timeout=15)
-        self.wake_follower()
-        self.paint_status()
-        self.refresh_bindings()
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
         """Open a flow's confirmation dialog. Toasts still showing go first: at 80x24 one
