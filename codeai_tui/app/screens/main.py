@@ -15,17 +15,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from codeai_tui.actions.protocol import ActionOptions, GatedAction
-from codeai_tui.actions.replay import follow_up_due
 from codeai_tui.actions.resume import RESUME, Resume, ResumePlan
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
@@ -51,18 +49,15 @@ from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
-from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
-from codeai_tui.app.widgets.selection import selection_in
-from codeai_tui.app.widgets.status_bar import StatusBar, session_facts
-from codeai_tui.app.widgets.table import TableView
+from codeai_tui.app.widgets.status_bar import Header
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.model import CaseSnapshot, TimeMachine, discover_cases, release_frozen
+from codeai_tui.console.model import CaseSnapshot, TimeMachine, release_frozen
 from codeai_tui.console.session import CaseSession, InSession, Note
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
@@ -110,13 +105,12 @@ class MainScreen(Screen[None]):
         self.action_flow = ActionFlow(self)
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="header"):
-            yield StatusBar(self.clock, id="status")
-            yield Pulse(id="pulse")
+        yield Header(self.clock, path=self.path_given, read_only=self.read_only,
+                     provider=self.provider_note, id="header")
         yield Banner(id="banner")
         yield VerdictLine(id="verdict")
         yield PaneTabs(id="tabs")
-        yield PaneGrid(self.root, self.clock, self.read_only, id="body")
+        yield PaneGrid(self.root, self.clock, self.read_only, self.session, id="body")
         yield FilterBar(id="filter-bar")
         yield LiveFollow(self._head_start, id="follow")
         yield CaseWatch(self.session, self.action_log, self.clock, self._drift_plan, id="watch")
@@ -154,13 +148,12 @@ class MainScreen(Screen[None]):
         self.set_active_pane("calls")
         self.calls.focus()
         self.paint_status()
-        self._discover()
+        self.query_one(CasesPane).discover()
 
     # ------------------------------------------------------------------ painting
 
     def fit_grid(self) -> None:
-        self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"),
-                                     self.session)
+        self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"))
 
     def on_resize(self) -> None:
         # under 110 columns the footer drops its padding, so that the next step's key,
@@ -169,56 +162,31 @@ class MainScreen(Screen[None]):
         self.call_after_refresh(self.fit_grid)
 
     def paint_status(self) -> None:
-        s = self.session
         self.fit_grid()
-        self.query_one(Pulse).follow(s.case, s.live.event_count if s.live else None)
-        self.query_one(StatusBar).facts = session_facts(
-            s, self.query_one(CasesPane).verdicts, path=self.path_given,
-            read_only=self.read_only, provider=self.provider_note)
-        self.query_one(Banner).facts = session_banner(s)
+        self.query_one(Header).show(self.session, self.query_one(CasesPane).verdicts)
+        self.query_one(Banner).facts = session_banner(self.session)
 
     def _paint_panes(self) -> None:
         with self.app.batch_update():
-            self.query_one(PaneGrid).show(self.session)
+            self.query_one(PaneGrid).show()
             self._paint_verdict()
             self.paint_status()
 
     def _paint_verdict(self) -> None:
+        """The selected call outside its pane: the verdict line, its evidence, its lane."""
         s = self.session
-        line = self.query_one(VerdictLine)
-        line.drift, line.as_of = dict(s.drift), s.as_of
-        snap, wanted = s.shown, s.selected_call_id
-        line.call = call = snap.call(wanted) if snap is not None else None
-        line.follow_up_due = follow_up_due(snap.state, call) if snap and call else False
-        early = None
-        if snap is None and wanted is not None and s.skeleton is not None \
-                and s.as_of is None:  # the skeleton's call, until the projection
-            early = self.calls.skeleton_call_at_cursor()
-            if early is None or early.call_id != wanted:
-                early = s.skeleton_call(wanted)  # selected elsewhere (the timeline)
-        line.early = early
-        self.evidence_flow.paint_links(wanted)
-        self.query_one(LanesPane).selected_call_id = wanted
+        self.query_one(VerdictLine).show_selected(s, self.query_one(PaneGrid).early_call())
+        self.evidence_flow.paint_links(s.selected_call_id)
+        self.query_one(LanesPane).selected_call_id = s.selected_call_id
 
     # ------------------------------------------------------------------ cases
 
-    @work(thread=True, exit_on_error=False, group="discover")
-    def _discover(self) -> None:
-        try:
-            cases = discover_cases(self.root)
-        except LedgerError as exc:
-            self.post_message(m.OpenFailed(exc))
-            return
-        self.post_message(m.CasesFound(cases))
-
-    def on_cases_found(self, message: m.CasesFound) -> None:
-        self.session.cases = message.cases
-        self.open_case(message.cases[0])
-        self.query_one(CasesPane).cases = tuple(message.cases)
-
     def on_cases_pane_cases_changed(self, message: CasesPane.CasesChanged) -> None:
-        """The bundle's cases changed on disk: the list, its counts and `e` follow."""
+        """The bundle's cases, found or changed on disk: the list, its counts and `e`
+        follow; the first discovery opens the first case."""
         self.session.cases = list(message.cases)
+        if message.first:
+            self.open_case(message.cases[0])
         self.query_one(CasesPane).cases = message.cases
         self.paint_status()
 
@@ -250,13 +218,8 @@ class MainScreen(Screen[None]):
         self.session.reset(case, machine)
         self.query_one(LiveFollow).stop_travel()
         self.query_one(CaseWatch).stop()
-        for pane in PANES:
-            self.pane(pane).needle = None
+        self.query_one(PaneGrid).forget()
         self.query_one(FilterBar).active = {}
-        self.calls.skeleton = None
-        timeline = self.query_one(TimelinePane)
-        timeline.hold_cursor = False
-        timeline.total = 0
         self._paint_panes()
         self.query_one(DetailView).subject = None
 
@@ -304,9 +267,6 @@ class MainScreen(Screen[None]):
     def on_timeline_pane_trouble(self, message: TimelinePane.Trouble) -> None:
         self._trouble(message.case, message.error, True)
 
-    def on_timeline_pane_note(self, message: TimelinePane.Note) -> None:
-        self.notify(visible(message.text, one_line=True), markup=False)
-
     def _trouble(self, case: Path, error: LedgerError, ever_opened: bool) -> None:
         if case != self.session.case:
             return
@@ -331,17 +291,8 @@ class MainScreen(Screen[None]):
             self.refresh_bindings()
             return
         self._paint_panes()
-        if self.calls.skeleton is not None:
-            self.calls.skeleton = None  # drawn from the snapshot now: let it go
-        detail = self.query_one(DetailView)
-        early = detail.subject is not None and detail.subject.kind == "early call"
-        if first and (s.selected_call_id is None or early):
-            self._select_from(self.calls)  # the verdict in full where the skeleton's was
-        if s.jump_to_effect_unknown and (snap.unknown_ids
-                                         or snap.state.tool_effect_unknown_count):
-            s.jump_to_effect_unknown = False  # once: never chains to another case
-            self.calls.focus()
-            self.calls.first_effect_unknown()
+        if self.query_one(PaneGrid).took_live(first):
+            self._paint_verdict()  # the verdict in full where the skeleton's was
         self.refresh_bindings()
 
     def on_worker_failed(self, message: m.WorkerFailed) -> None:
@@ -359,31 +310,16 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ selection
 
-    def on_table_view_cursor_moved(self, message: TableView.CursorMoved) -> None:
-        table = message.table
-        if table.has_focus or (table.id == "calls" and self.session.selected_call_id is None):
-            self._select_from(table)
+    def on_table_view_cursor_moved(self) -> None:
+        self.refresh_bindings()  # (the grid keeps what the cursor selects)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, Pane) and event.widget.id in PANES:
+            self.set_active_pane(event.widget.id)
         self.refresh_bindings()
 
-    def on_descendant_focus(self, event: object) -> None:
-        widget = getattr(event, "widget", None)
-        if isinstance(widget, Pane) and widget.id in PANES:
-            self.set_active_pane(widget.id)
-            self._select_from(widget)
-        self.refresh_bindings()
-
-    def _select_from(self, table: TableView) -> None:
-        chosen = selection_in(table)
-        detail = self.query_one(DetailView)
-        if chosen.case_verdicts is not None:
-            detail.case_verdicts = chosen.case_verdicts
-        if chosen.subject is not None:
-            detail.subject = chosen.subject
-        if chosen.call_id is not None:
-            self.session.selected_call_id = chosen.call_id
-            if isinstance(table, LanesPane):  # a lane selects its call everywhere
-                self.calls.select_key(chosen.call_id)
-            self._paint_verdict()
+    def on_pane_grid_call_selected(self) -> None:
+        self._paint_verdict()
 
     def selected_call(self) -> CallState | None:
         """The operator's selected call, in the live projection (resume acts on live)."""

@@ -29,6 +29,7 @@ from codeai_tui.console.filters import Needle, event_fields
 from codeai_tui.console.model import PROJECT_PAGE, TIMELINE_PAGE, CaseSnapshot
 from codeai_tui.ledger import Event, LedgerError
 from codeai_tui.ledger.areader import AsyncLedgerReader
+from codeai_tui.textsafe import visible
 
 # 8 pages x 256 events: ~50 screens of scrollback; each event with its payload is ~1 KB,
 # and a page read by key costs ~1 ms, so a larger cache buys little and costs memory
@@ -231,10 +232,6 @@ class TimelinePane(Pane):
 
         seq: int
 
-    @dataclass
-    class Note(Message):
-        text: str
-
     case: reactive[Path | None] = reactive(None, init=False)
     total: reactive[int] = reactive(0, init=False, repaint=False)
     decoration: reactive[tuple[CaseSnapshot | None, int | None]] = reactive(
@@ -385,7 +382,11 @@ class TimelinePane(Pane):
         self._matches = FilteredTimeline(found, self.pages.decorator)
         self.paint()
         if truncated:
-            self.post_message(self.Note(f"showing the first {FILTER_SCAN_LIMIT:,} matches"))
+            self.say(f"showing the first {FILTER_SCAN_LIMIT:,} matches")
+
+    def say(self, text: str) -> None:
+        """A note for the operator (a toast), in one line, shown literally."""
+        self.notify(visible(text, one_line=True), markup=False)
 
     def jump_to_call_event(self, call_id: str, direction: int) -> None:
         if self.case is not None:
@@ -407,11 +408,11 @@ class TimelinePane(Pane):
             target = next((s for s in reversed(seqs) if s < current), None)
         if target is None:
             later = "later" if direction > 0 else "earlier"
-            self.post_message(self.Note(f"no {later} event of call {cell(call_id, 80)}"))
+            self.say(f"no {later} event of call {cell(call_id, 80)}")
             return
         self.focus()
         if not self.select_key(str(target)):
-            self.post_message(self.Note(f"seq {target} is hidden by the timeline filter"))
+            self.say(f"seq {target} is hidden by the timeline filter")
             return
         self.post_message(self.SeqChosen(target))
 
