@@ -11,8 +11,9 @@ same four steps for every action:
 3. run, in a thread worker, through the gate (pinned to the evidence the dialog showed);
 4. report: the action log, the header's note and a toast.
 
-The flow holds the one "an action is in progress" state (`busy`); it talks to the
-screen only through `FlowHost`. Adding an action's dialog: a ModalScreen and one entry
+The flow is a widget with nothing to draw: it holds the one "an action is in progress"
+state (`busy`), runs its workers and handles the messages they post, so they end with
+it; it talks to the screen only through `FlowHost`. Adding an action's dialog: a ModalScreen and one entry
 in DIALOGS (dialogs.py).
 """
 
@@ -25,10 +26,13 @@ from typing import Any
 
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState
 
 from codeai_tui.actions.gate import ActionRefused
 from codeai_tui.actions.protocol import Decision, Done, GatedAction, Selected
 from codeai_tui.actions.registry import keyed
+from codeai_tui.app import messages as m
 from codeai_tui.app.screens.dialogs import DIALOGS, PinnedDialog
 from codeai_tui.app.screens.flow_host import FlowHost
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
@@ -70,10 +74,13 @@ class ActionEnded(Message):
     done: Done | None = None
 
 
-class ActionFlow:
-    """The main screen's one flow for every gated action: a plain object it composes."""
+class ActionFlow(Widget):
+    """The main screen's one flow for every gated action: a widget it composes."""
 
-    def __init__(self, host: FlowHost) -> None:
+    DEFAULT_CSS = "ActionFlow { display: none; }"
+
+    def __init__(self, host: FlowHost, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.host = host
         self.busy: str | None = None  # the action in progress (plan, dialog or run)
         self.dialog: ModalScreen[Any] | None = None  # the open dialog, with its plan
@@ -143,7 +150,7 @@ class ActionFlow:
         host.activity = f"{action.name}: reading {call.call_id}\u2026"
         host.paint_status()
         host.refresh_bindings()
-        host.run_worker(partial(self._plan, action, host.case, call.call_id), name="_plan",
+        self.run_worker(partial(self._plan, action, host.case, call.call_id), name="_plan",
                         group="action", exclusive=True, exit_on_error=False, thread=True)
 
     def _plan(self, action: GatedAction, case: Path, call_id: str) -> None:
@@ -163,11 +170,11 @@ class ActionFlow:
             self._end(case, action.name, call_id, Outcome.FAILED,
                       f"{call_id}: cannot plan {action.name}: {type(exc).__name__}: {exc}")
             return
-        host.post_message(ActionPlanned(case, action.name, plan))
+        self.post_message(ActionPlanned(case, action.name, plan))
 
     # ---------------------------------------------------------------- dialog
 
-    def on_planned(self, message: ActionPlanned) -> None:
+    def on_action_planned(self, message: ActionPlanned) -> None:
         host = self.host
         host.activity = None
         host.paint_status()
@@ -202,7 +209,7 @@ class ActionFlow:
             host.note = None
             host.activity = f"{action.name} {plan.call_id}\u2026"
             host.paint_status()
-            host.run_worker(partial(self._run, action, case, plan, decision), name="_run",
+            self.run_worker(partial(self._run, action, case, plan, decision), name="_run",
                             group="action", exclusive=True, exit_on_error=False, thread=True)
 
         host.push_screen(modal, decided)
@@ -234,7 +241,7 @@ class ActionFlow:
         call_id = plan.call_id
 
         def progress(text: str) -> None:
-            host.post_message(ActionProgressed(case, f"{action.name}: {text}"))
+            self.post_message(ActionProgressed(case, f"{action.name}: {text}"))
 
         try:
             done = action.run(plan, decision, host.options, progress)
@@ -252,19 +259,25 @@ class ActionFlow:
         outcome = Outcome(action.done_word) if done.ok else Outcome.FAILED
         self._end(case, action.name, call_id, outcome, done.text, done)
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A plan or a run died of a bug (refusals and failures are outcomes): the screen
+        says so plainly."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.post_message(m.WorkerFailed(event.worker.group, event.worker.error))
+
     def _end(self, case: Path, action: str, call_id: str, outcome: Outcome, text: str,
              done: Done | None = None) -> None:
-        self.host.post_message(ActionEnded(case, action, call_id, outcome, text, done))
+        self.post_message(ActionEnded(case, action, call_id, outcome, text, done))
 
     # ---------------------------------------------------------------- report
 
-    def on_progressed(self, message: ActionProgressed) -> None:
+    def on_action_progressed(self, message: ActionProgressed) -> None:
         host = self.host
         if message.case == host.case:
             host.activity = _line(message.text)
             host.paint_status()
 
-    def on_ended(self, message: ActionEnded) -> None:
+    def on_action_ended(self, message: ActionEnded) -> None:
         self.busy = None
         done, outcome = message.done, message.outcome
         warning = done.warning if done is not None else None

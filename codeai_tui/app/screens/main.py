@@ -21,31 +21,22 @@ from textual.binding import BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.worker import Worker, WorkerState
 
 from codeai_tui.actions.protocol import ActionOptions, GatedAction
-from codeai_tui.actions.resume import RESUME, Resume, ResumePlan
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import WAY_OUT
-from codeai_tui.app.screens.action_flow import (
-    ActionEnded,
-    ActionFlow,
-    ActionPlanned,
-    ActionProgressed,
-)
+from codeai_tui.app.screens.action_flow import ActionFlow
 from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.error import ErrorScreen
 from codeai_tui.app.screens.evidence_actions import EvidenceFlow
 from codeai_tui.app.widgets.banner import Banner, session_banner
 from codeai_tui.app.widgets.calls_pane import CallsPane
-from codeai_tui.app.widgets.case_watch import CaseWatch
+from codeai_tui.app.widgets.case_watch import CaseWatch, resume_read
 from codeai_tui.app.widgets.cases_pane import CasesPane
-from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.app.widgets.filter_bar import FilterBar
 from codeai_tui.app.widgets.footer_gate import FooterGate
-from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
@@ -65,10 +56,10 @@ from codeai_tui.workstate import CallState
 
 
 class MainScreen(Screen[None]):
-    """The console's one screen. The one flow of every gated action (`action_flow`)
-    and the evidence cross-links (`evidence_flow`) are objects it composes, not mixins:
+    """The console's one screen. The one flow of every gated action (`action_flow`, a
+    widget) and the evidence cross-links (`evidence_flow`) are composed, not mixed in:
     they see the screen only through a protocol (`FlowHost`, `LinksHost`), and the
-    screen's `action_*` and message handlers delegate to them."""
+    screen's `action_*` for their keys delegate to them."""
 
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
@@ -102,7 +93,7 @@ class MainScreen(Screen[None]):
         self.provider_note = provider_note
         self.active_pane = "calls"
         self.evidence_flow = EvidenceFlow(self)
-        self.action_flow = ActionFlow(self)
+        self.action_flow = ActionFlow(self, id="flow")
 
     def compose(self) -> ComposeResult:
         yield Header(self.clock, path=self.path_given, read_only=self.read_only,
@@ -112,8 +103,10 @@ class MainScreen(Screen[None]):
         yield PaneTabs(id="tabs")
         yield PaneGrid(self.root, self.clock, self.read_only, self.session, id="body")
         yield FilterBar(id="filter-bar")
-        yield LiveFollow(self._head_start, id="follow")
-        yield CaseWatch(self.session, self.action_log, self.clock, self._drift_plan, id="watch")
+        yield LiveFollow(self.session, self._head_start, id="follow")
+        yield self.action_flow
+        yield CaseWatch(self.session, self.action_log, self.clock,
+                        resume_read(self.actions, lambda: self.options), id="watch")
         yield Footer()
 
     def pane(self, name: str) -> Pane:
@@ -130,12 +123,6 @@ class MainScreen(Screen[None]):
     @property
     def verdict_line(self) -> VerdictLine:
         return self.query_one(VerdictLine)
-
-    def _drift_plan(self, case: Path, call_id: str) -> ResumePlan:
-        """Resume's read-only plan of a call (nothing sent): its drift check."""
-        given = self.actions.get("resume")
-        resume = given if isinstance(given, Resume) else RESUME  # (the drift read is resume's)
-        return resume.read(case, call_id, self.options)
 
     @property
     def options(self) -> ActionOptions:
@@ -173,11 +160,10 @@ class MainScreen(Screen[None]):
             self.paint_status()
 
     def _paint_verdict(self) -> None:
-        """The selected call outside its pane: the verdict line, its evidence, its lane."""
+        """The selected call outside the grid: the verdict line and its evidence."""
         s = self.session
         self.query_one(VerdictLine).show_selected(s, self.query_one(PaneGrid).early_call())
         self.evidence_flow.paint_links(s.selected_call_id)
-        self.query_one(LanesPane).selected_call_id = s.selected_call_id
 
     # ------------------------------------------------------------------ cases
 
@@ -206,10 +192,7 @@ class MainScreen(Screen[None]):
         if case == self.session.case:
             return
         release_frozen()  # the last case's projection, before this one's is frozen
-        cases = self.query_one(CasesPane)
-        cases.active = case
-        cases.select_case(case)
-        self.query_one(TimelinePane).case = case
+        self.query_one(PaneGrid).open_case(case)
         self._reset(case, self.query_one(LiveFollow).open(case))
 
     def _reset(self, case: Path, machine: TimeMachine | None) -> None:
@@ -239,15 +222,10 @@ class MainScreen(Screen[None]):
         case, s = message.case, self.session
         if case != s.case:
             return
-        text = (f"{WARN} ledger file replaced at {self.clock():%H:%M:%S}: everything shown "
-                "is re-read from the new file")
         self.query_one(TimelinePane).reload()
         self._reset(case, s.machine.fresh() if s.machine is not None else None)
         self.action_flow.evidence_gone("the ledger file was replaced")
-        s.note = Note(case, "", text, ok=False)
-        self.action_log.add(self.clock(), self.session.case_label(case), None, Outcome.ALERT, text)
-        self.notify(text, title="ledger replaced", severity="warning", markup=False,
-                    timeout=15)
+        self.query_one(CaseWatch).replaced(case)
         self.paint_status()
         self.refresh_bindings()
 
@@ -294,9 +272,6 @@ class MainScreen(Screen[None]):
         if self.query_one(PaneGrid).took_live(first):
             self._paint_verdict()  # the verdict in full where the skeleton's was
         self.refresh_bindings()
-
-    def on_worker_failed(self, message: m.WorkerFailed) -> None:
-        self._internal_error(message.group, message.error)
 
     # ------------------------------------------------------------------ drift
 
@@ -391,13 +366,7 @@ class MainScreen(Screen[None]):
         self._apply_filter(message.pane, message.needle)
 
     def _apply_filter(self, pane: str, needle: Needle | None) -> None:
-        filters = self.session.filters
-        if needle is None:
-            filters.pop(pane, None)
-        else:
-            filters[pane] = needle
-        self.pane(pane).needle = needle
-        self.query_one(FilterBar).active = dict(filters)
+        self.query_one(FilterBar).active = self.query_one(PaneGrid).filter(pane, needle)
         self.action_focus_pane(pane)
 
     def action_next_effect_unknown(self) -> None:
@@ -405,10 +374,7 @@ class MainScreen(Screen[None]):
         then the next case that has one (the Cases cursor follows), then around."""
         s, calls = self.session, self.calls
         if s.as_of is None and len(s.cases) > 1 and calls.is_last_effect_unknown():
-            pane = self.query_one(CasesPane)
-            target = pane.case_after(s.case, {
-                c for c, v in pane.verdicts.items()
-                if (v.effect_unknown or v.tool_effect_unknown) and c != s.case})
+            target = self.query_one(CasesPane).next_with_effect_unknown(s.case)
             if target is not None:
                 s.jump_to_effect_unknown = True
                 self.open_case(target)
@@ -419,11 +385,7 @@ class MainScreen(Screen[None]):
         self.notify("no call or tool operation is in effect_unknown", markup=False)
 
     def action_toggle_follow(self) -> None:
-        follow = self.query_one(LiveFollow)
-        self.session.toggle_follow()
-        follow.following = self.session.following
-        if follow.following:
-            follow.wake()  # poll now rather than at the next tick
+        self.query_one(LiveFollow).toggle()
         self.paint_status()
 
     # ---- time travel: the panes as of an event of the timeline
@@ -460,17 +422,13 @@ class MainScreen(Screen[None]):
         self._travel_to(seq)
 
     def _travel_to(self, seq: int) -> None:
-        """Project as of `seq` through the time machine the case was opened with. The
-        timeline grows meanwhile; its cursor stays on the as-of event (`[` and `]` step
-        from there) instead of following new events."""
-        s = self.session
-        if s.case is None or s.machine is None:
-            return
-        s.travel_to(seq)
-        self.query_one(TimelinePane).hold_cursor = True
-        self.paint_status()
-        self.refresh_bindings()
-        self.query_one(LiveFollow).travel(s.machine, seq)
+        """Project as of `seq` (the follow's time travel). The timeline grows meanwhile;
+        its cursor stays on the as-of event (`[` and `]` step from there) instead of
+        following new events."""
+        if self.query_one(LiveFollow).travel_to(seq):
+            self.query_one(TimelinePane).hold_cursor = True
+            self.paint_status()
+            self.refresh_bindings()
 
     def on_as_of_ready(self, message: m.AsOfReady) -> None:
         if self.session.take_as_of(message.case, message.snapshot, message.verdict):
@@ -482,8 +440,7 @@ class MainScreen(Screen[None]):
         (G)."""
         if self.session.as_of is None:
             return
-        self.session.back_to_live()
-        self.query_one(LiveFollow).stop_travel()
+        self.query_one(LiveFollow).back_to_live()
         self.query_one(TimelinePane).hold_cursor = False
         self._paint_panes()
         self.refresh_bindings()
@@ -544,15 +501,6 @@ class MainScreen(Screen[None]):
     def action_explain_replay(self) -> None:
         self.action_flow.explain("R")
 
-    def on_action_planned(self, message: ActionPlanned) -> None:
-        self.action_flow.on_planned(message)
-
-    def on_action_progressed(self, message: ActionProgressed) -> None:
-        self.action_flow.on_progressed(message)
-
-    def on_action_ended(self, message: ActionEnded) -> None:
-        self.action_flow.on_ended(message)
-
     def action_goto_receipt(self) -> None:
         self.evidence_flow.action_goto_receipt()
 
@@ -561,13 +509,9 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ worker bugs
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker died of a bug (ledger problems are messages): say so plainly."""
-        if event.state is WorkerState.ERROR and event.worker.error is not None:
-            self._internal_error(event.worker.group or event.worker.name,
-                                 event.worker.error)
-
-    def _internal_error(self, group: str, error: BaseException) -> None:
+    def on_worker_failed(self, message: m.WorkerFailed) -> None:
+        """A widget's worker died of a bug (ledger problems are messages): say so plainly."""
+        group, error = message.group, message.error
         what = f"{group}: {type(error).__name__}: {error}"
         if group == "follow":
             self.session.state = "stopped"
@@ -577,5 +521,5 @@ class MainScreen(Screen[None]):
             except NoMatches:
                 return
         line = visible(f"internal error in {what}", one_line=True, limit=300)
-        self.action_log.add(self.clock(), self.session.case_label(), None, Outcome.ALERT, line)
+        self.record(None, None, Outcome.ALERT, line)
         self.notify(line, title="internal error", severity="error", markup=False, timeout=15)

@@ -243,6 +243,12 @@ class CasesPane(Pane):
         row = self.current_row()
         return self._by_name.get(row.key) if row is not None else None
 
+    def next_with_effect_unknown(self, case: Path | None) -> Path | None:
+        """The next case after `case` whose verdict has a call or a tool operation in
+        effect_unknown (`e` goes on there)."""
+        return self.case_after(case, {c for c, v in self.verdicts.items() if (
+            v.effect_unknown or v.tool_effect_unknown) and c != case})
+
     def case_after(self, case: Path | None, wanted: set[Path]) -> Path | None:
         """The next case in the pane's order after `case` (wrapping) that is in `wanted`."""
         order = ordered(list(self.cases), self.verdicts, self.order)

@@ -33,6 +33,7 @@ from codeai_tui.app.widgets.selection import selection_in
 from codeai_tui.app.widgets.table import TableView
 from codeai_tui.app.widgets.tasks_pane import TasksPane
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
+from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import SkeletonCall
 from codeai_tui.console.session import CaseSession
 
@@ -115,6 +116,7 @@ class PaneGrid(Container):
             and s.shown_verdict is not None) else None
         detail = self.query_one(DetailView)
         detail.snapshot, detail.drift = snap, dict(s.drift)
+        self.query_one(LanesPane).selected_call_id = s.selected_call_id
 
     def fit(self, every_pane: bool) -> None:
         """With every pane on screen, give rows to what has rows (`grid_rows`); else the
@@ -134,6 +136,23 @@ class PaneGrid(Container):
             self._rows = rows
             self.styles.grid_rows = rows  # type: ignore[assignment]
 
+
+    def filter(self, pane: str, needle: Needle | None) -> dict[str, Needle]:
+        """Filter `pane` (None: no more), kept in the session; returns every filter now."""
+        filters = self.session.filters
+        if needle is None:
+            filters.pop(pane, None)
+        else:
+            filters[pane] = needle
+        self.pane(pane).needle = needle
+        return dict(filters)
+
+    def open_case(self, case: Path) -> None:
+        """`case` is open: its Cases row is marked and selected; the timeline reads it."""
+        cases = self.query_one(CasesPane)
+        cases.active = case
+        cases.select_case(case)
+        self.query_one(TimelinePane).case = case
 
     def forget(self) -> None:
         """The one reset: no filter, no skeleton, a timeline that follows from nothing."""
@@ -167,7 +186,8 @@ class PaneGrid(Container):
             detail.subject = chosen.subject
         if chosen.call_id is None:
             return False
-        self.session.selected_call_id = chosen.call_id
+        self.session.selected_call_id = self.query_one(LanesPane).selected_call_id = \
+            chosen.call_id
         if isinstance(table, LanesPane):  # a lane selects its call everywhere
             self.query_one(CallsPane).select_key(chosen.call_id)
         if post:
