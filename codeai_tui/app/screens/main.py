@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from codeai_tui.actions.protocol import ActionOptions, GatedAction
 from codeai_tui.app import actions
@@ -36,7 +35,7 @@ from codeai_tui.app.widgets.case_watch import CaseWatch, resume_read
 from codeai_tui.app.widgets.cases_pane import CasesPane
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.app.widgets.filter_bar import FilterBar
-from codeai_tui.app.widgets.footer_gate import FooterGate
+from codeai_tui.app.widgets.footer_gate import ConsoleFooter, FooterGate
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
@@ -107,7 +106,7 @@ class MainScreen(Screen[None]):
         yield self.action_flow
         yield CaseWatch(self.session, self.action_log, self.clock,
                         resume_read(self.actions, lambda: self.options), id="watch")
-        yield Footer()
+        yield ConsoleFooter()
 
     def pane(self, name: str) -> Pane:
         return self.query_one(PaneGrid).pane(name)
@@ -143,9 +142,6 @@ class MainScreen(Screen[None]):
         self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"))
 
     def on_resize(self) -> None:
-        # under 110 columns the footer drops its padding, so that the next step's key,
-        # e, ? and q stay whole at 80 columns
-        self.query_one(Footer).compact = self.size.width < 110
         self.call_after_refresh(self.fit_grid)
 
     def paint_status(self) -> None:
@@ -240,18 +236,13 @@ class MainScreen(Screen[None]):
             self.paint_status()
 
     def on_ledger_trouble(self, message: m.LedgerTrouble) -> None:
-        self._trouble(message.case, message.error, message.ever_opened)
-
-    def on_timeline_pane_trouble(self, message: TimelinePane.Trouble) -> None:
-        self._trouble(message.case, message.error, True)
-
-    def _trouble(self, case: Path, error: LedgerError, ever_opened: bool) -> None:
-        if case != self.session.case:
+        """A read of the ledger failed (the follower's, or the timeline's)."""
+        if message.case != self.session.case:
             return
-        if self.session.fatal(error, ever_opened):
-            self._fail(error)
+        if self.session.fatal(message.error, message.ever_opened):
+            self._fail(message.error)
             return
-        self.session.troubled(error)
+        self.session.troubled(message.error)
         self.paint_status()
 
     def on_snapshot_ready(self, message: m.SnapshotReady) -> None:
@@ -391,11 +382,8 @@ class MainScreen(Screen[None]):
     # ---- time travel: the panes as of an event of the timeline
 
     def action_step(self, delta: int) -> None:
-        timeline = self.query_one(TimelinePane)
         self.set_active_pane("timeline")
-        timeline.focus()
-        timeline.move_to(timeline.cursor + delta)
-        seq = timeline.seq_at_cursor()
+        seq = self.query_one(TimelinePane).step(delta)
         if self.session.as_of is not None and seq is not None and seq != self.session.as_of:
             self._travel_to(seq)
 

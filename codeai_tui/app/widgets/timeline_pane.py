@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 
+from codeai_tui.app import messages as m
 from codeai_tui.app.widgets.cells import WARN, cell, clock_part
 from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
@@ -220,13 +221,6 @@ class TimelinePane(Pane):
     KEY = "5"
 
     @dataclass
-    class Trouble(Message):
-        """A read failed; the screen shows it with the follower's own state."""
-
-        case: Path
-        error: LedgerError
-
-    @dataclass
     class SeqChosen(Message):
         """`n`/`N` landed on an event (time travel follows it)."""
 
@@ -345,7 +339,7 @@ class TimelinePane(Pane):
         except LedgerError as exc:
             await self._drop_reader()
             self.pages.forget_request(page_no)
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
             return
         if case != self.case:
             return
@@ -375,7 +369,7 @@ class TimelinePane(Pane):
                     self.paint_title()
         except LedgerError as exc:
             await self._drop_reader()
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
         if case != self.case or needle != self.needle:
             return
         self.scanning = None
@@ -388,6 +382,12 @@ class TimelinePane(Pane):
         """A note for the operator (a toast), in one line, shown literally."""
         self.notify(visible(text, one_line=True), markup=False)
 
+    def step(self, delta: int) -> int | None:
+        """Focus, move the cursor `delta` events, and return the seq it lands on."""
+        self.focus()
+        self.move_to(self.cursor + delta)
+        return self.seq_at_cursor()
+
     def jump_to_call_event(self, call_id: str, direction: int) -> None:
         if self.case is not None:
             self.run_worker(self._jump(self.case, call_id, direction), group="jump",
@@ -399,7 +399,7 @@ class TimelinePane(Pane):
             seqs = await reader.call_seqs(call_id)
         except LedgerError as exc:
             await self._drop_reader()
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
             return
         current = self.seq_at_cursor() or 0
         if direction > 0:
