@@ -6,7 +6,7 @@ No private Textual API: the app records the keymap it was given (`keymap_in_use`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from textual.binding import Binding
@@ -111,6 +111,20 @@ def key_of(action_id: str) -> str:
     """The registry key (codeai_tui/actions/registry.py) of a gated write's binding: its
     default key, whatever keymap remaps it to."""
     return BY_ID[action_id].keys
+
+
+def gated_answer(action: str, read_only: bool, permitted: Callable[[str], bool]
+                 ) -> bool | None:
+    """For a gated write or its explaining companion: whether it answers now (None: not
+    such an action). A write answers (and its key shows) only where `permitted(key)` (the
+    action flow: the selected call's next operation is that write); elsewhere, and always
+    in read-only mode, the companion answers the same key and says why nothing is written."""
+    if action in GATED:
+        return not read_only and permitted(key_of(action))
+    write = next((w for w, explain in GATED.items() if explain == action), None)
+    if write is None:
+        return None
+    return read_only or not permitted(key_of(write))
 
 
 def bindings() -> list[Binding]:

@@ -18,11 +18,6 @@ from codeai_tui.ledger import LedgerError
 
 
 @dataclass
-class CasesFound(Message):
-    cases: list[Path]
-
-
-@dataclass
 class OpenFailed(Message):
     error: LedgerError
 

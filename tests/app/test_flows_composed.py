@@ -33,7 +33,8 @@ def test_flows_use_no_private_name_of_their_host() -> None:
 
 def test_every_gated_key_is_a_one_line_delegate_to_the_one_flow() -> None:
     """The plan and run workers live in ActionFlow; MainScreen only delegates, for every
-    gated write's key and its explaining companion alike."""
+    gated write's key and its explaining companion alike. What the workers post, the flow
+    handles itself: the screen routes none of it."""
     own = vars(MainScreen)
     for name in ("_plan", "_run", "_run_resume", "_check_modal_evidence"):
         assert name not in own, name
@@ -43,8 +44,8 @@ def test_every_gated_key_is_a_one_line_delegate_to_the_one_flow() -> None:
             assert "self.action_flow." in source, name
             assert len(source.strip().splitlines()) == 2, name
     for name in ("on_action_planned", "on_action_progressed", "on_action_ended"):
-        source = inspect.getsource(own[name])
-        assert "self.action_flow." in source and len(source.strip().splitlines()) == 2
+        assert name not in own, name
+        assert name in vars(action_flow.ActionFlow), name
 
 
 def test_one_flow_plans_and_runs_every_action_in_its_own_worker_group() -> None:

@@ -11,42 +11,35 @@ same four steps for every action:
 3. run, in a thread worker, through the gate (pinned to the evidence the dialog showed);
 4. report: the action log, the header's note and a toast.
 
-The flow holds the one "an action is in progress" state (`busy`); it talks to the
-screen only through `FlowHost`. Adding an action's dialog: a ModalScreen and one entry
-in DIALOGS.
+The flow is a widget with nothing to draw: it holds the one "an action is in progress"
+state (`busy`), runs its workers and handles the messages they post, so they end with
+it; it talks to the screen only through `FlowHost`. Adding an action's dialog: a ModalScreen and one entry
+in DIALOGS (dialogs.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState
 
-from codeai_tui.actions.advance import AdvancePlan
 from codeai_tui.actions.gate import ActionRefused
 from codeai_tui.actions.protocol import Decision, Done, GatedAction, Selected
-from codeai_tui.actions.reconcile import operation_in
-from codeai_tui.actions.reconcile_plan import ToolReconcilePlan
 from codeai_tui.actions.registry import keyed
-from codeai_tui.actions.resume import ResumePlan
-from codeai_tui.app.screens.advance import AdvanceModal
+from codeai_tui.app import messages as m
+from codeai_tui.app.screens.dialogs import DIALOGS, PinnedDialog
 from codeai_tui.app.screens.flow_host import FlowHost
-from codeai_tui.app.screens.reconcile import ReconcileDecision, ReconcileModal
-from codeai_tui.app.screens.replay import ReplayModal
-from codeai_tui.app.screens.resume import ResumeDecision, ResumeModal
-from codeai_tui.app.screens.tool_reconcile import ToolReconcileModal
 from codeai_tui.console.actions import SELECT_A_CALL, Outcome
-from codeai_tui.console.drift import check_from_plan
 from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.console.session import Note
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
-from codeai_tui.workstate import CallState
 
 # the console key -> the word its bindings, toasts and refusals use
 GROUPS = {"r": "resume", "x": "reconcile", "v": "advance", "R": "replay"}
@@ -54,95 +47,6 @@ GROUPS = {"r": "resume", "x": "reconcile", "v": "advance", "R": "replay"}
 
 def _line(text: str, limit: int = 400) -> str:
     return visible(text, one_line=True, limit=limit)
-
-
-@runtime_checkable
-class PinnedDialog(Protocol):
-    """A dialog that refuses itself when the evidence it shows changes."""
-
-    refused: str | None
-
-    def evidence_changed(self, why: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class Dialog:
-    """One action's confirmation: how it opens on a plan, what its answer means (None:
-    not confirmed), the action log's line for a confirmation, and, where the plan
-    itself refuses (resume's drift), why."""
-
-    open: Callable[[Any, datetime], ModalScreen[Any]]
-    decision: Callable[[Any, Any], Decision | None]
-    confirmed: Callable[[Any, Any], str]
-    refused: Callable[[Any], str | None] = lambda _plan: None
-    # what else the screen shows of a plan as its dialog opens (resume: the drift check)
-    shown: Callable[[FlowHost, Any], None] = lambda _host, _plan: None
-    # what the dialog says when the call moved on: what it showed, and what is there now
-    moved: Callable[[Any, CallState | None], str] = lambda plan, call: (
-        f"shown at seq {plan.pinned.last_seq}, now "
-        + (f"last seq {call.last_seq}, {call.stage.value}" if call else "call not found"))
-
-
-def _operation_moved(plan: ToolReconcilePlan, call: CallState | None) -> str:
-    op = operation_in(call, plan.operation_key)
-    return (f"shown admitted at seq {plan.admitted_seq}, now "
-            f"{op.stage.value if op is not None else 'operation not found'}")
-
-
-def _resume_decision(_plan: ResumePlan, d: ResumeDecision | None) -> Decision | None:
-    if d is None or not d.confirmed:
-        return None
-    return Decision(reason=d.reason, send_credential=d.send_credential)
-
-
-def _finding(_plan: Any, d: ReconcileDecision | None) -> Decision | None:
-    if d is None or not d.confirmed or d.finding is None:
-        return None
-    return Decision(finding=d.finding, note=d.note)
-
-
-def _step(plan: AdvancePlan, step: str | None) -> Decision | None:
-    if step is None:
-        return None
-    # the dialog shows where a next attempt goes and sends the credential only where
-    # the destination is trusted (named by the operator or the case)
-    trusted = plan.next_attempt.destination.trusted if plan.next_attempt else False
-    accept = step == "accept-duplicate"
-    return Decision(send_credential=trusted, accept_duplicate=accept,
-                    note="accepted in the console" if accept else None)
-
-
-RESUME_DIALOG = Dialog(
-    open=ResumeModal,
-    decision=_resume_decision,
-    confirmed=lambda plan, _d: f"confirmed resume to {plan.base_url}",
-    refused=lambda plan: "drift: " + "; ".join(plan.drift) if plan.drift else None,
-    shown=lambda host, plan: host.show_drift(check_from_plan(plan)))
-RECONCILE_DIALOG = Dialog(
-    open=lambda plan, _now: ReconcileModal(plan), decision=_finding,
-    confirmed=lambda _plan, d: f"confirmed reconcile: {d.finding}")
-TOOL_RECONCILE_DIALOG = Dialog(
-    open=lambda plan, _now: ToolReconcileModal(plan), decision=_finding,
-    confirmed=lambda _plan, d: f"confirmed reconcile: {d.finding}", moved=_operation_moved)
-ADVANCE_DIALOG = Dialog(
-    open=lambda plan, _now: AdvanceModal(plan), decision=_step,
-    confirmed=lambda _plan, step: f"confirmed {step}")
-REPLAY_DIALOG = Dialog(
-    open=lambda shown, _now: ReplayModal(shown.plan),
-    decision=lambda _shown, yes: Decision() if yes else None,
-    confirmed=lambda shown, _yes: f"confirmed replay of {len(shown.plan.to_run)} operation(s)")
-
-# every registered action's dialog, by the action's name
-DIALOGS: Mapping[str, Dialog] = {
-    "resume": RESUME_DIALOG,
-    "reconcile": RECONCILE_DIALOG,
-    "reconcile-tool": TOOL_RECONCILE_DIALOG,
-    "reinterpret": ADVANCE_DIALOG,
-    "redecide": ADVANCE_DIALOG,
-    "finalize": ADVANCE_DIALOG,
-    "next-attempt": ADVANCE_DIALOG,
-    "replay": REPLAY_DIALOG,
-}
 
 
 @dataclass
@@ -170,10 +74,13 @@ class ActionEnded(Message):
     done: Done | None = None
 
 
-class ActionFlow:
-    """The main screen's one flow for every gated action: a plain object it composes."""
+class ActionFlow(Widget):
+    """The main screen's one flow for every gated action: a widget it composes."""
 
-    def __init__(self, host: FlowHost) -> None:
+    DEFAULT_CSS = "ActionFlow { display: none; }"
+
+    def __init__(self, host: FlowHost, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.host = host
         self.busy: str | None = None  # the action in progress (plan, dialog or run)
         self.dialog: ModalScreen[Any] | None = None  # the open dialog, with its plan
@@ -207,7 +114,10 @@ class ActionFlow:
         """The key where its write is not permitted: say why (refusals are kept in the
         action log); in read-only mode, that the console writes nothing."""
         host, group = self.host, GROUPS[key]
-        if host.explain_read_only(group):
+        if host.read_only:  # the write's key says so (and writes nothing)
+            host.notify(f"{group}: this console is read-only (started with --read-only): "
+                        "it writes nothing; run it without --read-only to act",
+                        title="read-only", severity="warning", markup=False)
             return
         if self.busy is not None:
             host.notify(f"{self.busy} is in progress: one action at a time", markup=False)
@@ -217,12 +127,12 @@ class ActionFlow:
             host.notify(SELECT_A_CALL, severity="warning", markup=False)
             return
         if host.as_of is not None:
-            host.refuse(call.call_id, group, _line(
+            self.refuse(call.call_id, group, _line(
                 f"{call.call_id}: time travel shows the past: go back to live (t or esc) "
                 f"to {group}"))
             return
         first = self._keyed(key)[0]
-        host.refuse(call.call_id, group, _line(first.explain(self.selected())))
+        self.refuse(call.call_id, group, _line(first.explain(self.selected())))
 
     # ---------------------------------------------------------------- plan
 
@@ -240,7 +150,7 @@ class ActionFlow:
         host.activity = f"{action.name}: reading {call.call_id}\u2026"
         host.paint_status()
         host.refresh_bindings()
-        host.run_worker(partial(self._plan, action, host.case, call.call_id), name="_plan",
+        self.run_worker(partial(self._plan, action, host.case, call.call_id), name="_plan",
                         group="action", exclusive=True, exit_on_error=False, thread=True)
 
     def _plan(self, action: GatedAction, case: Path, call_id: str) -> None:
@@ -260,11 +170,11 @@ class ActionFlow:
             self._end(case, action.name, call_id, Outcome.FAILED,
                       f"{call_id}: cannot plan {action.name}: {type(exc).__name__}: {exc}")
             return
-        host.post_message(ActionPlanned(case, action.name, plan))
+        self.post_message(ActionPlanned(case, action.name, plan))
 
     # ---------------------------------------------------------------- dialog
 
-    def on_planned(self, message: ActionPlanned) -> None:
+    def on_action_planned(self, message: ActionPlanned) -> None:
         host = self.host
         host.activity = None
         host.paint_status()
@@ -299,7 +209,7 @@ class ActionFlow:
             host.note = None
             host.activity = f"{action.name} {plan.call_id}\u2026"
             host.paint_status()
-            host.run_worker(partial(self._run, action, case, plan, decision), name="_run",
+            self.run_worker(partial(self._run, action, case, plan, decision), name="_run",
                             group="action", exclusive=True, exit_on_error=False, thread=True)
 
         host.push_screen(modal, decided)
@@ -331,7 +241,7 @@ class ActionFlow:
         call_id = plan.call_id
 
         def progress(text: str) -> None:
-            host.post_message(ActionProgressed(case, f"{action.name}: {text}"))
+            self.post_message(ActionProgressed(case, f"{action.name}: {text}"))
 
         try:
             done = action.run(plan, decision, host.options, progress)
@@ -349,20 +259,25 @@ class ActionFlow:
         outcome = Outcome(action.done_word) if done.ok else Outcome.FAILED
         self._end(case, action.name, call_id, outcome, done.text, done)
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A plan or a run died of a bug (refusals and failures are outcomes): the screen
+        says so plainly."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.post_message(m.WorkerFailed(event.worker.group, event.worker.error))
+
     def _end(self, case: Path, action: str, call_id: str, outcome: Outcome, text: str,
              done: Done | None = None) -> None:
-        self.host.post_message(ActionEnded(case, action, call_id, outcome, text, done))
+        self.post_message(ActionEnded(case, action, call_id, outcome, text, done))
 
     # ---------------------------------------------------------------- report
 
-    def on_progressed(self, message: ActionProgressed) -> None:
+    def on_action_progressed(self, message: ActionProgressed) -> None:
         host = self.host
         if message.case == host.case:
             host.activity = _line(message.text)
             host.paint_status()
 
-    def on_ended(self, message: ActionEnded) -> None:
-        host = self.host
+    def on_action_ended(self, message: ActionEnded) -> None:
         self.busy = None
         done, outcome = message.done, message.outcome
         warning = done.warning if done is not None else None
@@ -370,11 +285,31 @@ class ActionFlow:
         title = (f"{message.action} done" if ok and warning is None
                  else f"{message.action} done, with a warning" if ok
                  else f"{message.action} {outcome.value}")
-        host.report_outcome(message.case, message.call_id, outcome,
-                            _line(message.text, 500), ok=ok, title=title,
-                            severity="warning" if warning is not None
-                            or outcome is Outcome.REFUSED else
-                            None if ok else "error")
+        self.report(message.case, message.call_id, outcome, _line(message.text, 500),
+                    ok=ok, title=title, severity="warning" if warning is not None
+                    or outcome is Outcome.REFUSED else None if ok else "error")
+
+    def refuse(self, call_id: str | None, action: str, text: str) -> None:
+        """A gated action refused before anything was written: the action log and a
+        toast titled "<action> refused" (resume, reconcile, advance and replay alike)."""
+        self.host.record(None, call_id, Outcome.REFUSED, text)
+        self.host.notify(text, title=f"{action} refused", severity="warning", markup=False,
+                         timeout=10)
+
+    def report(self, case: Path, call_id: str, outcome: Outcome, text: str, *, ok: bool,
+               title: str, severity: str | None = None) -> None:
+        """An action ended: say it once everywhere it belongs (the action log, the
+        header's note, replacing an earlier action's words, and a toast), then poll at
+        once so the call's new verdict shows."""
+        host = self.host
+        host.activity = None
+        host.record(case, call_id, outcome, text)
+        host.note = Note(case, call_id, ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
+        host.notify(text, title=title, severity=severity or ("information" if ok else "warning"),
+                    markup=False, timeout=15)
+        host.wake_follower()
+        host.paint_status()
+        host.refresh_bindings()
 
     def _idle(self) -> None:
         host = self.host

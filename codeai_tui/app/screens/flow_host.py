@@ -1,9 +1,8 @@
 """What the one action flow (action_flow.py) may ask of its screen.
 
-The flow is a plain object the main screen composes (not a mixin of it): it talks to
-the screen only through this protocol, so what it reads and writes of the session is
-listed here and nowhere else. Its workers run on the screen (`run_worker`), so they end
-with it.
+The flow is a widget the main screen composes (not a mixin of it): it talks to the
+screen only through this protocol, so what it reads and writes of the session is listed
+here and nowhere else. Its workers are its own, so they end with it.
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from textual.message import Message
 from textual.screen import Screen
-from textual.worker import Worker
 
 from codeai_tui.actions.protocol import ActionOptions, GatedAction
 from codeai_tui.console.actions import Outcome
@@ -58,20 +55,10 @@ class FlowHost(Protocol):
         """Keep an outcome in the action log (case None: the open case)."""
         ...
 
-    def explain_read_only(self, action: str) -> bool:
-        """In read-only mode: say that `action` writes nothing here, and return True."""
-        ...
-
-    def refuse(self, call_id: str | None, action: str, text: str) -> None:
-        """A gated action refused before anything was written: the action log and a
-        toast titled "<action> refused"."""
-        ...
-
     def paint_status(self) -> None: ...
 
-    def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
-                       ok: bool, title: str, severity: str | None = None) -> None:
-        """An action ended: the action log, the header's note and a toast, then a poll."""
+    def wake_follower(self) -> None:
+        """Poll the ledger now: the follower shows what an action wrote at once."""
         ...
 
     def show_drift(self, check: DriftCheck) -> None:
@@ -84,9 +71,3 @@ class FlowHost(Protocol):
                timeout: float | None = None, markup: bool = True) -> None: ...
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None: ...
-
-    def post_message(self, message: Message) -> bool: ...
-
-    def run_worker(self, work: Any, name: str | None = "", group: str = "default",
-                   description: str = "", exit_on_error: bool = True, start: bool = True,
-                   exclusive: bool = False, thread: bool = False) -> Worker[Any]: ...

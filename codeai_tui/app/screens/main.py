@@ -15,54 +15,39 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
-from textual.worker import Worker, WorkerState
 
 from codeai_tui.actions.protocol import ActionOptions, GatedAction
-from codeai_tui.actions.replay import follow_up_due
-from codeai_tui.actions.resume import RESUME, Resume, ResumePlan
 from codeai_tui.app import actions
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import WAY_OUT
-from codeai_tui.app.screens.action_flow import (
-    ActionEnded,
-    ActionFlow,
-    ActionPlanned,
-    ActionProgressed,
-)
+from codeai_tui.app.screens.action_flow import ActionFlow
 from codeai_tui.app.screens.action_log import ActionLogScreen
 from codeai_tui.app.screens.error import ErrorScreen
 from codeai_tui.app.screens.evidence_actions import EvidenceFlow
 from codeai_tui.app.widgets.banner import Banner, session_banner
 from codeai_tui.app.widgets.calls_pane import CallsPane
-from codeai_tui.app.widgets.case_watch import CaseWatch
+from codeai_tui.app.widgets.case_watch import CaseWatch, resume_read
 from codeai_tui.app.widgets.cases_pane import CasesPane
-from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_view import DetailView
 from codeai_tui.app.widgets.filter_bar import FilterBar
-from codeai_tui.app.widgets.footer_gate import FooterGate
-from codeai_tui.app.widgets.lanes_pane import LanesPane
+from codeai_tui.app.widgets.footer_gate import ConsoleFooter, FooterGate
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
-from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
-from codeai_tui.app.widgets.selection import selection_in
-from codeai_tui.app.widgets.status_bar import StatusBar, session_facts
-from codeai_tui.app.widgets.table import TableView
+from codeai_tui.app.widgets.status_bar import Header
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.head_start import HeadStart
-from codeai_tui.console.model import CaseSnapshot, TimeMachine, discover_cases, release_frozen
+from codeai_tui.console.model import CaseSnapshot, TimeMachine, release_frozen
 from codeai_tui.console.session import CaseSession, InSession, Note
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.textsafe import visible
@@ -70,10 +55,10 @@ from codeai_tui.workstate import CallState
 
 
 class MainScreen(Screen[None]):
-    """The console's one screen. The one flow of every gated action (`action_flow`)
-    and the evidence cross-links (`evidence_flow`) are objects it composes, not mixins:
+    """The console's one screen. The one flow of every gated action (`action_flow`, a
+    widget) and the evidence cross-links (`evidence_flow`) are composed, not mixed in:
     they see the screen only through a protocol (`FlowHost`, `LinksHost`), and the
-    screen's `action_*` and message handlers delegate to them."""
+    screen's `action_*` for their keys delegate to them."""
 
     AUTO_FOCUS = "#calls"  # the calls are what an operator opens the console for
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
@@ -107,20 +92,21 @@ class MainScreen(Screen[None]):
         self.provider_note = provider_note
         self.active_pane = "calls"
         self.evidence_flow = EvidenceFlow(self)
-        self.action_flow = ActionFlow(self)
+        self.action_flow = ActionFlow(self, id="flow")
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="header"):
-            yield StatusBar(self.clock, id="status")
-            yield Pulse(id="pulse")
+        yield Header(self.clock, path=self.path_given, read_only=self.read_only,
+                     provider=self.provider_note, id="header")
         yield Banner(id="banner")
         yield VerdictLine(id="verdict")
         yield PaneTabs(id="tabs")
-        yield PaneGrid(self.root, self.clock, self.read_only, id="body")
+        yield PaneGrid(self.root, self.clock, self.read_only, self.session, id="body")
         yield FilterBar(id="filter-bar")
-        yield LiveFollow(self._head_start, id="follow")
-        yield CaseWatch(self.session, self.action_log, self.clock, self._drift_plan, id="watch")
-        yield Footer()
+        yield LiveFollow(self.session, self._head_start, id="follow")
+        yield self.action_flow
+        yield CaseWatch(self.session, self.action_log, self.clock,
+                        resume_read(self.actions, lambda: self.options), id="watch")
+        yield ConsoleFooter()
 
     def pane(self, name: str) -> Pane:
         return self.query_one(PaneGrid).pane(name)
@@ -137,12 +123,6 @@ class MainScreen(Screen[None]):
     def verdict_line(self) -> VerdictLine:
         return self.query_one(VerdictLine)
 
-    def _drift_plan(self, case: Path, call_id: str) -> ResumePlan:
-        """Resume's read-only plan of a call (nothing sent): its drift check."""
-        given = self.actions.get("resume")
-        resume = given if isinstance(given, Resume) else RESUME  # (the drift read is resume's)
-        return resume.read(case, call_id, self.options)
-
     @property
     def options(self) -> ActionOptions:
         """What the operator gave on the command line, for every gated action."""
@@ -154,71 +134,41 @@ class MainScreen(Screen[None]):
         self.set_active_pane("calls")
         self.calls.focus()
         self.paint_status()
-        self._discover()
+        self.query_one(CasesPane).discover()
 
     # ------------------------------------------------------------------ painting
 
     def fit_grid(self) -> None:
-        self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"),
-                                     self.session)
+        self.query_one(PaneGrid).fit(self.has_class("-w140") and self.has_class("-tall"))
 
     def on_resize(self) -> None:
-        # under 110 columns the footer drops its padding, so that the next step's key,
-        # e, ? and q stay whole at 80 columns
-        self.query_one(Footer).compact = self.size.width < 110
         self.call_after_refresh(self.fit_grid)
 
     def paint_status(self) -> None:
-        s = self.session
         self.fit_grid()
-        self.query_one(Pulse).follow(s.case, s.live.event_count if s.live else None)
-        self.query_one(StatusBar).facts = session_facts(
-            s, self.query_one(CasesPane).verdicts, path=self.path_given,
-            read_only=self.read_only, provider=self.provider_note)
-        self.query_one(Banner).facts = session_banner(s)
+        self.query_one(Header).show(self.session, self.query_one(CasesPane).verdicts)
+        self.query_one(Banner).facts = session_banner(self.session)
 
     def _paint_panes(self) -> None:
         with self.app.batch_update():
-            self.query_one(PaneGrid).show(self.session)
+            self.query_one(PaneGrid).show()
             self._paint_verdict()
             self.paint_status()
 
     def _paint_verdict(self) -> None:
+        """The selected call outside the grid: the verdict line and its evidence."""
         s = self.session
-        line = self.query_one(VerdictLine)
-        line.drift, line.as_of = dict(s.drift), s.as_of
-        snap, wanted = s.shown, s.selected_call_id
-        line.call = call = snap.call(wanted) if snap is not None else None
-        line.follow_up_due = follow_up_due(snap.state, call) if snap and call else False
-        early = None
-        if snap is None and wanted is not None and s.skeleton is not None \
-                and s.as_of is None:  # the skeleton's call, until the projection
-            early = self.calls.skeleton_call_at_cursor()
-            if early is None or early.call_id != wanted:
-                early = s.skeleton_call(wanted)  # selected elsewhere (the timeline)
-        line.early = early
-        self.evidence_flow.paint_links(wanted)
-        self.query_one(LanesPane).selected_call_id = wanted
+        self.query_one(VerdictLine).show_selected(s, self.query_one(PaneGrid).early_call())
+        self.evidence_flow.paint_links(s.selected_call_id)
 
     # ------------------------------------------------------------------ cases
 
-    @work(thread=True, exit_on_error=False, group="discover")
-    def _discover(self) -> None:
-        try:
-            cases = discover_cases(self.root)
-        except LedgerError as exc:
-            self.post_message(m.OpenFailed(exc))
-            return
-        self.post_message(m.CasesFound(cases))
-
-    def on_cases_found(self, message: m.CasesFound) -> None:
-        self.session.cases = message.cases
-        self.open_case(message.cases[0])
-        self.query_one(CasesPane).cases = tuple(message.cases)
-
     def on_cases_pane_cases_changed(self, message: CasesPane.CasesChanged) -> None:
-        """The bundle's cases changed on disk: the list, its counts and `e` follow."""
+        """The bundle's cases, found or changed on disk: the list, its counts and `e`
+        follow; the first discovery opens the first case."""
         self.session.cases = list(message.cases)
+        if message.first:
+            self.open_case(message.cases[0])
         self.query_one(CasesPane).cases = message.cases
         self.paint_status()
 
@@ -238,10 +188,7 @@ class MainScreen(Screen[None]):
         if case == self.session.case:
             return
         release_frozen()  # the last case's projection, before this one's is frozen
-        cases = self.query_one(CasesPane)
-        cases.active = case
-        cases.select_case(case)
-        self.query_one(TimelinePane).case = case
+        self.query_one(PaneGrid).open_case(case)
         self._reset(case, self.query_one(LiveFollow).open(case))
 
     def _reset(self, case: Path, machine: TimeMachine | None) -> None:
@@ -250,13 +197,8 @@ class MainScreen(Screen[None]):
         self.session.reset(case, machine)
         self.query_one(LiveFollow).stop_travel()
         self.query_one(CaseWatch).stop()
-        for pane in PANES:
-            self.pane(pane).needle = None
+        self.query_one(PaneGrid).forget()
         self.query_one(FilterBar).active = {}
-        self.calls.skeleton = None
-        timeline = self.query_one(TimelinePane)
-        timeline.hold_cursor = False
-        timeline.total = 0
         self._paint_panes()
         self.query_one(DetailView).subject = None
 
@@ -276,15 +218,10 @@ class MainScreen(Screen[None]):
         case, s = message.case, self.session
         if case != s.case:
             return
-        text = (f"{WARN} ledger file replaced at {self.clock():%H:%M:%S}: everything shown "
-                "is re-read from the new file")
         self.query_one(TimelinePane).reload()
         self._reset(case, s.machine.fresh() if s.machine is not None else None)
         self.action_flow.evidence_gone("the ledger file was replaced")
-        s.note = Note(case, "", text, ok=False)
-        self.action_log.add(self.clock(), self.session.case_label(case), None, Outcome.ALERT, text)
-        self.notify(text, title="ledger replaced", severity="warning", markup=False,
-                    timeout=15)
+        self.query_one(CaseWatch).replaced(case)
         self.paint_status()
         self.refresh_bindings()
 
@@ -299,21 +236,13 @@ class MainScreen(Screen[None]):
             self.paint_status()
 
     def on_ledger_trouble(self, message: m.LedgerTrouble) -> None:
-        self._trouble(message.case, message.error, message.ever_opened)
-
-    def on_timeline_pane_trouble(self, message: TimelinePane.Trouble) -> None:
-        self._trouble(message.case, message.error, True)
-
-    def on_timeline_pane_note(self, message: TimelinePane.Note) -> None:
-        self.notify(visible(message.text, one_line=True), markup=False)
-
-    def _trouble(self, case: Path, error: LedgerError, ever_opened: bool) -> None:
-        if case != self.session.case:
+        """A read of the ledger failed (the follower's, or the timeline's)."""
+        if message.case != self.session.case:
             return
-        if self.session.fatal(error, ever_opened):
-            self._fail(error)
+        if self.session.fatal(message.error, message.ever_opened):
+            self._fail(message.error)
             return
-        self.session.troubled(error)
+        self.session.troubled(message.error)
         self.paint_status()
 
     def on_snapshot_ready(self, message: m.SnapshotReady) -> None:
@@ -331,21 +260,9 @@ class MainScreen(Screen[None]):
             self.refresh_bindings()
             return
         self._paint_panes()
-        if self.calls.skeleton is not None:
-            self.calls.skeleton = None  # drawn from the snapshot now: let it go
-        detail = self.query_one(DetailView)
-        early = detail.subject is not None and detail.subject.kind == "early call"
-        if first and (s.selected_call_id is None or early):
-            self._select_from(self.calls)  # the verdict in full where the skeleton's was
-        if s.jump_to_effect_unknown and (snap.unknown_ids
-                                         or snap.state.tool_effect_unknown_count):
-            s.jump_to_effect_unknown = False  # once: never chains to another case
-            self.calls.focus()
-            self.calls.first_effect_unknown()
+        if self.query_one(PaneGrid).took_live(first):
+            self._paint_verdict()  # the verdict in full where the skeleton's was
         self.refresh_bindings()
-
-    def on_worker_failed(self, message: m.WorkerFailed) -> None:
-        self._internal_error(message.group, message.error)
 
     # ------------------------------------------------------------------ drift
 
@@ -359,31 +276,16 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ selection
 
-    def on_table_view_cursor_moved(self, message: TableView.CursorMoved) -> None:
-        table = message.table
-        if table.has_focus or (table.id == "calls" and self.session.selected_call_id is None):
-            self._select_from(table)
+    def on_table_view_cursor_moved(self) -> None:
+        self.refresh_bindings()  # (the grid keeps what the cursor selects)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, Pane) and event.widget.id in PANES:
+            self.set_active_pane(event.widget.id)
         self.refresh_bindings()
 
-    def on_descendant_focus(self, event: object) -> None:
-        widget = getattr(event, "widget", None)
-        if isinstance(widget, Pane) and widget.id in PANES:
-            self.set_active_pane(widget.id)
-            self._select_from(widget)
-        self.refresh_bindings()
-
-    def _select_from(self, table: TableView) -> None:
-        chosen = selection_in(table)
-        detail = self.query_one(DetailView)
-        if chosen.case_verdicts is not None:
-            detail.case_verdicts = chosen.case_verdicts
-        if chosen.subject is not None:
-            detail.subject = chosen.subject
-        if chosen.call_id is not None:
-            self.session.selected_call_id = chosen.call_id
-            if isinstance(table, LanesPane):  # a lane selects its call everywhere
-                self.calls.select_key(chosen.call_id)
-            self._paint_verdict()
+    def on_pane_grid_call_selected(self) -> None:
+        self._paint_verdict()
 
     def selected_call(self) -> CallState | None:
         """The operator's selected call, in the live projection (resume acts on live)."""
@@ -405,35 +307,13 @@ class MainScreen(Screen[None]):
         self._footer.request()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        gated = self.gated_permitted(action)
+        gated = actions.gated_answer(action, self.read_only, self.action_flow.permitted)
         if gated is not None:
             return gated
         if action == "open_case":
             return self.focused_pane() == "cases" or None
         if action == "sort_cases":
             return len(self.session.cases) > 1 or None
-        return True
-
-    def gated_permitted(self, action: str) -> bool | None:
-        """For a gated write or its explaining companion: whether it answers now (None:
-        not such an action). A write answers (and its key shows) only where the selected
-        call's next operation is that write; elsewhere, and always in read-only mode,
-        the companion answers the same key and says why nothing is written."""
-        if action in actions.GATED:
-            return not self.read_only and self.action_flow.permitted(actions.key_of(action))
-        write = next((w for w, explain in actions.GATED.items() if explain == action),
-                     None)
-        if write is None:
-            return None
-        return self.read_only or not self.action_flow.permitted(actions.key_of(write))
-
-    def explain_read_only(self, action: str) -> bool:
-        """In read-only mode a write's key says so (and writes nothing)."""
-        if not self.read_only:
-            return False
-        self.notify(f"{action}: this console is read-only (started with --read-only): it "
-                    "writes nothing; run it without --read-only to act", title="read-only",
-                    severity="warning", markup=False)
         return True
 
     def action_help(self) -> None:
@@ -477,13 +357,7 @@ class MainScreen(Screen[None]):
         self._apply_filter(message.pane, message.needle)
 
     def _apply_filter(self, pane: str, needle: Needle | None) -> None:
-        filters = self.session.filters
-        if needle is None:
-            filters.pop(pane, None)
-        else:
-            filters[pane] = needle
-        self.pane(pane).needle = needle
-        self.query_one(FilterBar).active = dict(filters)
+        self.query_one(FilterBar).active = self.query_one(PaneGrid).filter(pane, needle)
         self.action_focus_pane(pane)
 
     def action_next_effect_unknown(self) -> None:
@@ -491,10 +365,7 @@ class MainScreen(Screen[None]):
         then the next case that has one (the Cases cursor follows), then around."""
         s, calls = self.session, self.calls
         if s.as_of is None and len(s.cases) > 1 and calls.is_last_effect_unknown():
-            pane = self.query_one(CasesPane)
-            target = pane.case_after(s.case, {
-                c for c, v in pane.verdicts.items()
-                if (v.effect_unknown or v.tool_effect_unknown) and c != s.case})
+            target = self.query_one(CasesPane).next_with_effect_unknown(s.case)
             if target is not None:
                 s.jump_to_effect_unknown = True
                 self.open_case(target)
@@ -505,21 +376,14 @@ class MainScreen(Screen[None]):
         self.notify("no call or tool operation is in effect_unknown", markup=False)
 
     def action_toggle_follow(self) -> None:
-        follow = self.query_one(LiveFollow)
-        self.session.toggle_follow()
-        follow.following = self.session.following
-        if follow.following:
-            follow.wake()  # poll now rather than at the next tick
+        self.query_one(LiveFollow).toggle()
         self.paint_status()
 
     # ---- time travel: the panes as of an event of the timeline
 
     def action_step(self, delta: int) -> None:
-        timeline = self.query_one(TimelinePane)
         self.set_active_pane("timeline")
-        timeline.focus()
-        timeline.move_to(timeline.cursor + delta)
-        seq = timeline.seq_at_cursor()
+        seq = self.query_one(TimelinePane).step(delta)
         if self.session.as_of is not None and seq is not None and seq != self.session.as_of:
             self._travel_to(seq)
 
@@ -546,17 +410,13 @@ class MainScreen(Screen[None]):
         self._travel_to(seq)
 
     def _travel_to(self, seq: int) -> None:
-        """Project as of `seq` through the time machine the case was opened with. The
-        timeline grows meanwhile; its cursor stays on the as-of event (`[` and `]` step
-        from there) instead of following new events."""
-        s = self.session
-        if s.case is None or s.machine is None:
-            return
-        s.travel_to(seq)
-        self.query_one(TimelinePane).hold_cursor = True
-        self.paint_status()
-        self.refresh_bindings()
-        self.query_one(LiveFollow).travel(s.machine, seq)
+        """Project as of `seq` (the follow's time travel). The timeline grows meanwhile;
+        its cursor stays on the as-of event (`[` and `]` step from there) instead of
+        following new events."""
+        if self.query_one(LiveFollow).travel_to(seq):
+            self.query_one(TimelinePane).hold_cursor = True
+            self.paint_status()
+            self.refresh_bindings()
 
     def on_as_of_ready(self, message: m.AsOfReady) -> None:
         if self.session.take_as_of(message.case, message.snapshot, message.verdict):
@@ -568,8 +428,7 @@ class MainScreen(Screen[None]):
         (G)."""
         if self.session.as_of is None:
             return
-        self.session.back_to_live()
-        self.query_one(LiveFollow).stop_travel()
+        self.query_one(LiveFollow).back_to_live()
         self.query_one(TimelinePane).hold_cursor = False
         self._paint_panes()
         self.refresh_bindings()
@@ -589,30 +448,9 @@ class MainScreen(Screen[None]):
         """Keep an outcome in the action log (case None: the open case)."""
         self.action_log.add(self.clock(), self.session.case_label(case), call_id, outcome, text)
 
-    def refuse(self, call_id: str | None, action: str, text: str) -> None:
-        """A gated action refused before anything was written: the action log and a
-        toast titled "<action> refused" (resume, reconcile, advance and replay alike)."""
-        self.record(None, call_id, Outcome.REFUSED, text)
-        self.notify(text, title=f"{action} refused", severity="warning", markup=False,
-                    timeout=10)
-
     def wake_follower(self) -> None:
         """Poll the ledger now: the follower shows what an action wrote at once."""
         self.query_one(LiveFollow).wake()
-
-    def report_outcome(self, case: Path, call_id: str, outcome: Outcome, text: str, *,
-                       ok: bool, title: str, severity: str | None = None) -> None:
-        """An action ended: say it once everywhere it belongs (the action log, the
-        header's note, replacing an earlier action's words, and a toast), then poll at
-        once so the call's new verdict shows."""
-        self.activity = None
-        self.record(case, call_id, outcome, text)
-        self.note = Note(case, call_id, ("\u2714 " if ok else "\u2716 ") + text, ok=ok)
-        self.notify(text, title=title, severity=severity or ("information" if ok else "warning"),
-                    markup=False, timeout=15)
-        self.wake_follower()
-        self.paint_status()
-        self.refresh_bindings()
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
         """Open a flow's confirmation dialog. Toasts still showing go first: at 80x24 one
@@ -651,15 +489,6 @@ class MainScreen(Screen[None]):
     def action_explain_replay(self) -> None:
         self.action_flow.explain("R")
 
-    def on_action_planned(self, message: ActionPlanned) -> None:
-        self.action_flow.on_planned(message)
-
-    def on_action_progressed(self, message: ActionProgressed) -> None:
-        self.action_flow.on_progressed(message)
-
-    def on_action_ended(self, message: ActionEnded) -> None:
-        self.action_flow.on_ended(message)
-
     def action_goto_receipt(self) -> None:
         self.evidence_flow.action_goto_receipt()
 
@@ -668,13 +497,9 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ worker bugs
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker died of a bug (ledger problems are messages): say so plainly."""
-        if event.state is WorkerState.ERROR and event.worker.error is not None:
-            self._internal_error(event.worker.group or event.worker.name,
-                                 event.worker.error)
-
-    def _internal_error(self, group: str, error: BaseException) -> None:
+    def on_worker_failed(self, message: m.WorkerFailed) -> None:
+        """A widget's worker died of a bug (ledger problems are messages): say so plainly."""
+        group, error = message.group, message.error
         what = f"{group}: {type(error).__name__}: {error}"
         if group == "follow":
             self.session.state = "stopped"
@@ -684,5 +509,5 @@ class MainScreen(Screen[None]):
             except NoMatches:
                 return
         line = visible(f"internal error in {what}", one_line=True, limit=300)
-        self.action_log.add(self.clock(), self.session.case_label(), None, Outcome.ALERT, line)
+        self.record(None, None, Outcome.ALERT, line)
         self.notify(line, title="internal error", severity="error", markup=False, timeout=15)

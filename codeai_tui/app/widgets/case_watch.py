@@ -1,5 +1,5 @@
-"""The open case's watch: alerts when a call enters effect_unknown or an effect is
-duplicated, and the drift checks of resumable calls.
+"""The open case's watch: alerts when a call enters effect_unknown, an effect is
+duplicated or the ledger file is replaced, and the drift checks of resumable calls.
 
 A widget with nothing to draw, so its timer and its worker end with it. It reads and
 writes the alert memory in the console's session (which the one reset forgets), says
@@ -10,7 +10,7 @@ an alert in the action log and a toast, and posts the drift checks up
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -19,17 +19,27 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.actions.gate import ActionRefused
-from codeai_tui.actions.resume import ResumePlan
+from codeai_tui.actions.protocol import ActionOptions, GatedAction
+from codeai_tui.actions.resume import RESUME, Resume, ResumePlan
 from codeai_tui.app import messages as m
 from codeai_tui.app.widgets.cells import DUPLICATE_TEXT, WARN
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.console.drift import DriftCheck, DriftStatus, check_from_plan
 from codeai_tui.console.model import CaseSnapshot
-from codeai_tui.console.session import CaseSession
+from codeai_tui.console.session import CaseSession, Note
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 
 FLUSH_EVERY_S = 0.5
+
+
+def resume_read(actions: Mapping[str, GatedAction], options: Callable[[], ActionOptions]
+                ) -> Callable[[Path, str], ResumePlan]:
+    """Resume's read-only plan of a call (nothing sent), as this console runs resume, with
+    the options given now: what a drift check shows."""
+    given = actions.get("resume")
+    resume = given if isinstance(given, Resume) else RESUME  # (the drift read is resume's)
+    return lambda case, call_id: resume.read(case, call_id, options())
 
 
 class CaseWatch(Widget):
@@ -69,6 +79,17 @@ class CaseWatch(Widget):
         for call_id in self.session.due_alerts(time.monotonic()):
             self.alert(call_id, f"{WARN} call {call_id} entered effect_unknown: "
                        "duplicate risk", "effect unknown")
+
+    def replaced(self, case: Path) -> None:
+        """Another file now sits at the case's ledger path (after the one reset): the
+        header's note, the action log and a toast say so."""
+        text = (f"{WARN} ledger file replaced at {self.clock():%H:%M:%S}: everything shown "
+                "is re-read from the new file")
+        self.session.note = Note(case, "", text, ok=False)
+        self.action_log.add(self.clock(), self.session.case_label(case), None, Outcome.ALERT,
+                            text)
+        self.notify(text, title="ledger replaced", severity="warning", markup=False,
+                    timeout=15)
 
     def alert(self, call_id: str | None, text: str, title: str) -> None:
         line = visible(text, one_line=True, limit=200)

@@ -21,8 +21,9 @@ from textual import work
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
+from codeai_tui.app import messages as m
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane, TitlePart
 from codeai_tui.app.widgets.table import Column, ListSource, Row
@@ -82,6 +83,7 @@ class CasesPane(Pane):
         """The bundle's case directories now (one appeared, went, or was replaced)."""
 
         cases: tuple[Path, ...]
+        first: bool = False  # the first discovery: the console opens the first case
 
     cases: reactive[tuple[Path, ...]] = reactive((), init=False)
     active: reactive[Path | None] = reactive(None, init=False)
@@ -102,6 +104,24 @@ class CasesPane(Pane):
 
     def on_mount(self) -> None:
         self.set_interval(RESTAT_S, self._look_again)
+
+    @work(thread=True, exit_on_error=False, group="discover")
+    def discover(self) -> None:
+        """Find the bundle's cases the first time (off the UI thread); a ledger problem
+        is the console's (`OpenFailed`)."""
+        try:
+            cases = discover_cases(self.root)
+        except LedgerError as exc:
+            self.post_message(m.OpenFailed(exc))
+            return
+        self.post_message(self.CasesChanged(tuple(cases), first=True))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The first discovery died of a bug: the screen says so plainly."""
+        worker = event.worker
+        if worker.group == "discover" and event.state is WorkerState.ERROR \
+                and worker.error is not None:
+            self.post_message(m.WorkerFailed(worker.group, worker.error))
 
     def _look_again(self) -> None:
         looking = self._looking
@@ -222,6 +242,12 @@ class CasesPane(Pane):
     def case_at_cursor(self) -> Path | None:
         row = self.current_row()
         return self._by_name.get(row.key) if row is not None else None
+
+    def next_with_effect_unknown(self, case: Path | None) -> Path | None:
+        """The next case after `case` whose verdict has a call or a tool operation in
+        effect_unknown (`e` goes on there)."""
+        return self.case_after(case, {c for c, v in self.verdicts.items() if (
+            v.effect_unknown or v.tool_effect_unknown) and c != case})
 
     def case_after(self, case: Path | None, wanted: set[Path]) -> Path | None:
         """The next case in the pane's order after `case` (wrapping) that is in `wanted`."""

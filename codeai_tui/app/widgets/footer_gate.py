@@ -1,4 +1,5 @@
-"""One footer redraw per refresh, and only when what it shows changed.
+"""The console's footer, and one footer redraw per refresh, only when what it shows
+changed.
 
 Textual's Footer rebuilds every key widget on each request (~5 ms at 160 columns), and
 cursor moves, focus changes and live snapshots ask many times a second: most requests
@@ -10,6 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from textual.screen import Screen
+from textual.widgets import Footer
+
+
+class ConsoleFooter(Footer):
+    """Textual's footer that, under 110 columns, drops its padding, so that the next
+    step's key, e, ? and q stay whole at 80 columns."""
+
+    def on_resize(self) -> None:
+        self.compact = self.size.width < 110
 
 
 class FooterGate:

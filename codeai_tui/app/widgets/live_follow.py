@@ -38,6 +38,7 @@ from codeai_tui.console.model import (
     receipts_stamp,
     release_frozen,
 )
+from codeai_tui.console.session import CaseSession
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
@@ -63,8 +64,10 @@ class LiveFollow(Widget):
 
     DEFAULT_CSS = "LiveFollow { display: none; }"
 
-    def __init__(self, head_start: HeadStart | None = None, *, id: str | None = None) -> None:
+    def __init__(self, session: CaseSession, head_start: HeadStart | None = None, *,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
+        self.session = session  # follow or pause, and time travel, are kept there
         # the first case's open and skeleton, begun before Textual loaded (taken once)
         self._head_start = head_start
         self.following = True  # (read by the workers: False holds the panes still)
@@ -89,6 +92,13 @@ class LiveFollow(Widget):
     def wake(self) -> None:
         """Poll the ledger now (an action wrote, or following resumed)."""
         self._wake.set()
+
+    def toggle(self) -> None:
+        """Live or paused, as the session says; following again polls at once."""
+        self.session.toggle_follow()
+        self.following = self.session.following
+        if self.following:
+            self.wake()  # poll now rather than at the next tick
 
     def _stop_for(self, worker: Worker[object]) -> Callable[[], bool]:
         """When reads of `worker` must end: it was cancelled, or the console quits (a
@@ -294,6 +304,21 @@ class LiveFollow(Widget):
 
     def stop_travel(self) -> None:
         self.workers.cancel_group(self, "as_of")
+
+    def travel_to(self, seq: int) -> bool:
+        """Project the open case as of `seq` through the time machine it was opened with
+        (False: no case is open yet)."""
+        s = self.session
+        if s.case is None or s.machine is None:
+            return False
+        s.travel_to(seq)
+        self.travel(s.machine, seq)
+        return True
+
+    def back_to_live(self) -> None:
+        """The live projection again; the as-of one being read is not wanted any more."""
+        self.session.back_to_live()
+        self.stop_travel()
 
     @work(thread=True, exit_on_error=False, group="as_of", exclusive=True)
     def travel(self, machine: TimeMachine, seq: int) -> None:

@@ -2,7 +2,8 @@
 
 The bar owns its state (`facts`, set from above) and its one-second timer (humanized
 "last commit" times), so nothing fires after it is gone. A note about an action names
-its case; the screen passes only the note of the open case.
+its case; the screen passes only the note of the open case. `Header` is the bar and the
+pulse beside it, painted from the console's session in one call.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.detail_text import ago
+from codeai_tui.app.widgets.pulse import Pulse
 from codeai_tui.console.session import CaseSession
 from codeai_tui.console.severity import CaseVerdict, FleetCounts, fleet_counts
 
@@ -189,3 +193,23 @@ class StatusBar(Static):
         width, height = self.content_size
         same = width > 0 and content.get_height(self.styles, width) == height
         self.update(content, layout=not same)
+
+
+class Header(Horizontal):
+    """The status bar and the pulse (the stylesheet's `#header`): what the console was
+    started on is given once; the session and the Cases pane's verdicts on each paint."""
+
+    def __init__(self, clock: Callable[[], datetime], *, path: str, read_only: bool,
+                 provider: str | None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.clock, self.path, self.read_only, self.provider = clock, path, read_only, provider
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.clock, id="status")
+        yield Pulse(id="pulse")
+
+    def show(self, session: CaseSession, verdicts: dict[Path, CaseVerdict]) -> None:
+        s = session
+        self.query_one(Pulse).follow(s.case, s.live.event_count if s.live else None)
+        self.query_one(StatusBar).facts = session_facts(
+            s, verdicts, path=self.path, read_only=self.read_only, provider=self.provider)

@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 
+from codeai_tui.app import messages as m
 from codeai_tui.app.widgets.cells import WARN, cell, clock_part
 from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.app.widgets.pane import Pane
@@ -29,6 +30,7 @@ from codeai_tui.console.filters import Needle, event_fields
 from codeai_tui.console.model import PROJECT_PAGE, TIMELINE_PAGE, CaseSnapshot
 from codeai_tui.ledger import Event, LedgerError
 from codeai_tui.ledger.areader import AsyncLedgerReader
+from codeai_tui.textsafe import visible
 
 # 8 pages x 256 events: ~50 screens of scrollback; each event with its payload is ~1 KB,
 # and a page read by key costs ~1 ms, so a larger cache buys little and costs memory
@@ -219,21 +221,10 @@ class TimelinePane(Pane):
     KEY = "5"
 
     @dataclass
-    class Trouble(Message):
-        """A read failed; the screen shows it with the follower's own state."""
-
-        case: Path
-        error: LedgerError
-
-    @dataclass
     class SeqChosen(Message):
         """`n`/`N` landed on an event (time travel follows it)."""
 
         seq: int
-
-    @dataclass
-    class Note(Message):
-        text: str
 
     case: reactive[Path | None] = reactive(None, init=False)
     total: reactive[int] = reactive(0, init=False, repaint=False)
@@ -348,7 +339,7 @@ class TimelinePane(Pane):
         except LedgerError as exc:
             await self._drop_reader()
             self.pages.forget_request(page_no)
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
             return
         if case != self.case:
             return
@@ -378,14 +369,24 @@ class TimelinePane(Pane):
                     self.paint_title()
         except LedgerError as exc:
             await self._drop_reader()
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
         if case != self.case or needle != self.needle:
             return
         self.scanning = None
         self._matches = FilteredTimeline(found, self.pages.decorator)
         self.paint()
         if truncated:
-            self.post_message(self.Note(f"showing the first {FILTER_SCAN_LIMIT:,} matches"))
+            self.say(f"showing the first {FILTER_SCAN_LIMIT:,} matches")
+
+    def say(self, text: str) -> None:
+        """A note for the operator (a toast), in one line, shown literally."""
+        self.notify(visible(text, one_line=True), markup=False)
+
+    def step(self, delta: int) -> int | None:
+        """Focus, move the cursor `delta` events, and return the seq it lands on."""
+        self.focus()
+        self.move_to(self.cursor + delta)
+        return self.seq_at_cursor()
 
     def jump_to_call_event(self, call_id: str, direction: int) -> None:
         if self.case is not None:
@@ -398,7 +399,7 @@ class TimelinePane(Pane):
             seqs = await reader.call_seqs(call_id)
         except LedgerError as exc:
             await self._drop_reader()
-            self.post_message(self.Trouble(case, exc))
+            self.post_message(m.LedgerTrouble(case, exc, True))
             return
         current = self.seq_at_cursor() or 0
         if direction > 0:
@@ -407,11 +408,11 @@ class TimelinePane(Pane):
             target = next((s for s in reversed(seqs) if s < current), None)
         if target is None:
             later = "later" if direction > 0 else "earlier"
-            self.post_message(self.Note(f"no {later} event of call {cell(call_id, 80)}"))
+            self.say(f"no {later} event of call {cell(call_id, 80)}")
             return
         self.focus()
         if not self.select_key(str(target)):
-            self.post_message(self.Note(f"seq {target} is hidden by the timeline filter"))
+            self.say(f"seq {target} is hidden by the timeline filter")
             return
         self.post_message(self.SeqChosen(target))
 

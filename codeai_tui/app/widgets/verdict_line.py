@@ -6,10 +6,12 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from codeai_tui.actions.replay import follow_up_due
 from codeai_tui.app.widgets.calls_pane import RESUMABLE_TEXT, drift_status
 from codeai_tui.app.widgets.cells import EFFECT_UNKNOWN_TEXT, cell
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.model import SkeletonCall
+from codeai_tui.console.session import CaseSession
 from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallState, NextOperation
 
@@ -70,6 +72,15 @@ class VerdictLine(Static):
 
     def watch_follow_up_due(self) -> None:
         self.paint()
+
+    def show_selected(self, session: CaseSession, early: SkeletonCall | None) -> None:
+        """The session's selected call as shown (as of, when travelling), its drift, and
+        `early`: what the skeleton knows of it before the projection."""
+        s, snap = session, session.shown
+        self.drift, self.as_of = dict(s.drift), s.as_of
+        self.call = call = snap.call(s.selected_call_id) if snap is not None else None
+        self.follow_up_due = follow_up_due(snap.state, call) if snap and call else False
+        self.early = early
 
     def next_key(self, call: CallState) -> str | None:
         """The key for the call's next step (none in the past or read-only)."""
