@@ -8,7 +8,9 @@ session (shown snapshot, selected call) through `LinksHost`.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from textual.widget import Widget
 
 from codeai_tui.app.widgets.calls_pane import CallsPane
 from codeai_tui.app.widgets.receipts_pane import ReceiptsPane, receipt_key
@@ -23,6 +25,8 @@ from codeai_tui.console.evidence import (
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.textsafe import visible
 
+W = TypeVar("W", bound=Widget)
+
 
 class LinksHost(Protocol):
     """The main screen, as the cross-links see it."""
@@ -30,14 +34,7 @@ class LinksHost(Protocol):
     shown: CaseSnapshot | None
     selected_call_id: str | None
 
-    @property
-    def calls(self) -> CallsPane: ...
-
-    @property
-    def receipts_pane(self) -> ReceiptsPane: ...
-
-    @property
-    def verdict_line(self) -> VerdictLine: ...
+    def query_one(self, selector: type[W]) -> W: ...
 
     def set_active_pane(self, name: str) -> None: ...
 
@@ -64,11 +61,11 @@ class EvidenceFlow:
         host = self.host
         snap = host.shown
         call = snap.call(call_id) if snap is not None else None
-        receipts = host.receipts_pane
+        receipts = host.query_one(ReceiptsPane)
         linked = frozenset(receipts_of_call(call, snap)) if call is not None else frozenset()
         receipts.linked = (call.call_id if call is not None else None, linked)
         phrase = verdict_phrase(call, snap) if call is not None else None
-        host.verdict_line.log_phrase = (
+        host.query_one(VerdictLine).log_phrase = (
             (phrase, short_phrase(call, snap)) if phrase and call is not None else None)
 
     # ---------------------------------------------------------------- cross-links
@@ -89,7 +86,7 @@ class EvidenceFlow:
         last_call, last_i = self._receipt_cycle
         i = (last_i + 1) % len(ids) if last_call == call.call_id else 0
         self._receipt_cycle = (call.call_id, i)
-        pane = host.receipts_pane
+        pane = host.query_one(ReceiptsPane)
         receipt = next((r for r in snap.receipts.receipts if r.receipt_id == ids[i]), None)
         if receipt is None or not pane.select_key(receipt_key(receipt)):
             host.notify(_line(f"receipt {ids[i]} is hidden by the Receipts filter (esc on "
@@ -103,7 +100,7 @@ class EvidenceFlow:
     def action_goto_call(self) -> None:
         """The call and attempt the selected receipt matches (or: uncovered)."""
         host = self.host
-        pane = host.receipts_pane
+        pane = host.query_one(ReceiptsPane)
         receipt = pane.receipt_at_cursor()
         if receipt is None:
             host.notify("select a receipt first (6 focuses Receipts)", severity="warning",
@@ -116,7 +113,7 @@ class EvidenceFlow:
                         severity="warning", markup=False)
             return
         link = links[0]
-        calls = host.calls
+        calls = host.query_one(CallsPane)
         if not calls.select_key(link.call_id):
             host.notify(_line(f"call {link.call_id} is hidden by the Calls filter (esc on "
                               "Calls clears it)"), severity="warning", markup=False)

@@ -11,6 +11,7 @@ action flow it composes. Each widget owns its own state, timers, workers and CSS
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,7 +40,6 @@ from codeai_tui.app.widgets.footer_gate import ConsoleFooter, FooterGate
 from codeai_tui.app.widgets.live_follow import LiveFollow
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.pane_grid import PANES, PaneGrid, PaneTabs
-from codeai_tui.app.widgets.receipts_pane import ReceiptsPane
 from codeai_tui.app.widgets.status_bar import Header
 from codeai_tui.app.widgets.timeline_pane import TimelinePane
 from codeai_tui.app.widgets.verdict_line import VerdictLine
@@ -50,7 +50,6 @@ from codeai_tui.console.head_start import HeadStart
 from codeai_tui.console.model import CaseSnapshot, TimeMachine, release_frozen
 from codeai_tui.console.session import CaseSession, InSession, Note
 from codeai_tui.ledger import LedgerError, LedgerProblem
-from codeai_tui.textsafe import visible
 from codeai_tui.workstate import CallState
 
 
@@ -114,14 +113,6 @@ class MainScreen(Screen[None]):
     @property
     def calls(self) -> CallsPane:
         return self.query_one(CallsPane)
-
-    @property
-    def receipts_pane(self) -> ReceiptsPane:
-        return self.query_one(ReceiptsPane)
-
-    @property
-    def verdict_line(self) -> VerdictLine:
-        return self.query_one(VerdictLine)
 
     @property
     def options(self) -> ActionOptions:
@@ -498,16 +489,6 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ worker bugs
 
     def on_worker_failed(self, message: m.WorkerFailed) -> None:
-        """A widget's worker died of a bug (ledger problems are messages): say so plainly."""
-        group, error = message.group, message.error
-        what = f"{group}: {type(error).__name__}: {error}"
-        if group == "follow":
-            self.session.state = "stopped"
-            self.session.trouble = f"live follow stopped by an internal error ({what})"
-            try:
-                self.paint_status()
-            except NoMatches:
-                return
-        line = visible(f"internal error in {what}", one_line=True, limit=300)
-        self.record(None, None, Outcome.ALERT, line)
-        self.notify(line, title="internal error", severity="error", markup=False, timeout=15)
+        self.query_one(CaseWatch).worker_failed(message.group, message.error)
+        with suppress(NoMatches):  # (the screen may be closing)
+            self.paint_status()

@@ -97,6 +97,17 @@ class CaseWatch(Widget):
                             line)
         self.notify(line, title=title, severity="error", markup=False, timeout=10)
 
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """A widget's worker died of a bug (ledger problems are messages): say so plainly
+        in the action log and a toast; a dead follow is the session's state too."""
+        what = f"{group}: {type(error).__name__}: {error}"
+        if group == "follow":
+            self.session.state = "stopped"
+            self.session.trouble = f"live follow stopped by an internal error ({what})"
+        line = visible(f"internal error in {what}", one_line=True, limit=300)
+        self.action_log.add(self.clock(), self.session.case_label(), None, Outcome.ALERT, line)
+        self.notify(line, title="internal error", severity="error", markup=False, timeout=15)
+
     @work(thread=True, exit_on_error=False, group="drift", exclusive=True)
     def _check_drift(self, case: Path, call_ids: list[str]) -> None:
         """Read-only: each plan reads the call's events and a few artifacts."""
