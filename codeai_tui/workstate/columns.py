@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from codeai_tui.ledger.blocks import ValueSequence
 from codeai_tui.ledger.text_column import TextColumn
-from codeai_tui.workstate.evidence import CallEvidence, ReceiptIndex
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.tool_ops import ToolsState
 from codeai_tui.workstate.tool_receipts import ToolReceipts
 from codeai_tui.workstate.verdicts import CallState, CallVerdict
@@ -45,7 +45,8 @@ class SettledCalls:
     call id to slot (open addressing over an array: a dict cost a str and an int object
     per call). `load` derives a call's evidence when one is asked for its reason."""
 
-    __slots__ = ("_codes", "_gone", "_index", "_live", "_load", "_statuses", "_task_of", "_tasks",
+    __slots__ = ("_codes", "_gone", "_index", "_key_index", "_keyed", "_live",
+                 "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "firsts", "ids", "keys", "lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest")
 
@@ -70,11 +71,27 @@ class SettledCalls:
         self._index = array("q", [_EMPTY]) * 1024
         self._live = 0  # slots in the index (taken back ones included: tombstones)
         self._gone: set[int] = set()  # slots taken back (rare: a hostile ledger)
+        # the receipt coverage a settled call's attempt gives its key (see
+        # `SettledCoverage`): its attempt id, started seq and request hash (32 bytes),
+        # found by key through a second index
+        self.cover_attempt = TextColumn()
+        self.cover_seq = array("q")
+        self.cover_sha = bytearray()
+        self._key_index = array("q", [_EMPTY]) * 1024
+        self._keyed = 0
 
     def __len__(self) -> int:
         return len(self.positions)
 
     # ---- the id index
+
+    @staticmethod
+    def _probe_in(index: array[int], text: str) -> Iterator[int]:
+        mask = len(index) - 1
+        at = hash(text) & mask
+        while True:
+            yield at
+            at = (at + 1) & mask
 
     def _probe(self, call_id: str) -> Iterator[int]:
         mask = len(self._index) - 1
@@ -123,8 +140,10 @@ class SettledCalls:
 
     # ---- the columns
 
-    def add(self, st: CallState, position: int) -> int:
-        """Keep `st` (which `settles`) in columns; returns its slot."""
+    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None) -> int:
+        """Keep `st` (which `settles`) in columns; returns its slot. `cover`: the started
+        attempt that covers the call's key in the receipt check, kept here instead of in
+        the coverage dict (the caller removes it there); None if it cannot be."""
         ev = st.evidence
         slot = len(self.positions)
         self.ids.append(st.call_id)
@@ -148,7 +167,48 @@ class SettledCalls:
             self._grow()
         self._place(st.call_id, slot)
         self._live += 1
+        self.cover_attempt.append(cover.attempt_id if cover is not None else "")
+        self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
+        self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
+                              else bytes(32))  # type: ignore[arg-type]
+        if cover is not None:
+            if (self._keyed + 1) * 2 > len(self._key_index):
+                self._grow_keys()
+            self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
+            self._keyed += 1
         return slot
+
+    @staticmethod
+    def can_cover(att: AttemptEvidence) -> bool:
+        """True when the columns can keep what coverage reads of `att` (a request hash
+        of 64 lower-case hex digits, as every writer records; others stay as objects)."""
+        sha = att.request_sha256
+        return att.started_seq is not None and sha is not None and _is_hex(sha)
+
+    def _place_key(self, key: str, slot: int) -> None:
+        index = self._key_index
+        for at in self._probe_in(index, key):
+            if index[at] == _EMPTY:
+                index[at] = slot
+                return
+
+    def _grow_keys(self) -> None:
+        self._key_index = array("q", [_EMPTY]) * (len(self._key_index) * 2)
+        for slot in range(len(self.cover_seq)):
+            if self.cover_attempt[slot]:
+                self._place_key(self.keys[slot], slot)
+
+    def cover(self, key: str) -> Cover | None:
+        """The attempt kept here that covers `key`, if any."""
+        index, keys = self._key_index, self.keys
+        for at in self._probe_in(index, key):
+            slot = index[at]
+            if slot == _EMPTY:
+                return None
+            if keys[slot] == key:
+                return Cover(self.cover_attempt[slot], self.cover_seq[slot],
+                             self.cover_sha[slot * 32:slot * 32 + 32].hex())
+        return None
 
     @staticmethod
     def _code(table: list[Any], value: Any) -> int:
@@ -181,6 +241,44 @@ class SettledCalls:
         if ev is None:
             raise LookupError(f"the events of settled call {call_id[:70]!r} cannot be read")
         return ev
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 64 and _HEX.issuperset(text)
+
+
+class Cover:
+    """What the receipt check reads of the attempt covering a key (see receipts.covering),
+    made from the columns when asked."""
+
+    __slots__ = ("attempt_id", "request_sha256", "started_seq")
+
+    def __init__(self, attempt_id: str, started_seq: int, request_sha256: str) -> None:
+        self.attempt_id = attempt_id
+        self.started_seq = started_seq
+        self.request_sha256 = request_sha256
+
+
+class SettledCoverage(dict):  # type: ignore[type-arg]
+    """The receipt coverage (receipts.Coverage) of a projection that settles calls in
+    columns: a key whose covering attempt belongs to a settled call is answered from
+    the columns (`get`, the one way coverage is read), not held as objects."""
+
+    __slots__ = ("cols",)
+
+    def __init__(self, started: dict[str, Any], cols: SettledCalls) -> None:
+        super().__init__(started)
+        self.cols = cols
+
+    def get(self, key: str, default: Any = None) -> Any:
+        have = dict.get(self, key)
+        if have is None:
+            have = self.cols.cover(key)
+            return default if have is None else have
+        return have
 
 
 class ColumnCallState(CallState):
@@ -324,5 +422,5 @@ def calls_of(states: Sequence[CallState | None], cols: SettledCalls | None,
     return CallsView(kept, cols, slots)
 
 
-__all__ = ["CallLoader", "CallsView", "ColumnCallState", "SettledCalls", "calls_of",
-           "settles"]
+__all__ = ["CallLoader", "CallsView", "ColumnCallState", "Cover", "SettledCalls",
+           "SettledCoverage", "calls_of", "settles"]

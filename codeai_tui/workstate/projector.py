@@ -20,11 +20,13 @@ from codeai_tui.ledger.schema import KNOWN_KINDS, Event
 from codeai_tui.workstate.columns import (
     CallLoader,
     SettledCalls,
+    SettledCoverage,
     calls_of,
     settles,
 )
 from codeai_tui.workstate.evidence import (
     Anomaly,
+    AttemptEvidence,
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
@@ -387,6 +389,8 @@ class Projector:
         if self._settled is None:
             self._settled = SettledCalls(load)
             self._to_settle = list(range(len(self._states)))
+            if not self._pairs_stale:
+                self._pairs = SettledCoverage(self._pairs, self._settled)
 
     @property
     def settled_count(self) -> int:
@@ -400,13 +404,22 @@ class Projector:
         if cols is None or not self._to_settle:
             return
         states, slots, flagged = self._states, self._slot_of, self.call_anomalies
+        pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         for pos in self._to_settle:
             st = states[pos]
             if st is None or slots[pos] != -1 or pos in self._revived or pos in self._stale:
                 continue
             if not settles(st, st.call_id in flagged):
                 continue
-            slots[pos] = cols.add(st, pos)
+            # its attempt's receipt coverage goes to the columns too, when it is the one
+            # covering its key (it never changes once started)
+            key, held = st.evidence.key, st.evidence.held
+            cover = held if (pairs is not None and key is not None
+                             and type(held) is AttemptEvidence
+                             and dict.get(pairs, key) is held and cols.can_cover(held)) else None
+            slots[pos] = cols.add(st, pos, cover)  # type: ignore[arg-type]
+            if cover is not None:
+                del pairs[key]  # type: ignore[index, arg-type]
             states[pos] = None
             self._ids[pos] = None
             del self.calls[st.call_id]
