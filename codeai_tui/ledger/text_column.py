@@ -58,3 +58,92 @@ class TextColumn(Blocks[str]):
 
     def _sealed(self, items: list[str]) -> Sequence[str]:
         return JoinedText(items)
+
+
+class OptionalJoinedText(Sequence["str | None"]):
+    """A sealed block of strings some of which are None: a JoinedText and a byte per
+    item saying which are None."""
+
+    __slots__ = ("_none", "_text")
+
+    def __init__(self, items: list[str | None]) -> None:
+        self._none = bytes(s is None for s in items)
+        self._text = JoinedText(["" if s is None else s for s in items])
+
+    def __len__(self) -> int:
+        return len(self._none)
+
+    @overload
+    def __getitem__(self, j: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[str | None]: ...
+
+    def __getitem__(self, j: int | slice) -> str | None | list[str | None]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        return None if self._none[j] else self._text[j]
+
+    def __iter__(self) -> Iterator[str | None]:
+        for none, s in zip(self._none, self._text, strict=True):
+            yield None if none else s
+
+
+class OptionalTextColumn(Blocks["str | None"]):
+    """A column of strings or None whose sealed blocks are joined texts (the attempt
+    covering each receipt: a str each cost ~50 bytes more per receipt)."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[str | None]) -> Sequence[str | None]:
+        return OptionalJoinedText(items)
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+class PackedHashes(Sequence[str]):
+    """A sealed block of SHA-256 hex digests as 32 bytes each (a str each: 113 bytes)."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, items: list[str]) -> None:
+        self._bytes = b"".join(bytes.fromhex(s) for s in items)
+
+    @staticmethod
+    def fits(items: list[str]) -> bool:
+        """True when every item is 64 lower-case hex digits (then it reads back the same)."""
+        return all(type(s) is str and len(s) == 64 and _HEX.issuperset(s) for s in items)
+
+    def __len__(self) -> int:
+        return len(self._bytes) // 32
+
+    @overload
+    def __getitem__(self, j: int) -> str: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[str]: ...
+
+    def __getitem__(self, j: int | slice) -> str | list[str]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        if j < 0:
+            j += len(self)
+        if not 0 <= j < len(self):
+            raise IndexError("hash index out of range")
+        return self._bytes[j * 32:j * 32 + 32].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        data = self._bytes
+        for at in range(0, len(data), 32):
+            yield data[at:at + 32].hex()
+
+
+class HashColumn(Blocks[str]):
+    """A column of hex digests whose sealed blocks are packed as bytes where every item
+    is one (receipts' body hashes); a block with any other text stays as its strings."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[str]) -> Sequence[str]:
+        return PackedHashes(items) if PackedHashes.fits(items) else tuple(items)
