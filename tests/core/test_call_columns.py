@@ -211,3 +211,27 @@ def test_a_follower_reads_settled_calls_from_the_ledger_it_follows(tmp_path: Pat
         assert [c.reason for c in snap.state.calls] == [c.reason for c in oracle.calls]
     finally:
         follower.close()
+
+
+def test_calls_settle_a_batch_a_snapshot_and_every_snapshot_stays_right(
+        tmp_path: Path) -> None:
+    from unittest.mock import patch
+
+    from codeai_tui.workstate import projector as projector_module
+    case = _lifecycle_case(tmp_path, 5, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    oracle = project(events).as_json("x")
+    try:
+        projector.feed(events)  # (settled in columns from the next snapshot on)
+        projector.settle_in_columns(history)
+        with patch.object(projector_module, "SETTLE_BATCH", 2):
+            counts = []
+            for _ in range(4):
+                assert projector.snapshot().as_json("x") == oracle
+                counts.append(projector.settled_count)
+        assert counts == [2, 4, 5, 5]
+    finally:
+        history.close()
