@@ -93,37 +93,33 @@ class SettledCalls:
             yield at
             at = (at + 1) & mask
 
-    def _probe(self, call_id: str) -> Iterator[int]:
-        mask = len(self._index) - 1
-        at = hash(call_id) & mask
-        while True:
-            yield at
-            at = (at + 1) & mask
-
     def find(self, call_id: str) -> int | None:
         """The slot of a settled call, None if it is not settled."""
         index, ids = self._index, self.ids
-        for at in self._probe(call_id):
+        for at in self._probe_in(index, call_id):
             slot = index[at]
             if slot == _EMPTY:
                 return None
             if slot >= 0 and ids[slot] == call_id:
                 return slot
 
-    def _place(self, call_id: str, slot: int) -> None:
-        index = self._index
-        for at in self._probe(call_id):
+    def _place(self, call_id: str, slot: int, index: array[int] | None = None) -> None:
+        index = self._index if index is None else index
+        for at in self._probe_in(index, call_id):
             if index[at] < 0:
                 index[at] = slot
                 return
 
     def _grow(self) -> None:
-        self._index = array("q", [_EMPTY]) * (len(self._index) * 2)
-        self._live = 0
+        """A twice larger index, built aside and then swapped in: a reader on another
+        thread (the screen finding a row by id) never sees one half filled."""
+        index = array("q", [_EMPTY]) * (len(self._index) * 2)
+        live = 0
         for slot in range(len(self.positions)):
             if slot not in self._gone:
-                self._place(self.ids[slot], slot)
-                self._live += 1
+                self._place(self.ids[slot], slot, index)
+                live += 1
+        self._index, self._live = index, live
 
     def forget(self, slot: int) -> None:
         """Take a slot back (its call lives as objects again); its columns stay, so a
@@ -131,7 +127,7 @@ class SettledCalls:
         call_id = self.ids[slot]
         self._gone.add(slot)
         index = self._index
-        for at in self._probe(call_id):
+        for at in self._probe_in(index, call_id):
             if index[at] == slot:
                 index[at] = _GONE
                 return
@@ -185,18 +181,19 @@ class SettledCalls:
         sha = att.request_sha256
         return att.started_seq is not None and sha is not None and _is_hex(sha)
 
-    def _place_key(self, key: str, slot: int) -> None:
-        index = self._key_index
+    def _place_key(self, key: str, slot: int, index: array[int] | None = None) -> None:
+        index = self._key_index if index is None else index
         for at in self._probe_in(index, key):
             if index[at] == _EMPTY:
                 index[at] = slot
                 return
 
     def _grow_keys(self) -> None:
-        self._key_index = array("q", [_EMPTY]) * (len(self._key_index) * 2)
+        index = array("q", [_EMPTY]) * (len(self._key_index) * 2)
         for slot in range(len(self.cover_seq)):
             if self.cover_attempt[slot]:
-                self._place_key(self.keys[slot], slot)
+                self._place_key(self.keys[slot], slot, index)
+        self._key_index = index
 
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any."""

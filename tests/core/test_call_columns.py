@@ -235,3 +235,24 @@ def test_calls_settle_a_batch_a_snapshot_and_every_snapshot_stays_right(
         assert counts == [2, 4, 5, 5]
     finally:
         history.close()
+
+
+def test_every_settled_call_is_found_by_id_as_the_index_grows(tmp_path: Path) -> None:
+    case = _lifecycle_case(tmp_path, 1500, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(history)
+    try:
+        with LedgerReader(case) as reader:
+            events = reader.events()
+        for at in range(0, len(events), 700):  # snapshots as a follower takes them
+            projector.feed(events[at:at + 700])
+            projector.snapshot()
+        state = projector.snapshot()
+        assert projector.settled_count == 1500 and not projector.calls
+        assert all(projector.position_of(f"c{i}") == i for i in range(1500))
+        assert projector.position_of("c1500") is None
+        assert [c.call_id for c in state.calls] == [f"c{i}" for i in range(1500)]
+        assert state.calls[1234].reason == project(events).calls[1234].reason
+    finally:
+        history.close()
