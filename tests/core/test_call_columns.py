@@ -256,3 +256,32 @@ def test_every_settled_call_is_found_by_id_as_the_index_grows(tmp_path: Path) ->
         assert state.calls[1234].reason == project(events).calls[1234].reason
     finally:
         history.close()
+
+
+def test_the_calls_of_a_receipt_derive_only_the_evidence_of_calls_with_its_key(
+        tmp_path: Path) -> None:
+    from codeai_tui.console.evidence import calls_of_receipt
+    from codeai_tui.console.model import CaseSnapshot
+    from codeai_tui.ledger import Receipt
+    case = _lifecycle_case(tmp_path, 3, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    asked: list[str] = []
+
+    def load(call_id: str, n: int, position: int) -> Any:
+        asked.append(call_id)
+        return history(call_id, n, position)
+
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(load)
+    try:
+        with LedgerReader(case) as reader:
+            projector.feed(reader.events())
+        state = projector.snapshot()
+        assert projector.settled_count == 3
+        snap = CaseSnapshot(case, state, 21, 21, None, read_receipts(case))
+        receipt = Receipt("r1", "2026-09-13T12:00:01Z", "k1", SHA, 1, 1)
+        links = calls_of_receipt(receipt, snap)
+        assert [(link.call_id, link.attempt_id) for link in links] == [("c1", "c1-a")]
+        assert asked == ["c1"]  # the others' keys were read from the columns
+    finally:
+        history.close()
