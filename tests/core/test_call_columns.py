@@ -224,9 +224,9 @@ def test_calls_settle_a_batch_a_snapshot_and_every_snapshot_stays_right(
     with LedgerReader(case) as reader:
         events = reader.events()
     oracle = project(events).as_json("x")
+    projector.settle_in_columns(history)
     try:
         projector.feed(events)  # (settled in columns from the next snapshot on)
-        projector.settle_in_columns(history)
         with patch.object(projector_module, "SETTLE_BATCH", 2):
             counts = []
             for _ in range(4):
@@ -283,5 +283,23 @@ def test_the_calls_of_a_receipt_derive_only_the_evidence_of_calls_with_its_key(
         links = calls_of_receipt(receipt, snap)
         assert [(link.call_id, link.attempt_id) for link in links] == [("c1", "c1-a")]
         assert asked == ["c1"]  # the others' keys were read from the columns
+    finally:
+        history.close()
+
+
+def test_calls_judged_before_settling_was_asked_stay_objects(tmp_path: Path) -> None:
+    case = _lifecycle_case(tmp_path, 2, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    try:
+        projector.feed(events[:7])  # c0 complete
+        projector.snapshot()
+        projector.settle_in_columns(history)
+        projector.feed(events[7:])  # c1 complete
+        state = projector.snapshot()
+        assert projector.settled_count == 1 and list(projector.calls) == ["c0"]
+        assert state.as_json("x") == project(events).as_json("x")
     finally:
         history.close()
