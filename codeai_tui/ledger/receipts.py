@@ -27,7 +27,7 @@ from codeai_tui.ledger.blocks import Blocks, ValueSequence
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.safefile import FileId, read_regular_since
-from codeai_tui.ledger.text_column import HashColumn, TextColumn
+from codeai_tui.ledger.text_column import TextColumn
 
 RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
 PARSE_BATCH = 1 << 20  # bytes of whole lines split and parsed at a time (`_parse_into`)
@@ -113,7 +113,7 @@ class Receipts(ValueSequence[Receipt]):
     def __init__(self, receipts: Iterable[Receipt] = ()) -> None:
         self.ids = TextColumn()  # a str each cost 44 bytes more (6 MB at 143,904 receipts)
         self.keys: Blocks[str] = Blocks()
-        self.shas: Blocks[str] = HashColumn()  # (32 bytes a digest, not a str each)
+        self.shas: Blocks[str] = Blocks()
         self._times: Blocks[int] = Blocks((), "q")
         self._odd: dict[int, str] = {}  # received_at kept as text, by position
         self._sizes: Blocks[int] = Blocks((), "q")  # (a size beyond 64 bits: a tuple block)

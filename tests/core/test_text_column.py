@@ -113,9 +113,6 @@ def test_share_swaps_only_an_equal_item_in_the_open_list() -> None:
 
 
 _maybe_texts = st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=40)
-_hashes = st.lists(st.one_of(st.binary(min_size=32, max_size=32).map(bytes.hex),
-                             st.sampled_from(["AB" * 32, "ab" * 31, "", "zz" * 32])),
-                   max_size=40)
 
 
 @settings(max_examples=100, deadline=None)
@@ -134,14 +131,3 @@ def test_an_optional_text_column_gives_back_none_and_text(
         assert list(col) == full  # the copy's change stays its own
         assert copy[i] == (None if full[i] is not None else "x")
         assert list(col.head(i)) == full[:i]
-
-
-@settings(max_examples=100, deadline=None)
-@given(_hashes, st.sampled_from([0, BLOCK - 3, 2 * BLOCK + 5]))
-def test_a_hash_column_gives_back_every_text_packed_or_not(items: list[str], pad: int) -> None:
-    from codeai_tui.ledger.text_column import HashColumn
-    full = [f"{i:064x}" for i in range(pad)] + items
-    col = HashColumn(full)
-    assert list(col) == full
-    assert [col[i] for i in range(len(full))] == full
-    assert list(col.head(len(full) // 2)) == full[:len(full) // 2]
