@@ -86,13 +86,19 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape-tasks", type=arg.whole(0, 10_000_000), default=0,
                    help="also a ledger of N tasks beside an ordinary one (0, the default: "
                         "skip; 1,000,000 takes minutes to write and measure)")
+    p.add_argument("--huge-events", type=arg.whole(0, 100_000_000), default=0,
+                   help="also the huge ledger's rows, written by the bench itself (the "
+                        "targets' size: 10,000,000; 0, the default: skip)")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the table as Markdown (docs/benchmarks.md's is made so)")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from codeai_tui.lab.bench import run_bench
 
     return run_bench(args.events, args.keep, args.runs, args.cases, args.live_seconds,
-                     args.shapes, args.shape_tasks)
+                     args.shapes, args.shape_tasks, markdown=args.markdown,
+                     huge_events=args.huge_events)
 
 
 COMMANDS = (

@@ -132,7 +132,8 @@ def calls_of_receipt(receipt: Receipt, snap: CaseSnapshot | None) -> list[Link]:
         return []
     out = []
     for call in snap.state.calls:
-        if call.evidence.key != receipt.idempotency_key:
+        # (the key first: a call settled in columns derives its evidence when read)
+        if call.idempotency_key != receipt.idempotency_key:
             continue
         for att in call.evidence.started_attempts():
             if att.request_sha256 == receipt.body_sha256:

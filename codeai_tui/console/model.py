@@ -12,7 +12,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,9 +34,8 @@ from codeai_tui.services.heap import building, freeze_heap, release_frozen
 from codeai_tui.services.projection import flag_index, gather
 from codeai_tui.services.skeleton import Skeleton, SkeletonCall, build_skeleton
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS, StageReads
-from codeai_tui.services.time_travel import state_as_of
+from codeai_tui.services.time_travel import CallHistory, state_as_of
 from codeai_tui.workstate import (
-    CallEvidence,
     CallState,
     Projector,
     WorkState,
@@ -109,7 +108,7 @@ def _snapshot(
     as_of: int | None = None,
 ) -> CaseSnapshot:
     state = projector.snapshot(receipts)
-    index = CallPositions(projector.calls, len(state.calls))
+    index = CallPositions(projector.position_of, len(state.calls))
     return CaseSnapshot(
         case_dir, state, event_count, max_seq, last_recorded_at, receipts, index, as_of,
         state.effect_unknown_set(),
@@ -138,21 +137,21 @@ def _share_strings(ev: Event, seen: dict[str, str]) -> None:
 
 
 class CallPositions:
-    """call_id -> index in one snapshot's `calls`, read from the projector's evidence
-    instead of a dict per snapshot (140,000 entries at scale). Calls fed after the
-    snapshot was taken lie past its end and are not found."""
+    """call_id -> index in one snapshot's `calls`, read from the projector (a call's
+    position never changes) instead of a dict per snapshot (140,000 entries at scale).
+    Calls fed after the snapshot was taken lie past its end and are not found."""
 
-    __slots__ = ("_calls", "_limit")
+    __slots__ = ("_limit", "_position_of")
 
-    def __init__(self, calls: Mapping[str, CallEvidence], limit: int) -> None:
-        self._calls = calls
+    def __init__(self, position_of: Callable[[str], int | None], limit: int) -> None:
+        self._position_of = position_of
         self._limit = limit
 
     def get(self, call_id: str, default: int | None = None) -> int | None:
-        evidence = self._calls.get(call_id)
-        if evidence is None or not 0 <= evidence.position < self._limit:
+        position = self._position_of(call_id)
+        if position is None or not 0 <= position < self._limit:
             return default
-        return evidence.position
+        return position
 
 
 class FollowProjector(Projector):
@@ -243,7 +242,10 @@ class CaseFollower:
             unique = self.sql.event_ids_unique()
         except FastPathUnfit:  # a schema whose text cannot be read: remember every id
             unique = False
+        # a settled call's evidence, derived from its events when a pane asks for it
+        self._history = CallHistory(self.reader.path, stopped)
         self.projector: Projector = FollowProjector(event_ids_unique=unique)
+        self._settle_in_columns()
         # the schema's harmless oddities (an extra table), flagged before any event's
         self.projector.anomalies.extend(ledger_anomalies(self.reader.schema.notes))
         self.gathered = "events"  # how the first catch-up gathered its evidence
@@ -258,6 +260,12 @@ class CaseFollower:
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
 
+    def _settle_in_columns(self) -> None:
+        """A live projection keeps its settled calls in columns (workstate/columns.py):
+        following then grows by ~100 bytes a settled call, not ~1,300."""
+        if self.keep:
+            self.projector.settle_in_columns(self._history)
+
     def stopped(self) -> bool:
         stop = self.stop
         return stop is not None and stop()
@@ -265,6 +273,7 @@ class CaseFollower:
     def close(self) -> None:
         self.reader.close()
         self.sql.close()
+        self._history.close()
 
     @property
     def receipts(self) -> ReceiptLog:
@@ -326,6 +335,7 @@ class CaseFollower:
             return
         with self.lock:
             self.projector = projector
+            self._settle_in_columns()
         self.gathered = "sql"
 
     def _flag_index(self) -> None:
@@ -416,7 +426,7 @@ class CaseFollower:
         with self.lock, building():
             # the receipts pane shows the log as of `seq` too (the projection's cut-off)
             state, receipts = state_as_of(self.projector, self.sql, seq, self.receipts)
-            index = CallPositions(self.projector.calls, len(state.calls))
+            index = CallPositions(self.projector.position_of, len(state.calls))
             max_seq = self.projector.last_seq
         # the events as of `seq` (the header counts those, as every pane shows the past);
         # `max_seq` stays the live one: the timeline keeps every row

@@ -58,3 +58,42 @@ class TextColumn(Blocks[str]):
 
     def _sealed(self, items: list[str]) -> Sequence[str]:
         return JoinedText(items)
+
+
+class OptionalJoinedText(Sequence["str | None"]):
+    """A sealed block of strings some of which are None: a JoinedText and a byte per
+    item saying which are None."""
+
+    __slots__ = ("_none", "_text")
+
+    def __init__(self, items: list[str | None]) -> None:
+        self._none = bytes(s is None for s in items)
+        self._text = JoinedText(["" if s is None else s for s in items])
+
+    def __len__(self) -> int:
+        return len(self._none)
+
+    @overload
+    def __getitem__(self, j: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[str | None]: ...
+
+    def __getitem__(self, j: int | slice) -> str | None | list[str | None]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        return None if self._none[j] else self._text[j]
+
+    def __iter__(self) -> Iterator[str | None]:
+        for none, s in zip(self._none, self._text, strict=True):
+            yield None if none else s
+
+
+class OptionalTextColumn(Blocks["str | None"]):
+    """A column of strings or None whose sealed blocks are joined texts (the attempt
+    covering each receipt: a str each cost ~50 bytes more per receipt)."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[str | None]) -> Sequence[str | None]:
+        return OptionalJoinedText(items)

@@ -8,6 +8,10 @@ projection is built or held.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import COMPILATION_KINDS, TASK_KINDS, parse_payload
@@ -54,6 +58,30 @@ class EntityHistory:
         for seq, kind, payload in self.sql.task_rows(task_id, n, sorted(TASK_KINDS)):
             fold_task_event(task, kind, seq, parse_payload(payload)[0] or {}, _ignore)
         return task
+
+
+class CallHistory:
+    """One call's evidence as of a seq from its own events, on a connection of its own
+    behind a lock: what a verdict kept in columns derives its reason and evidence from,
+    asked from any thread (the screen's, the follower's). Opened on first use."""
+
+    def __init__(self, path: Path, stop: Callable[[], bool] | None = None) -> None:
+        self._path = path
+        self._stop = stop
+        self._sql: EvidenceSQL | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, call_id: str, n: int, position: int) -> CallEvidence | None:
+        with self._lock:
+            if self._sql is None:
+                self._sql = EvidenceSQL(self._path, self._stop)
+            return fold_call_rows(call_id, self._sql.call_rows(call_id, n), position)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sql is not None:
+                self._sql.close()
+                self._sql = None
 
 
 def state_as_of(projector: Projector, sql: EvidenceSQL, n: int,

@@ -159,17 +159,17 @@ def contribution(st: CallState | CompilationState,
     pending: Unresolved | None = None
     if st.next_operation is not NextOperation.NONE:
         pending = st
-    elif isinstance(st, CallState) and st.evidence.tools is not None:
+    elif isinstance(st, CallState) and st.has_tools:
         tools = tools_judged if tools_judged is not None else st.tools
         pending = tools.unresolved() if tools is not None else None
         if pending is None and tools is not None and tools.adopted and tools.plan:
             if tools.all_done:
-                return (None, None, (st.evidence.completed_seq or st.last_seq, st.call_id))
+                return (None, None, (st.completed_seq or st.last_seq, st.call_id))
             return NO_CONTRIBUTION
     if pending is not None:
         return (pending, None, None)
     if isinstance(st, CallState) and st.stage is CallStage.COMPLETED and st.status == "succeeded":
-        return (None, (st.evidence.completed_seq or st.last_seq, st.call_id), None)
+        return (None, (st.completed_seq or st.last_seq, st.call_id), None)
     return NO_CONTRIBUTION
 
 

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event
+from codeai_tui.workstate.columns import (
+    CallLoader,
+    SettledCalls,
+    SettledCoverage,
+    calls_of,
+    settles,
+)
 from codeai_tui.workstate.evidence import (
     Anomaly,
+    AttemptEvidence,
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
@@ -56,7 +64,7 @@ from codeai_tui.workstate.verdicts import (
     TaskState,
     WorkState,
 )
-from codeai_tui.workstate.vocab import NextOperation
+from codeai_tui.workstate.vocab import CallStage, NextOperation
 
 # Re-derive one entity's evidence from its own events with seq <= n (time travel); the
 # services layer reads them through an index. Arguments: id, n, position (calls only).
@@ -65,6 +73,8 @@ CompilationBefore = Callable[[str, int], CompilationEvidence | None]
 TaskBefore = Callable[[str, int], TaskEvidence]
 
 _COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
+# calls settled in columns at most per snapshot (~12 µs each)
+SETTLE_BATCH = 8192
 
 
 def seq_problem(seq: int, last_seq: int) -> str | None:
@@ -141,7 +151,14 @@ class Projector:
     """
 
     def __init__(self, *, event_ids_unique: bool = False) -> None:
+        # the calls kept as objects (every call unless `settle_in_columns` was asked)
         self.calls: dict[str, CallEvidence] = {}
+        # settled calls kept in columns instead (`settle_in_columns`), by slot, and each
+        # position's slot (-1: kept as objects); positions taken back never settle again
+        self._settled: SettledCalls | None = None
+        self._slot_of = array("q")
+        self._to_settle: list[int] = []
+        self._revived: set[int] = set()
         self.compilations: dict[str, CompilationEvidence] = {}
         self.tasks: dict[str, TaskEvidence] = {}
         self.anomalies: list[Anomaly] = []
@@ -171,9 +188,9 @@ class Projector:
         self._live_check: LiveReceiptCheck | None = None
         # verdicts by position (first-seq order), refreshed only where a call changed, so
         # a snapshot costs what changed plus one tuple copy, not a pass over every call
-        self._ids: list[str] = []
-        self._states: list[CallState | None] = []
-        self._firsts: list[int] = []
+        self._ids: list[str | None] = []  # (None: settled in columns)
+        self._states: list[CallState | None] = []  # (None: new, or settled in columns)
+        self._firsts = array("q")
         # each position's last seq, kept as events arrive: time travel finds the calls in
         # flight at n without asking 137,000 verdicts (~70 ms at the middle of 1M events)
         self._lasts = array("q")
@@ -191,7 +208,7 @@ class Projector:
         # a task whose extent ends by n has its live verdict as of n
         self._extent: dict[str, int] = {}
         # task_id -> its calls and compilations, in first-seq order
-        self._task_calls: dict[str, list[str]] = {}
+        self._task_calls: dict[str, array[int]] = {}  # (their positions)
         self._task_comps: dict[str, list[str]] = {}
         # task_id -> its calls' share of its verdict, made on first use, then kept
         self._tallies: dict[str, _CallTally] = {}
@@ -227,9 +244,10 @@ class Projector:
         for st in calls:
             ev = st.evidence
             p.calls[st.call_id] = ev
-            p._task_calls.setdefault(ev.task_id, []).append(st.call_id)
+            p._task_calls.setdefault(ev.task_id, array("q")).append(len(p._states))
             p._ids.append(st.call_id)
             p._states.append(st)
+            p._slot_of.append(-1)
             p._firsts.append(st.first_seq)
             p._lasts.append(st.last_seq)
             p._track(len(p._states) - 1, st)
@@ -272,7 +290,7 @@ class Projector:
         )
         if call and ev.call_id:
             self.call_anomalies.setdefault(ev.call_id, []).append(ev.seq)
-            known = self.calls.get(ev.call_id)
+            known = self._live_call(ev.call_id)
             if known is not None:
                 self._stale.add(known.position)
 
@@ -332,13 +350,15 @@ class Projector:
         if not cid:
             self._anomaly(ev, f"{ev.kind} without call_id", call=False)
             return
-        call = self.calls.get(cid)
+        call = self._live_call(cid)
         is_new = call is None
         if call is None:
-            call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, len(self.calls))
-            self._task_calls.setdefault(call.task_id, []).append(cid)
+            pos = len(self._states)
+            call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, pos)
+            self._task_calls.setdefault(call.task_id, array("q")).append(pos)
             self._ids.append(cid)
             self._states.append(None)
+            self._slot_of.append(-1)
             self._firsts.append(ev.seq)
             self._lasts.append(ev.seq)
         else:
@@ -362,10 +382,117 @@ class Projector:
                 self._changed_pairs += add_started(
                     self._pairs, call, call.attempt(attempt_key(ev.attempt_id, ev.seq)))
 
+    # ---- settled calls in columns
+
+    def settle_in_columns(self, load: CallLoader) -> None:
+        """Keep each call judged from now on that settles (see `columns.settles`) in
+        columns instead of objects, from the next snapshot on; `load` derives its
+        evidence from its own events when its reason or evidence is asked for (the same
+        function time travel uses). The calls judged already (a fast start's) stay
+        objects: moving them costs the first snapshot ~12 µs a call, and the memory
+        they free stays with the process, so the columns would only add to it."""
+        if self._settled is None:
+            self._settled = SettledCalls(load)
+            if not self._pairs_stale:
+                self._pairs = SettledCoverage(self._pairs, self._settled)
+
+    @property
+    def settled_count(self) -> int:
+        """How many calls are kept in columns."""
+        return len(self._settled) if self._settled is not None else 0
+
+    def _settle(self) -> None:
+        """Move the calls that settled since the last snapshot into the columns (their
+        verdicts are current: see `snapshot`), at most SETTLE_BATCH a snapshot: the
+        first snapshot of 137,000 calls would otherwise wait ~1.5 s for all of them; the
+        rest follow with the next snapshots."""
+        cols = self._settled
+        if cols is None or not self._to_settle:
+            return
+        batch = self._to_settle[:SETTLE_BATCH]
+        self._to_settle = self._to_settle[SETTLE_BATCH:]
+        states, slots, flagged = self._states, self._slot_of, self.call_anomalies
+        pairs = self._pairs if type(self._pairs) is SettledCoverage else None
+        for pos in batch:
+            st = states[pos]
+            if st is None or slots[pos] != -1 or pos in self._revived or pos in self._stale:
+                continue
+            if not settles(st, st.call_id in flagged):
+                continue
+            # its attempt's receipt coverage goes to the columns too, when it is the one
+            # covering its key (it never changes once started)
+            key, held = st.evidence.key, st.evidence.held
+            cover = held if (pairs is not None and key is not None
+                             and type(held) is AttemptEvidence
+                             and dict.get(pairs, key) is held and cols.can_cover(held)) else None
+            slots[pos] = cols.add(st, pos, cover)  # type: ignore[arg-type]
+            if cover is not None:
+                del pairs[key]  # type: ignore[index, arg-type]
+            states[pos] = None
+            self._ids[pos] = None
+            del self.calls[st.call_id]
+
+    def _state_at(self, pos: int) -> CallState:
+        """The verdict at `pos` (current), from the objects or the columns."""
+        st = self._states[pos]
+        if st is None and self._settled is not None and self._slot_of[pos] >= 0:
+            return self._settled.state(self._slot_of[pos])
+        if st is None or pos in self._stale:
+            return self.call_state(self._ids[pos])  # type: ignore[arg-type]  # (live)
+        return st
+
+    def position_of(self, call_id: str) -> int | None:
+        """The call's position (its index in a snapshot's calls), None if unknown."""
+        ev = self.calls.get(call_id)
+        if ev is not None:
+            return ev.position
+        if self._settled is not None:
+            slot = self._settled.find(call_id)
+            if slot is not None:
+                return self._settled.positions[slot]
+        return None
+
+    def _live_call(self, call_id: str) -> CallEvidence | None:
+        """The call's evidence as objects: a call settled in columns that an event or an
+        anomaly names again is taken back (derived from its events; hostile or rare),
+        and never settles again."""
+        ev = self.calls.get(call_id)
+        cols = self._settled
+        if ev is not None or cols is None:
+            return ev
+        slot = cols.find(call_id)
+        if slot is None:
+            return None
+        ev = cols.load(slot)
+        pos = ev.position
+        cols.forget(slot)
+        self._revived.add(pos)
+        self.calls[call_id] = ev
+        self._ids[pos] = call_id
+        # (the verdict handed out holds this evidence: the next fold copies it)
+        self._states[pos] = classify_call(ev, anomalous=call_id in self.call_anomalies)
+        self._stale.add(pos)
+        return ev
+
+    def _all_evidence(self) -> Iterator[CallEvidence]:
+        """Every call's evidence, those in columns derived again (a hostile ledger's
+        coverage rebuild only)."""
+        yield from self.calls.values()
+        cols = self._settled
+        if cols is not None:
+            for pos, slot in enumerate(self._slot_of):
+                if slot >= 0 and self._states[pos] is None:
+                    yield cols.load(slot)
+
     # ---- verdicts
 
     def call_state(self, call_id: str) -> CallState:
-        evidence = self.calls[call_id]
+        evidence = self.calls.get(call_id)
+        if evidence is None:
+            pos = self.position_of(call_id)
+            if pos is None:
+                raise KeyError(call_id)
+            return self._state_at(pos)
         pos = evidence.position
         st = self._states[pos]
         if st is None or pos in self._stale:
@@ -397,6 +524,8 @@ class Projector:
             self._tool_unknown[pos] = tools.effect_unknown_count
         else:
             self._tool_unknown.pop(pos, None)
+        if self._settled is not None and st.settled and st.stage is CallStage.COMPLETED:
+            self._to_settle.append(pos)
         tally = self._tallies.get(st.task_id)
         if tally is not None and not tally.stale:
             tally.update(pos, contribution(st, tools))
@@ -462,15 +591,14 @@ class Projector:
             if not calls:
                 return _NO_CALLS
             tally = self._tallies[task_id] = _CallTally()
-            for call_id in calls:
-                pos = self.calls[call_id].position
-                tally.update(pos, contribution(self._states[pos]))  # type: ignore[arg-type]
+            for pos in calls:
+                tally.update(pos, contribution(self._state_at(pos)))
         return tally
 
     def _refresh_pairs(self) -> None:
         """Build the coverage anew where a key moved under started attempts (hostile)."""
         if self._pairs_stale:
-            self._pairs = coverage_pairs(self.calls.values())
+            self._pairs = coverage_pairs(self._all_evidence())
             self._pairs_stale = False
             self._live_check = None
 
@@ -495,7 +623,8 @@ class Projector:
         if receipt_log is not None and next_recorded_at is not None:
             receipt_log = receipts_before(receipt_log, next_recorded_at)
         self._refresh_tasks()  # (every call's verdict first)
-        calls = tuple(self._states)  # type: ignore[arg-type]  # every position is fresh
+        self._settle()
+        calls = calls_of(self._states, self._settled, self._slot_of)  # (all fresh)
         return WorkState(
             as_of_seq=self.last_seq,
             event_count=self.event_count,
@@ -535,12 +664,14 @@ class Projector:
         with their seqs, so their prefix is a filter."""
         self._refresh_states()
         k = bisect_right(self._firsts, n)  # calls begun by n: a prefix (first-seq order)
-        calls: list[CallState] = self._states[:k]  # type: ignore[assignment]
+        # (None: settled in columns, read through `at` where needed)
+        calls: list[CallState | None] = self._states[:k]
+        at = self._state_at
         flags = {cid: any(s <= n for s in seqs) for cid, seqs in self.call_anomalies.items()}
         lasts = self._lasts
         in_flight = [i for i in range(k) if lasts[i] > n]
         for i in in_flight:  # re-derived from their own events
-            st = calls[i]
+            st = calls[i] or at(i)
             before = call_before(st.call_id, n, i)
             # (never None: its first call event is at or before n)
             calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
@@ -549,10 +680,10 @@ class Projector:
         # been flagged later than n
         redone = set(in_flight)
         for cid, flagged in flags.items():
-            known = self.calls.get(cid)
-            pos = known.position if known is not None else k
-            if pos < k and pos not in redone and calls[pos].anomalous != flagged:
-                calls[pos] = calls[pos].with_anomalous(flagged)
+            known = self.position_of(cid)
+            pos = known if known is not None else k
+            if pos < k and pos not in redone and (calls[pos] or at(pos)).anomalous != flagged:
+                calls[pos] = (calls[pos] or at(pos)).with_anomalous(flagged)
                 redone.add(pos)
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
@@ -571,12 +702,10 @@ class Projector:
             if cs.task_id in late:
                 rollups[cs.task_id].add(cs)
         for t in late:
-            for cid in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
-                pos = self.calls[cid].position
+            for pos in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
                 if pos >= k:
                     break  # begun after n, as are the rest (all calls, as of an early n)
-                if calls[pos] is not None:
-                    rollups[t].add(calls[pos])
+                rollups[t].add(calls[pos] or at(pos))
         tasks: list[TaskState] = []
         for task_id, task in self.tasks.items():
             if task.first_seq > n:
@@ -588,7 +717,8 @@ class Projector:
             tasks.append(classify_task(evidence, rollups[task_id]))
         if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
             check = check_receipts(
-                receipt_log.receipts if receipt_log else (), (c.evidence for c in calls),
+                receipt_log.receipts if receipt_log else (),
+                ((c or at(i)).evidence for i, c in enumerate(calls)),
                 problems=receipt_log.problems if receipt_log else (),
                 log_present=bool(receipt_log and receipt_log.exists))
         else:
@@ -603,7 +733,7 @@ class Projector:
             anomalies=tuple(a for a in self.anomalies if a.seq <= n),
             unknown_kinds=unknown,
             tasks=tuple(tasks),
-            calls=tuple(c for c in calls if c is not None),
+            calls=calls_of(calls, self._settled, self._slot_of),
             compilations=tuple(comps),
             receipts=check,
         )
@@ -631,14 +761,14 @@ class Projector:
                 return check
         return check_log(cut, self._pairs, upto=n)
 
-    def _kept_as_of(self, calls: tuple[CallState, ...], redone: set[int]
+    def _kept_as_of(self, calls: Sequence[CallState], redone: set[int]
                     ) -> tuple[frozenset[str], tuple[int, ...], tuple[int, ...], int]:
         """What a live snapshot keeps (effect-unknown ids, resumable and pending positions,
         the tool tally) as of the seq `calls` were judged at, from the live sets: a call
         not `redone` has its live verdict. Without them each pane and count would pass
         over every call of the as-of snapshot (~40 ms each at 70,000 calls)."""
         k = len(calls)
-        mine = self.calls
+        mine = self.calls  # (effect-unknown calls are never settled in columns)
 
         def live(positions: Iterable[int]) -> list[int]:
             return [p for p in positions if p < k and p not in redone]

@@ -17,6 +17,7 @@ from typing import overload
 
 from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
+from codeai_tui.ledger.text_column import OptionalTextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
 
@@ -398,7 +399,7 @@ def check_coverage(
     travel checks at every step, and reads no index). `started_seqs`: filled with the
     attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
-    covers: Blocks[str | None] = Blocks()
+    covers: Blocks[str | None] = OptionalTextColumn()
     for key, sha in zip(rs.keys, rs.shas, strict=True):
         have = covering(started, key, sha)
         seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]

@@ -145,6 +145,15 @@ class CallState:
     def has_manifest(self) -> bool:
         return self.evidence.manifest_seq is not None
 
+    @property
+    def completed_seq(self) -> int | None:
+        return self.evidence.completed_seq
+
+    @property
+    def has_tools(self) -> bool:
+        """The call holds tool evidence (then `tools` judges it)."""
+        return self.evidence.tools is not None
+
     def _compared(self) -> tuple[object, ...]:
         """What two verdicts must share to be equal: the verdict and the facts it names
         (not the evidence object: the fast path and the oracle fold separate ones)."""
@@ -179,7 +188,7 @@ class CallState:
     def tools(self) -> ToolsState | None:
         """The tool rungs (docs/tools.md), judged from the evidence when asked: None for
         a call with no tool evidence (every v1 call)."""
-        return classify_tools(self.evidence) if self.evidence.tools is not None else None
+        return classify_tools(self.evidence) if self.has_tools else None
 
     @property
     def resumable(self) -> bool:
@@ -195,7 +204,7 @@ class CallState:
     def settled(self) -> bool:
         """Nothing is left to do: next operation none and no tool operations (a call
         holding some may still have one pending)."""
-        return self.next_operation is NextOperation.NONE and self.evidence.tools is None
+        return self.next_operation is NextOperation.NONE and not self.has_tools
 
     def reason_with(self, receipts: ReceiptIndex | None) -> str:
         """The reason with what the provider's log says about the verdict's attempt."""
@@ -408,7 +417,7 @@ class WorkState:
         if self.tool_effect_unknown_tally is not None:
             return self.tool_effect_unknown_tally
         return sum(t.effect_unknown_count for c in self.calls
-                   if c.evidence.tools is not None and (t := c.tools) is not None)
+                   if c.has_tools and (t := c.tools) is not None)
 
     def as_json(self, case: str) -> dict[str, Any]:
         doc = document_head(case, self.as_of_seq, self.event_count) | {

@@ -16,3 +16,25 @@ def test_no_calls_begun_gives_no_per_call_figure() -> None:
     _label, value, _ratio, target = kept_row(12_000, 0, 0, rate=1000)
     assert value == "0.0 MB"
     assert target == "<= 20 MB (10 min)"
+
+
+def test_the_console_growth_is_judged_by_what_ten_minutes_would_reach() -> None:
+    from codeai_tui.lab.bench import growth_row
+    label, value, _ratio, target, met = growth_row(4.0, 20_000, 120.0, rate=1000)
+    assert "20,000 new calls" in label and target == "<= 20 MB in 10 min"
+    assert value == "4.0 MB (210 bytes a call; 20 MB in 10 min)" and met == "met"
+    assert growth_row(4.1, 20_000, 120.0, rate=1000)[4] == "MISSED"
+
+
+def test_the_markdown_table_has_one_row_per_measure_and_escapes_bars(capsys) -> None:
+    from codeai_tui.lab.bench import judged, print_table
+    rows = [judged(("sqlite3 shell: SELECT * FROM events", "0.90 s", "1.0x", "(reference)"),
+                   None),
+            judged(("inspect --json | a pipe", "4.00 s", "4.4x full scan", "<= 6x full scan"),
+                   True)]
+    print_table(rows, markdown=True)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "| measure | median | vs sqlite3 shell scan | target | met |"
+    assert lines[1] == "|---|---|---|---|---|"
+    assert lines[3] == "| inspect --json \\| a pipe | 4.00 s | 4.4x full scan | <= 6x full scan | met |"
+    assert len(lines) == 4

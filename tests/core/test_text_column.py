@@ -110,3 +110,24 @@ def test_share_swaps_only_an_equal_item_in_the_open_list() -> None:
     col.share(BLOCK, "something else")
     assert col[BLOCK + 1] is open_equal and col[1] is not sealed_equal
     assert list(col) == items == list(copy)
+
+
+_maybe_texts = st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_maybe_texts, st.sampled_from([0, BLOCK - 3, 2 * BLOCK + 5]), st.data())
+def test_an_optional_text_column_gives_back_none_and_text(
+        items: list[str | None], pad: int, data: st.DataObject) -> None:
+    from codeai_tui.ledger.text_column import OptionalTextColumn
+    full: list[str | None] = [None if i % 3 else f"f{i}" for i in range(pad)] + items
+    col = OptionalTextColumn(full)
+    assert list(col) == full and len(col) == len(full)
+    assert [col[i] for i in range(len(full))] == full
+    if full:
+        i = data.draw(st.integers(0, len(full) - 1))
+        copy = col.copy()
+        copy.set(i, None if full[i] is not None else "x")
+        assert list(col) == full  # the copy's change stays its own
+        assert copy[i] == (None if full[i] is not None else "x")
+        assert list(col.head(i)) == full[:i]

@@ -69,7 +69,7 @@ def call_row(call: CallState, checks: Mapping[str, DriftCheck],
                 DriftStatus.NOT_CHECKED: ""}.get(status, "ok")
     elif call.anomalous:
         risk, tone = f"{WARN} anomaly", "warn"
-    elif call.evidence.tools is not None and (pending := tool_summary(call.tools)):
+    elif call.has_tools and (pending := tool_summary(call.tools)):
         risk, tone = pending  # docs/tools.md: the call's tool operations
     else:
         risk, tone = "", ""

@@ -1,0 +1,423 @@
+"""Settled calls kept in columns instead of Python objects.
+
+A call that is settled for good (completed, nothing to do, no tool operations, no
+anomaly names it, never resumed) can no longer change on an append-only ledger, so the
+projection keeps only what its verdict and the panes' counts read: its ids as joined
+texts, its seqs, counts and verdict code in arrays (~100 bytes a call, where its
+evidence and verdict as Python objects cost ~1,300). Its reason, evidence and JSON are
+derived again when asked, through the same ladder, from the call's own events read by
+the injected function time travel uses (`CallBefore`). The columns are only appended
+to: a snapshot that reads a settled call sees what it saw when it was taken.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
+
+from codeai_tui.ledger.blocks import ValueSequence
+from codeai_tui.ledger.text_column import TextColumn
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
+from codeai_tui.workstate.tool_ops import ToolsState
+from codeai_tui.workstate.tool_receipts import ToolReceipts
+from codeai_tui.workstate.verdicts import CallState, CallVerdict
+from codeai_tui.workstate.vocab import CallStage, NextOperation
+
+# Re-derive one call's evidence from its own events with seq <= n: (id, n, position).
+CallLoader = Callable[[str, int, int], CallEvidence | None]
+
+_EMPTY = -1
+_GONE = -2  # a slot taken back to live objects (an event or anomaly named it again)
+
+
+def settles(st: CallState, anomalous: bool) -> bool:
+    """True when `st` can be kept in columns: completed, nothing left to do, no tool
+    operations, no anomaly, never resumed (what the columns cannot hold is rare)."""
+    ev = st.evidence
+    return (st.stage is CallStage.COMPLETED and st.next_operation is NextOperation.NONE
+            and not anomalous and not st.verdict.anomalous and ev.tools is None
+            and ev.rare is None and ev.completed_seq is not None)
+
+
+class SettledCalls:
+    """The columns of settled calls, by slot (order of settling), with an index from
+    call id to slot (open addressing over an array: a dict cost a str and an int object
+    per call). `load` derives a call's evidence when one is asked for its reason."""
+
+    __slots__ = ("_codes", "_gone", "_index", "_key_index", "_keyed", "_live",
+                 "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
+                 "attempts", "completed", "firsts", "ids", "keys", "lasts", "positions",
+                 "status", "task", "verdicts", "has_key", "has_manifest")
+
+    def __init__(self, load: CallLoader) -> None:
+        self._load = load
+        self.ids = TextColumn()
+        self.keys = TextColumn()
+        self.has_key = array("b")
+        self.has_manifest = array("b")
+        self.task = array("l")  # index into `_tasks`
+        self._tasks: list[str] = []
+        self._task_of: dict[str, int] = {}
+        self.positions = array("q")
+        self.firsts = array("q")
+        self.lasts = array("q")
+        self.completed = array("q")
+        self.attempts = array("l")
+        self.status = array("h")  # index into `_statuses` (-1: none)
+        self._statuses: list[str] = []
+        self.verdicts = array("h")  # index into `_codes`
+        self._codes: list[CallVerdict] = []
+        self._index = array("q", [_EMPTY]) * 1024
+        self._live = 0  # slots in the index (taken back ones included: tombstones)
+        self._gone: set[int] = set()  # slots taken back (rare: a hostile ledger)
+        # the receipt coverage a settled call's attempt gives its key (see
+        # `SettledCoverage`): its attempt id, started seq and request hash (32 bytes),
+        # found by key through a second index
+        self.cover_attempt = TextColumn()
+        self.cover_seq = array("q")
+        self.cover_sha = bytearray()
+        self._key_index = array("q", [_EMPTY]) * 1024
+        self._keyed = 0
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    # ---- the id index
+
+    @staticmethod
+    def _probe_in(index: array[int], text: str) -> Iterator[int]:
+        mask = len(index) - 1
+        at = hash(text) & mask
+        while True:
+            yield at
+            at = (at + 1) & mask
+
+    def find(self, call_id: str) -> int | None:
+        """The slot of a settled call, None if it is not settled."""
+        index, ids = self._index, self.ids
+        for at in self._probe_in(index, call_id):
+            slot = index[at]
+            if slot == _EMPTY:
+                return None
+            if slot >= 0 and ids[slot] == call_id:
+                return slot
+
+    def _place(self, call_id: str, slot: int, index: array[int] | None = None) -> None:
+        index = self._index if index is None else index
+        for at in self._probe_in(index, call_id):
+            if index[at] < 0:
+                index[at] = slot
+                return
+
+    def _grow(self) -> None:
+        """A twice larger index, built aside and then swapped in: a reader on another
+        thread (the screen finding a row by id) never sees one half filled."""
+        index = array("q", [_EMPTY]) * (len(self._index) * 2)
+        live = 0
+        for slot in range(len(self.positions)):
+            if slot not in self._gone:
+                self._place(self.ids[slot], slot, index)
+                live += 1
+        self._index, self._live = index, live
+
+    def forget(self, slot: int) -> None:
+        """Take a slot back (its call lives as objects again); its columns stay, so a
+        snapshot that reads it is unchanged, but the index no longer finds it."""
+        call_id = self.ids[slot]
+        self._gone.add(slot)
+        index = self._index
+        for at in self._probe_in(index, call_id):
+            if index[at] == slot:
+                index[at] = _GONE
+                return
+            if index[at] == _EMPTY:
+                return
+
+    # ---- the columns
+
+    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None) -> int:
+        """Keep `st` (which `settles`) in columns; returns its slot. `cover`: the started
+        attempt that covers the call's key in the receipt check, kept here instead of in
+        the coverage dict (the caller removes it there); None if it cannot be."""
+        ev = st.evidence
+        slot = len(self.positions)
+        self.ids.append(st.call_id)
+        key = ev.key
+        self.keys.append(key or "")
+        self.has_key.append(key is not None)
+        self.has_manifest.append(ev.manifest_seq is not None)
+        task = self._task_of.get(ev.task_id)
+        if task is None:
+            task = self._task_of[ev.task_id] = len(self._tasks)
+            self._tasks.append(ev.task_id)
+        self.task.append(task)
+        self.positions.append(position)
+        self.firsts.append(ev.first_seq)
+        self.lasts.append(ev.last_seq)
+        self.completed.append(ev.completed_seq)  # type: ignore[arg-type]  # (settles)
+        self.attempts.append(st.attempts)
+        self.status.append(self._code(self._statuses, ev.status))
+        self.verdicts.append(self._code(self._codes, st.verdict))
+        if (self._live + 1) * 2 > len(self._index):
+            self._grow()
+        self._place(st.call_id, slot)
+        self._live += 1
+        self.cover_attempt.append(cover.attempt_id if cover is not None else "")
+        self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
+        self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
+                              else bytes(32))  # type: ignore[arg-type]
+        if cover is not None:
+            if (self._keyed + 1) * 2 > len(self._key_index):
+                self._grow_keys()
+            self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
+            self._keyed += 1
+        return slot
+
+    @staticmethod
+    def can_cover(att: AttemptEvidence) -> bool:
+        """True when the columns can keep what coverage reads of `att` (a request hash
+        of 64 lower-case hex digits, as every writer records; others stay as objects)."""
+        sha = att.request_sha256
+        return att.started_seq is not None and sha is not None and _is_hex(sha)
+
+    def _place_key(self, key: str, slot: int, index: array[int] | None = None) -> None:
+        index = self._key_index if index is None else index
+        for at in self._probe_in(index, key):
+            if index[at] == _EMPTY:
+                index[at] = slot
+                return
+
+    def _grow_keys(self) -> None:
+        index = array("q", [_EMPTY]) * (len(self._key_index) * 2)
+        for slot in range(len(self.cover_seq)):
+            if self.cover_attempt[slot]:
+                self._place_key(self.keys[slot], slot, index)
+        self._key_index = index
+
+    def cover(self, key: str) -> Cover | None:
+        """The attempt kept here that covers `key`, if any."""
+        index, keys = self._key_index, self.keys
+        for at in self._probe_in(index, key):
+            slot = index[at]
+            if slot == _EMPTY:
+                return None
+            if keys[slot] == key:
+                return Cover(self.cover_attempt[slot], self.cover_seq[slot],
+                             self.cover_sha[slot * 32:slot * 32 + 32].hex())
+        return None
+
+    @staticmethod
+    def _code(table: list[Any], value: Any) -> int:
+        if value is None:
+            return -1
+        try:
+            return table.index(value)
+        except ValueError:
+            table.append(value)
+            return len(table) - 1
+
+    def state(self, slot: int) -> ColumnCallState:
+        """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""
+        return ColumnCallState(self, slot)
+
+    def verdict(self, slot: int) -> CallVerdict:
+        return self._codes[self.verdicts[slot]]
+
+    def task_id(self, slot: int) -> str:
+        return self._tasks[self.task[slot]]
+
+    def status_of(self, slot: int) -> str | None:
+        code = self.status[slot]
+        return self._statuses[code] if code >= 0 else None
+
+    def load(self, slot: int) -> CallEvidence:
+        """The call's evidence from its own events (the same fold and ladder)."""
+        call_id = self.ids[slot]
+        ev = self._load(call_id, self.lasts[slot], self.positions[slot])
+        if ev is None:
+            raise LookupError(f"the events of settled call {call_id[:70]!r} cannot be read")
+        return ev
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 64 and _HEX.issuperset(text)
+
+
+class Cover:
+    """What the receipt check reads of the attempt covering a key (see receipts.covering),
+    made from the columns when asked."""
+
+    __slots__ = ("attempt_id", "request_sha256", "started_seq")
+
+    def __init__(self, attempt_id: str, started_seq: int, request_sha256: str) -> None:
+        self.attempt_id = attempt_id
+        self.started_seq = started_seq
+        self.request_sha256 = request_sha256
+
+
+class SettledCoverage(dict):  # type: ignore[type-arg]
+    """The receipt coverage (receipts.Coverage) of a projection that settles calls in
+    columns: a key whose covering attempt belongs to a settled call is answered from
+    the columns (`get`, the one way coverage is read), not held as objects."""
+
+    __slots__ = ("cols",)
+
+    def __init__(self, started: dict[str, Any], cols: SettledCalls) -> None:
+        super().__init__(started)
+        self.cols = cols
+
+    def get(self, key: str, default: Any = None) -> Any:
+        have = dict.get(self, key)
+        if have is None:
+            have = self.cols.cover(key)
+            return default if have is None else have
+        return have
+
+
+class ColumnCallState(CallState):
+    """A settled call's verdict read from the columns: its facts without an object per
+    call; its evidence (reason, JSON, lanes) derived from its events on first read."""
+
+    __slots__ = ("_cols", "_ev", "_slot")
+
+    def __init__(self, cols: SettledCalls, slot: int) -> None:  # noqa: D107
+        object.__setattr__(self, "_cols", cols)
+        object.__setattr__(self, "_slot", slot)
+        object.__setattr__(self, "_ev", None)
+
+    @property  # type: ignore[override]
+    def verdict(self) -> CallVerdict:
+        return self._cols.verdict(self._slot)
+
+    @property  # type: ignore[override]
+    def evidence(self) -> CallEvidence:
+        ev = self._ev
+        if ev is None:
+            ev = self._cols.load(self._slot)
+            object.__setattr__(self, "_ev", ev)
+        return ev
+
+    def __reduce__(self) -> tuple[type[CallState], tuple[object, ...]]:
+        v = self.verdict
+        return (CallState, (v.stage, v.next_operation, v.provider_effect,
+                            v.duplicate_effect_risk, v.anomalous, self.evidence))
+
+    @property
+    def call_id(self) -> str:
+        return self._cols.ids[self._slot]
+
+    @property
+    def task_id(self) -> str:
+        return self._cols.task_id(self._slot)
+
+    @property
+    def idempotency_key(self) -> str | None:
+        cols = self._cols
+        return cols.keys[self._slot] if cols.has_key[self._slot] else None
+
+    @property
+    def attempts(self) -> int:
+        return self._cols.attempts[self._slot]
+
+    @property
+    def superseded_by(self) -> str | None:
+        return None  # (a resumed call is never settled in columns)
+
+    @property
+    def resumed_from(self) -> str | None:
+        return None
+
+    @property
+    def status(self) -> str | None:
+        return self._cols.status_of(self._slot)
+
+    @property
+    def first_seq(self) -> int:
+        return self._cols.firsts[self._slot]
+
+    @property
+    def last_seq(self) -> int:
+        return self._cols.lasts[self._slot]
+
+    @property
+    def completed_seq(self) -> int | None:
+        return self._cols.completed[self._slot]
+
+    @property
+    def has_manifest(self) -> bool:
+        return bool(self._cols.has_manifest[self._slot])
+
+    @property
+    def has_tools(self) -> bool:
+        return False
+
+    @property
+    def tools(self) -> ToolsState | None:
+        return None
+
+    @property
+    def settled(self) -> bool:
+        return True
+
+    def as_json(self, receipts: ReceiptIndex | None = None,
+                tool_receipts: ToolReceipts | None = None, *,
+                limit: int | None = None) -> dict[str, Any]:
+        return CallState.as_json(self, receipts, tool_receipts, limit=limit)
+
+
+class CallsView(ValueSequence[CallState]):
+    """A snapshot's calls: the live verdicts it was handed and, where a call was settled
+    in columns (None there), its verdict read from them. What it reads never changes:
+    the columns are only appended to, and a position's slot is set once."""
+
+    __slots__ = ("_cols", "_slots", "_states")
+
+    def __init__(self, states: tuple[CallState | None, ...], cols: SettledCalls,
+                 slots: array[int]) -> None:
+        self._states = states
+        self._cols = cols
+        self._slots = slots
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    @overload
+    def __getitem__(self, i: int) -> CallState: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[CallState, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> CallState | tuple[CallState, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self._states))))
+        st = self._states[i]
+        if st is None:
+            if i < 0:
+                i += len(self._states)
+            return self._cols.state(self._slots[i])
+        return st
+
+    def __iter__(self) -> Iterator[CallState]:
+        cols, slots = self._cols, self._slots
+        for i, st in enumerate(self._states):
+            yield st if st is not None else cols.state(slots[i])
+
+    def __repr__(self) -> str:
+        return f"CallsView({len(self._states)} calls)"
+
+
+def calls_of(states: Sequence[CallState | None], cols: SettledCalls | None,
+             slots: array[int]) -> tuple[CallState, ...] | CallsView:
+    """A snapshot's calls: a plain tuple while nothing is settled in columns."""
+    kept = tuple(states)
+    if cols is None or not len(cols):
+        return kept  # type: ignore[return-value]  # (no None: nothing is in columns)
+    return CallsView(kept, cols, slots)
+
+
+__all__ = ["CallLoader", "CallsView", "ColumnCallState", "Cover", "SettledCalls",
+           "SettledCoverage", "calls_of", "settles"]

@@ -1,0 +1,305 @@
+"""Settled calls kept in columns (workstate/columns.py) against the event-by-event oracle:
+at every seq of random and hostile ledgers the projection that settles calls in columns
+shows the same verdicts, next operations, counts, reasons and documents as projecting the
+prefix anew, and a snapshot handed out never changes while it goes on."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codeai_tui.ledger import LedgerReader
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.services.time_travel import CallHistory
+from codeai_tui.workstate import Projector, WorkState, project
+from codeai_tui.workstate.receipts import index_for
+from tests.core.test_fast_path import SHA, _write, ledgers
+from tests.core.test_time_travel import assert_kept_sets_as_counted
+from tests.support import examples
+
+_LIFE = [("call.requested", None, {"idempotency_key": "K"}),
+         ("call.manifest", None, {"idempotency_key": "K", "request_sha256": SHA}),
+         ("attempt.started", "A", {"request_sha256": SHA}),
+         ("attempt.observed", "A", {"transport": {"status": 200}, "response_sha256": SHA}),
+         ("attempt.interpreted", "A", {"outcome": "success"}),
+         ("attempt.completed", "A", {"status": "succeeded"}),
+         ("call.completed", None, {"status": "succeeded", "adopted_attempt_id": "A"})]
+# what a hostile or odd ledger adds after a call completed: each names the call again
+_LATE = [("attempt.started", "A2", {"request_sha256": SHA}),
+         ("call.completed", None, {"status": "failed"}),
+         ("call.resumed", None, {"resumed_as": "other"}),
+         ("attempt.observed", "A", "not json"),
+         ("call.requested", None, {"idempotency_key": "moved"})]
+
+
+@st.composite
+def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Up to five calls over two tasks, most run to completion, some cut short, some
+    named again after they completed (events, a duplicate event id, broken payloads),
+    their events interleaved; and a few receipts."""
+    scripts: list[list[tuple[str, str, str | None, Any]]] = []
+    for c in range(draw(st.integers(1, 5))):
+        call = f"c{c}"
+        life = _LIFE[:draw(st.sampled_from([7, 7, 7, 3, 5]))]
+        script = [(kind, call, f"{call}-{a}" if a else None,
+                   {k: (f"k{c}" if v == "K" else f"{call}-A" if v == "A" else v)
+                    for k, v in p.items()}) for kind, a, p in life]
+        for kind, a, p in draw(st.lists(st.sampled_from(_LATE), max_size=2)):
+            script.append((kind, call, f"{call}-{a}" if a else None, p))
+        scripts.append(script)
+    events: list[dict[str, Any]] = []
+    seq = 0
+    while scripts:
+        i = draw(st.integers(0, len(scripts) - 1))
+        kind, call, att, payload = scripts[i].pop(0)
+        if not scripts[i]:
+            scripts.pop(i)
+        seq += 1
+        events.append({
+            "seq": seq, "event_id": draw(st.sampled_from([f"e{seq}"] * 9 + ["dup"])),
+            "recorded_at": f"2026-09-13T12:00:{seq % 60:02d}Z", "kind": kind,
+            "task_id": f"t{int(call[1:]) % 2}", "call_id": call, "attempt_id": att,
+            "compilation_id": None,
+            "payload": payload if isinstance(payload, str) else json.dumps(payload)})
+    receipts = [{"receipt_id": f"r{j}", "received_at": "2026-09-13T12:00:01Z",
+                 "idempotency_key": f"k{draw(st.integers(0, 4))}", "body_sha256": SHA,
+                 "bytes": 1} for j in range(draw(st.integers(0, 3)))]
+    return events, receipts
+
+
+def _calls_facts(state: WorkState) -> list[tuple[object, ...]]:
+    """Every call's verdict, facts, next operation, reason (with receipts) and document."""
+    index = state.receipts.index
+    return [(c, c.next_operation, c.settled, c.resumable, c.reason, c.reason_with(index),
+             c.as_json(index)) for c in state.calls]
+
+
+def _follow_in_columns(case: Path, unique_ids: bool) -> int:
+    """Feed the case event by event into a projector that settles calls in columns and
+    compare each snapshot with projecting the prefix anew; then check every snapshot
+    handed out still shows what it showed. Returns how many calls the columns held."""
+    log = read_receipts(case)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=unique_ids)
+    projector.settle_in_columns(history)
+    held: list[tuple[WorkState, dict[str, Any], list[tuple[object, ...]]]] = []
+    settled = 0
+    try:
+        for i, ev in enumerate(events):
+            projector.add(ev)
+            snap = projector.snapshot(log)
+            oracle = project(events[:i + 1], log)
+            settled = max(settled, projector.settled_count)
+            assert snap.as_json("x") == oracle.as_json("x"), ev.seq
+            assert _calls_facts(snap) == _calls_facts(oracle), ev.seq
+            assert snap.effect_unknown_set() == oracle.effect_unknown_set()
+            assert [c.call_id for c in snap.pending_calls()] == \
+                [c.call_id for c in oracle.pending_calls()]
+            assert [c.call_id for c in snap.resumable_calls()] == \
+                [c.call_id for c in oracle.resumable_calls()]
+            assert snap.tasks == oracle.tasks
+            assert_kept_sets_as_counted(snap)
+            for pos, call in enumerate(snap.calls):
+                assert projector.position_of(call.call_id) == pos
+            held.append((snap, snap.as_json("x"), _calls_facts(snap)))
+        for snap, doc, facts in held:  # what was handed out never moved
+            assert snap.as_json("x") == doc
+            assert _calls_facts(snap) == facts
+    finally:
+        history.close()
+    return settled
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lifecycles(), st.booleans())
+def test_calls_in_columns_equal_the_oracle_at_every_seq(ledger: Any, unique_ids: bool) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        _follow_in_columns(_write(Path(tmp), events, receipts, unique_ids), unique_ids)
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.booleans())
+def test_calls_in_columns_equal_the_oracle_on_random_ledgers(ledger: Any,
+                                                             unique_ids: bool) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        _follow_in_columns(_write(Path(tmp), events, receipts, unique_ids), unique_ids)
+
+
+def _lifecycle_case(root: Path, calls: int, late: list[dict[str, Any]]) -> Path:
+    events = []
+    for c in range(calls):
+        for kind, a, p in _LIFE:
+            events.append({"kind": kind, "call_id": f"c{c}", "attempt_id": f"c{c}-a" if a else None,
+                           "payload": {k: (f"k{c}" if v == "K" else f"c{c}-a" if v == "A" else v)
+                                       for k, v in p.items()}})
+    rows = []
+    for seq, ev in enumerate(events + late, 1):
+        rows.append({"seq": seq, "event_id": f"e{seq}",
+                     "recorded_at": f"2026-09-13T12:00:{seq % 60:02d}Z", "task_id": "t1",
+                     "compilation_id": None, **ev, "payload": json.dumps(ev["payload"])})
+    return _write(root, rows, [], unique_ids=True)
+
+
+def test_settled_calls_are_kept_in_columns_and_read_from_them(tmp_path: Path) -> None:
+    case = _lifecycle_case(tmp_path, 3, [])
+    assert _follow_in_columns(case, True) == 3
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(history)
+    with LedgerReader(case) as reader:
+        projector.feed(reader.events())
+    state = projector.snapshot()
+    try:
+        assert projector.settled_count == 3 and not projector.calls  # no objects kept
+        assert [c.call_id for c in state.calls] == ["c0", "c1", "c2"]
+        assert all(c.stage.value == "completed" for c in state.calls)
+        assert "call.completed at seq 14" in state.calls[1].reason
+        assert state.calls[2].as_json(index_for(None))["evidence"]["attempts"][0][
+            "attempt_id"] == "c2-a"
+    finally:
+        history.close()
+
+
+def test_a_settled_call_named_again_is_taken_back_and_the_held_snapshot_stays(
+        tmp_path: Path) -> None:
+    late = [{"kind": "attempt.started", "call_id": "c0", "attempt_id": "c0-b",
+             "payload": {"request_sha256": SHA}}]
+    case = _lifecycle_case(tmp_path, 2, late)
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(history)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    try:
+        projector.feed(events[:-1])
+        before = projector.snapshot()
+        assert projector.settled_count == 2
+        shown = (before.calls[0].stage, before.calls[0].reason, before.calls[0].as_json())
+        projector.add(events[-1])
+        after = projector.snapshot()
+        assert after.as_json("x") == project(events).as_json("x")
+        assert after.calls[0].attempts == 2 and after.calls[1].stage.value == "completed"
+        assert (before.calls[0].stage, before.calls[0].reason,
+                before.calls[0].as_json()) == shown
+        assert before.calls[0].attempts == 1
+    finally:
+        history.close()
+
+
+def test_a_follower_reads_settled_calls_from_the_ledger_it_follows(tmp_path: Path) -> None:
+    from codeai_tui.console.model import CaseFollower
+    case = _lifecycle_case(tmp_path, 2, [])
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        snap = follower.snapshot()
+        assert follower.projector.settled_count == 2
+        assert snap.call("c1") is not None and snap.call("c1").call_id == "c1"  # type: ignore[union-attr]
+        assert snap.call_index.get("c1") == 1
+        with LedgerReader(case) as reader:
+            oracle = project(reader.events(), read_receipts(case))
+        assert snap.state.as_json("x") == oracle.as_json("x")
+        assert [c.reason for c in snap.state.calls] == [c.reason for c in oracle.calls]
+    finally:
+        follower.close()
+
+
+def test_calls_settle_a_batch_a_snapshot_and_every_snapshot_stays_right(
+        tmp_path: Path) -> None:
+    from unittest.mock import patch
+
+    from codeai_tui.workstate import projector as projector_module
+    case = _lifecycle_case(tmp_path, 5, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    oracle = project(events).as_json("x")
+    projector.settle_in_columns(history)
+    try:
+        projector.feed(events)  # (settled in columns from the next snapshot on)
+        with patch.object(projector_module, "SETTLE_BATCH", 2):
+            counts = []
+            for _ in range(4):
+                assert projector.snapshot().as_json("x") == oracle
+                counts.append(projector.settled_count)
+        assert counts == [2, 4, 5, 5]
+    finally:
+        history.close()
+
+
+def test_every_settled_call_is_found_by_id_as_the_index_grows(tmp_path: Path) -> None:
+    case = _lifecycle_case(tmp_path, 1500, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(history)
+    try:
+        with LedgerReader(case) as reader:
+            events = reader.events()
+        for at in range(0, len(events), 700):  # snapshots as a follower takes them
+            projector.feed(events[at:at + 700])
+            projector.snapshot()
+        state = projector.snapshot()
+        assert projector.settled_count == 1500 and not projector.calls
+        assert all(projector.position_of(f"c{i}") == i for i in range(1500))
+        assert projector.position_of("c1500") is None
+        assert [c.call_id for c in state.calls] == [f"c{i}" for i in range(1500)]
+        assert state.calls[1234].reason == project(events).calls[1234].reason
+    finally:
+        history.close()
+
+
+def test_the_calls_of_a_receipt_derive_only_the_evidence_of_calls_with_its_key(
+        tmp_path: Path) -> None:
+    from codeai_tui.console.evidence import calls_of_receipt
+    from codeai_tui.console.model import CaseSnapshot
+    from codeai_tui.ledger import Receipt
+    case = _lifecycle_case(tmp_path, 3, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    asked: list[str] = []
+
+    def load(call_id: str, n: int, position: int) -> Any:
+        asked.append(call_id)
+        return history(call_id, n, position)
+
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(load)
+    try:
+        with LedgerReader(case) as reader:
+            projector.feed(reader.events())
+        state = projector.snapshot()
+        assert projector.settled_count == 3
+        snap = CaseSnapshot(case, state, 21, 21, None, read_receipts(case))
+        receipt = Receipt("r1", "2026-09-13T12:00:01Z", "k1", SHA, 1, 1)
+        links = calls_of_receipt(receipt, snap)
+        assert [(link.call_id, link.attempt_id) for link in links] == [("c1", "c1-a")]
+        assert asked == ["c1"]  # the others' keys were read from the columns
+    finally:
+        history.close()
+
+
+def test_calls_judged_before_settling_was_asked_stay_objects(tmp_path: Path) -> None:
+    case = _lifecycle_case(tmp_path, 2, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    try:
+        projector.feed(events[:7])  # c0 complete
+        projector.snapshot()
+        projector.settle_in_columns(history)
+        projector.feed(events[7:])  # c1 complete
+        state = projector.snapshot()
+        assert projector.settled_count == 1 and list(projector.calls) == ["c0"]
+        assert state.as_json("x") == project(events).as_json("x")
+    finally:
+        history.close()
