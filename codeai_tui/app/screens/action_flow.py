@@ -19,10 +19,11 @@ in DIALOGS (dialogs.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -44,6 +45,8 @@ from codeai_tui.textsafe import visible
 # the console key -> the word its bindings, toasts and refusals use
 GROUPS = {"r": "resume", "x": "reconcile", "v": "advance", "R": "replay"}
 
+
+T = TypeVar("T")
 
 def _line(text: str, limit: int = 400) -> str:
     return visible(text, one_line=True, limit=limit)
@@ -155,22 +158,30 @@ class ActionFlow(Widget):
 
     def _plan(self, action: GatedAction, case: Path, call_id: str) -> None:
         """In a worker thread: the plan the dialog shows (read-only)."""
-        host = self.host
+        plan = self._step("plan", action, case, call_id,
+                          lambda: action.plan(case, call_id, self.host.options))
+        if plan is not None:
+            self.post_message(ActionPlanned(case, action.name, plan))
+
+    def _step(self, stage: str, action: GatedAction, case: Path, call_id: str,
+              step: Callable[[], T]) -> T | None:
+        """One step of an action in this worker thread (its plan, or its run): a refusal,
+        a ledger problem or anything else that goes wrong (an unreadable artifact, the
+        provider, the network, a tool) ends the flow with one line; None then."""
         try:
-            plan = action.plan(case, call_id, host.options)
+            return step()
         except ActionRefused as exc:
             op = exc.next_operation.value if exc.next_operation is not None else "none"
+            said = f" (next operation {op})" if stage == "plan" else ""
             self._end(case, action.name, call_id, Outcome.REFUSED,
-                      f"{call_id}: {action.name} refused (next operation {op}): {exc.reason}")
-            return
+                      f"{call_id}: {action.name} refused{said}: {exc.reason}")
         except LedgerError as exc:
             self._end(case, action.name, call_id, Outcome.FAILED, str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - an unreadable artifact etc.: say so
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the operator is told
+            what = f"cannot plan {action.name}" if stage == "plan" else f"{action.name} failed"
             self._end(case, action.name, call_id, Outcome.FAILED,
-                      f"{call_id}: cannot plan {action.name}: {type(exc).__name__}: {exc}")
-            return
-        self.post_message(ActionPlanned(case, action.name, plan))
+                      f"{call_id}: {what}: {type(exc).__name__}: {exc}")
+        return None
 
     # ---------------------------------------------------------------- dialog
 
@@ -243,18 +254,9 @@ class ActionFlow(Widget):
         def progress(text: str) -> None:
             self.post_message(ActionProgressed(case, f"{action.name}: {text}"))
 
-        try:
-            done = action.run(plan, decision, host.options, progress)
-        except ActionRefused as exc:
-            self._end(case, action.name, call_id, Outcome.REFUSED,
-                      f"{call_id}: {action.name} refused: {exc.reason}")
-            return
-        except LedgerError as exc:
-            self._end(case, action.name, call_id, Outcome.FAILED, str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - the provider, the network, a tool: say so
-            self._end(case, action.name, call_id, Outcome.FAILED,
-                      f"{call_id}: {action.name} failed: {type(exc).__name__}: {exc}")
+        done = self._step("run", action, case, call_id,
+                          lambda: action.run(plan, decision, host.options, progress))
+        if done is None:
             return
         outcome = Outcome(action.done_word) if done.ok else Outcome.FAILED
         self._end(case, action.name, call_id, outcome, done.text, done)
