@@ -52,6 +52,7 @@ from codeai_tui.tools.turn import (
     SavedResponse,
     TurnError,
     current_call,
+    follow_up_call_id,
     follow_up_conversation,
     operation_states,
     resave_missing_receipts,
@@ -70,11 +71,6 @@ def went_on(requested: Sequence[Event], turn: tuple[str, str, str], decided_seq:
     a superseded original of the planning call was requested before it)."""
     return any(e.seq > decided_seq and parse_turn((e.payload or {}).get("turn")) == turn
                for e in requested)
-
-
-def follow_up_call_id(turn: str) -> str:
-    """The call id a replay records the turn's follow-up model call under."""
-    return f"{turn}-m2"
 
 
 @dataclass(frozen=True, slots=True)

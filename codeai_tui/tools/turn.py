@@ -53,6 +53,12 @@ class TurnRefused(TurnError):
     """Going on could repeat an effect: an operation is admitted without an outcome."""
 
 
+def follow_up_call_id(turn: str) -> str:
+    """The call id of a turn's follow-up model call (the one after its tools ran): the
+    worker's and a replay's are the same call."""
+    return f"{turn}-m2"
+
+
 @dataclass(frozen=True, slots=True)
 class TurnSpec:
     """What fixes a turn for every attempt: a replacement worker addresses the same one."""
@@ -70,7 +76,7 @@ class TurnSpec:
 
     @property
     def follow_up_call_id(self) -> str:
-        return f"{self.turn}-m2"
+        return follow_up_call_id(self.turn)
 
     def idempotency_key(self, namespace: str, n: int) -> str:
         return f"{namespace}/{self.thread}/{self.turn}/model-{n}"
