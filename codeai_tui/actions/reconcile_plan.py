@@ -10,6 +10,7 @@ that evidence suggests. `run` records the operator's finding through the gate
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,8 +237,18 @@ def tool_effect_unknown(call: CallState | None) -> ToolOpState | None:
     return next((o for o in tools.operations if o.effect_unknown), None)
 
 
-def _reconcile_refusal(call: CallState, unknown: bool) -> str:
-    what = ("an anomaly names this call" if call.anomalous and unknown
+def _reconcile_refusal(selected: Selected, unknown: Callable[[CallState], bool]
+                       ) -> str | None:
+    """Why a reconcile of the selected call is refused (None: it is not). `unknown`: the
+    effect this reconcile settles is unknown on the call (the call's own, or a tool
+    operation's); a call an anomaly names is never reconciled."""
+    call = selected.call
+    if call is None:
+        return "no call selected"
+    if unknown(call) and not call.anomalous:
+        return None
+    either = call.effect_unknown or tool_effect_unknown(call) is not None
+    what = ("an anomaly names this call" if call.anomalous and either
             else f"the projection says next operation is {call.next_operation.value}")
     return (f"{call.call_id}: reconcile not permitted (only an effect-unknown call or tool "
             f"operation); {what}: {call.reason}")
@@ -249,13 +260,7 @@ class Reconcile(ActionBase):
     name, key, done_word = "reconcile", "x", "reconciled"
 
     def refusal(self, selected: Selected) -> str | None:
-        call = selected.call
-        if call is None:
-            return "no call selected"
-        if call.effect_unknown and not call.anomalous:
-            return None
-        return _reconcile_refusal(call, call.effect_unknown or
-                                  tool_effect_unknown(call) is not None)
+        return _reconcile_refusal(selected, lambda call: call.effect_unknown)
 
     def will(self, selected: Selected) -> str:
         return (f"{selected.call.call_id if selected.call else ''}: reconcile records "
@@ -283,13 +288,7 @@ class ReconcileTool(ActionBase):
     name, key, done_word = "reconcile-tool", "x", "reconciled"
 
     def refusal(self, selected: Selected) -> str | None:
-        call = selected.call
-        if call is None:
-            return "no call selected"
-        if tool_effect_unknown(call) is not None and not call.anomalous:
-            return None
-        return _reconcile_refusal(call, call.effect_unknown or
-                                  tool_effect_unknown(call) is not None)
+        return _reconcile_refusal(selected, lambda call: tool_effect_unknown(call) is not None)
 
     def will(self, selected: Selected) -> str:
         return (f"{selected.call.call_id if selected.call else ''}: reconcile-tool records "
