@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from codeai_tui.console.evidence import call_detail_lines
-from codeai_tui.console.model import CaseFollower, CaseSnapshot
+from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.console.tools import tool_body, tool_lines
 from codeai_tui.lab.bench import (
     SHA_A,
@@ -20,6 +20,7 @@ from codeai_tui.lab.bench import (
     one_call_events,
     tool_operations_events,
 )
+from tests.core.cases import followed_snapshot
 
 SHOWN = 20
 
@@ -36,12 +37,7 @@ def _shaped(tmp_path: Path, name: str, events: Iterator[Event], receipts: int = 
             json.dumps({"receipt_id": f"r-{i}", "received_at": f"2026-11-29T00:00:{i:02d}Z",
                         "idempotency_key": "key-1", "body_sha256": SHA_A, "bytes": 1}) + "\n"
             for i in range(receipts)))
-    follower = CaseFollower(case)
-    try:
-        follower.catch_up()
-        return follower.snapshot()
-    finally:
-        follower.close()
+    return followed_snapshot(case)
 
 
 def test_detail_words_the_last_attempts_of_a_call_of_many(tmp_path: Path) -> None:

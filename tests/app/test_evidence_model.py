@@ -15,8 +15,9 @@ from codeai_tui.console.evidence import (
     short_phrase,
     verdict_phrase,
 )
-from codeai_tui.console.model import CaseFollower, CaseSnapshot
+from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.console.severity import case_verdict
+from tests.core.cases import followed_snapshot
 
 EXT = Path(__file__).resolve().parents[1] / "conformance_ext"
 BASE = Path(__file__).resolve().parents[1] / "conformance"
@@ -26,12 +27,7 @@ def snapshot_of(tmp_path: Path, directory: Path, name: str) -> CaseSnapshot:
     data = json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
     case = tmp_path / name
     write_ledger(case, data["events"], receipts=data.get("receipts"))
-    follower = CaseFollower(case)
-    try:
-        follower.catch_up()
-        return follower.snapshot()
-    finally:
-        follower.close()
+    return followed_snapshot(case)
 
 
 def test_the_console_says_what_inspect_says(tmp_path: Path) -> None:

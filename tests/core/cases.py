@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from codeai_tui.console.model import CaseFollower, CaseSnapshot
 from codeai_tui.ledger import CaseConfig, LedgerWriter, ProviderConfig
 from codeai_tui.ledger.writer import utc_now
 from codeai_tui.runtime.request_bytes import intent_for
@@ -64,3 +65,13 @@ def file_hashes(case: Path) -> dict[str, str]:
         p = case / f"ledger.sqlite3{suffix}"
         out[p.name] = hashlib.sha256(p.read_bytes() if p.exists() else b"").hexdigest()
     return out
+
+
+def followed_snapshot(case: Path) -> CaseSnapshot:
+    """The snapshot the console's follower shows of `case` once it has read it all."""
+    follower = CaseFollower(case)
+    try:
+        follower.catch_up()
+        return follower.snapshot()
+    finally:
+        follower.close()

@@ -31,6 +31,7 @@ from codeai_tui.lab.bench import (
 )
 from codeai_tui.read.inspection import write_json
 from codeai_tui.services.projection import project_case
+from tests.core.cases import followed_snapshot
 
 ATTEMPTS = 6_000  # 18,001 events: the quadratic paths made this 5-40x an ordinary ledger
 BOUND = 3.0  # times the ordinary ledger's cost (linear paths measure 0.9-1.5x)
@@ -55,12 +56,7 @@ def _event_path(case: Path) -> None:
 
 
 def _console_model(case: Path) -> None:
-    follower = CaseFollower(case)
-    try:
-        follower.catch_up()
-        follower.snapshot()
-    finally:
-        follower.close()
+    followed_snapshot(case)
 
 
 def _own_hashes(events: Iterator[Event]) -> Iterator[Event]:
