@@ -67,6 +67,18 @@ def file_hashes(case: Path) -> dict[str, str]:
     return out
 
 
+def ledger_rows(case: Path) -> list[tuple[object, ...]]:
+    """Every row of the case's events table, read from the table itself (not through an
+    index a hostile schema may have changed), with plain sqlite3."""
+    import sqlite3
+
+    conn = sqlite3.connect(case / "ledger.sqlite3")
+    try:
+        return conn.execute("SELECT * FROM events NOT INDEXED ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
 def followed_snapshot(case: Path) -> CaseSnapshot:
     """The snapshot the console's follower shows of `case` once it has read it all."""
     follower = CaseFollower(case)

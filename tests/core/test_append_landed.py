@@ -20,7 +20,7 @@ from codeai_tui.actions.resume import resume_call
 from codeai_tui.lab.reliability.cases import make_advance_case
 from codeai_tui.ledger import LedgerError, LedgerProblem, LedgerWriter, read_receipts
 from codeai_tui.ledger.writer import NewEvent
-from tests.core.cases import file_hashes, make_case
+from tests.core.cases import file_hashes, ledger_rows, make_case
 from tests.support import cli
 
 CLEAN = [
@@ -47,14 +47,6 @@ TRIGGERS = {
     "raises": "CREATE TRIGGER t BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no'); END",
 }
 
-def _rows(case: Path) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(case / "ledger.sqlite3")
-    try:
-        return conn.execute("SELECT * FROM events NOT INDEXED ORDER BY seq").fetchall()
-    finally:
-        conn.close()
-
-
 def _execute(case: Path, *statements: str) -> None:
     """Another process's connection changes the ledger's schema."""
     conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
@@ -76,7 +68,7 @@ def test_an_append_a_trigger_changes_is_rolled_back(tmp_path: Path, name: str) -
     write_ledger(tmp_path, CLEAN)
     with LedgerWriter.open(tmp_path) as writer:
         _execute(tmp_path, TRIGGERS[name])  # after the open: only the append can see it
-        before = _rows(tmp_path)
+        before = ledger_rows(tmp_path)
         with pytest.raises(LedgerError) as err:
             writer.append("task.claimed", "task-1", {"worker": "w"})
         # the schema is checked again under the write lock, before the row is written:
@@ -84,10 +76,10 @@ def test_an_append_a_trigger_changes_is_rolled_back(tmp_path: Path, name: str) -
         assert err.value.problem is LedgerProblem.UNSAFE_SCHEMA
         said = _one_line(err.value)
         assert "trigger 't' on 'events'" in said
-        assert _rows(tmp_path) == before  # nothing written, the trigger never ran
+        assert ledger_rows(tmp_path) == before  # nothing written, the trigger never ran
         _execute(tmp_path, "DROP TRIGGER t")
         writer.append("task.claimed", "task-1", {"worker": "w"})  # the writer goes on
-    assert [r[0] for r in _rows(tmp_path)] == [1, 2, 3]
+    assert [r[0] for r in ledger_rows(tmp_path)] == [1, 2, 3]
 
 
 def test_a_column_that_converts_what_it_is_given_is_seen_in_the_row_read_back(
@@ -105,11 +97,11 @@ def test_a_column_that_converts_what_it_is_given_is_seen_in_the_row_read_back(
                      (table_sql.replace("task_id TEXT", "task_id NUMERIC"),))
         conn.execute(f"PRAGMA schema_version={version + 1}")
         conn.close()
-        before = _rows(tmp_path)
+        before = ledger_rows(tmp_path)
         with pytest.raises(LedgerError) as err:
             writer.append("task.created", "42", {"title": "numbered"})
     assert "differs in task_id" in _one_line(err.value)
-    assert _rows(tmp_path) == before
+    assert ledger_rows(tmp_path) == before
 
 
 def test_an_append_that_does_not_land_takes_its_whole_transaction_back(
@@ -120,14 +112,14 @@ def test_an_append_that_does_not_land_takes_its_whole_transaction_back(
     with LedgerWriter.open(tmp_path) as writer:
         _execute(tmp_path, "CREATE TRIGGER t BEFORE INSERT ON events WHEN NEW.kind = "
                            "'call.manifest' BEGIN SELECT RAISE(IGNORE); END")
-        before = _rows(tmp_path)
+        before = ledger_rows(tmp_path)
         with pytest.raises(LedgerError), writer.transaction() as txn:
             txn.append(NewEvent("call.requested", "task-1", {"idempotency_key": "k"},
                                 call_id="call-1"))
             txn.append(NewEvent("task.claimed", "task-1", {"worker": "w"}))
             txn.append(NewEvent("call.manifest", "task-1", {"idempotency_key": "k"},
                                 call_id="call-1"))
-    assert _rows(tmp_path) == before
+    assert ledger_rows(tmp_path) == before
 
 
 def test_resume_sends_nothing_when_its_attempt_started_does_not_land(
@@ -149,7 +141,7 @@ def test_resume_sends_nothing_when_its_attempt_started_does_not_land(
     assert err.value.problem is LedgerProblem.UNSAFE_SCHEMA
     assert "call-1 was resumed as" in said and "trigger 't' on 'events'" in said
     assert read_receipts(case).receipts == ()  # the provider received nothing
-    kinds = [r[3] for r in _rows(case)]
+    kinds = [r[3] for r in ledger_rows(case)]
     assert "attempt.started" not in kinds and kinds[-3:] == [
         "call.resumed", "call.requested", "call.manifest"]  # the resume itself is recorded
     _execute(case, "DROP TRIGGER t")
@@ -184,13 +176,13 @@ def test_resume_under_a_hiding_trigger_never_repeats_itself(tmp_path: Path,
     case = make_case(tmp_path / "c2", provider.base_url,
                      recorded_at="2026-09-13T11:55:00.000Z")
     _execute(case, HIDE)
-    before = file_hashes(case), _rows(case)
+    before = file_hashes(case), ledger_rows(case)
     for _ in range(3):
         proc = cli("resume", str(case), "call-1", "--yes")
         _refused_with_one_line(proc)
         assert proc.stdout == ""
     assert read_receipts(case).receipts == ()
-    assert (file_hashes(case), _rows(case)) == before
+    assert (file_hashes(case), ledger_rows(case)) == before
 
 
 @pytest.mark.parametrize(("action", "upto", "extra"), [
@@ -205,10 +197,10 @@ def test_every_write_action_under_a_swallowing_trigger_writes_and_sends_nothing(
     case = tmp_path / f"case-{upto}"
     make_advance_case(case, provider.base_url, upto)
     _execute(case, HIDE_ALL)
-    before = file_hashes(case), _rows(case), len(read_receipts(case).receipts)
+    before = file_hashes(case), ledger_rows(case), len(read_receipts(case).receipts)
     proc = cli(action, str(case), "call-1", *extra, "--yes")
     _refused_with_one_line(proc)
-    assert (file_hashes(case), _rows(case), len(read_receipts(case).receipts)) == before
+    assert (file_hashes(case), ledger_rows(case), len(read_receipts(case).receipts)) == before
 
 
 @pytest.mark.parametrize(("action", "kill_at"), [("replay", "call.completed"),
@@ -223,7 +215,7 @@ def test_the_tool_actions_under_a_swallowing_trigger_run_and_write_nothing(
     doc = json.loads(cli("inspect", str(case), "--json").stdout)  # before the trigger
     op = next(o for c in doc["calls"] if c.get("tools") for o in c["tools"]["operations"])
     _execute(case, HIDE_ALL)
-    before = file_hashes(case), _rows(case), count_publications(case)
+    before = file_hashes(case), ledger_rows(case), count_publications(case)
     if action == "replay":
         proc = cli("replay", str(case), "turn-1-m1", "--kernel-key", str(key), "--yes")
     else:
@@ -231,4 +223,4 @@ def test_the_tool_actions_under_a_swallowing_trigger_run_and_write_nothing(
                    "--yes")
     _refused_with_one_line(proc)
     assert "unsafe ledger schema: trigger 'hide' on 'events'" in proc.stderr
-    assert (file_hashes(case), _rows(case), count_publications(case)) == before
+    assert (file_hashes(case), ledger_rows(case), count_publications(case)) == before

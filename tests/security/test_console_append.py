@@ -14,18 +14,10 @@ from apphelpers import frozen_clock, wait_for
 
 from codeai_tui.app import create_app
 from codeai_tui.ledger import read_receipts
-from tests.core.cases import STOPPED_AT, file_hashes, make_case
+from tests.core.cases import STOPPED_AT, file_hashes, ledger_rows, make_case
 
 HIDE = ("CREATE TRIGGER hide BEFORE INSERT ON events WHEN NEW.kind IN "
         "('call.resumed', 'attempt.started') BEGIN SELECT RAISE(IGNORE); END")
-
-
-def _rows(case: Path) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(case / "ledger.sqlite3")
-    try:
-        return conn.execute("SELECT * FROM events NOT INDEXED ORDER BY seq").fetchall()
-    finally:
-        conn.close()
 
 
 async def test_a_confirmed_console_resume_under_a_new_trigger_sends_nothing(
@@ -39,11 +31,11 @@ async def test_a_confirmed_console_resume_under_a_new_trigger_sends_nothing(
         conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
         conn.execute(HIDE)  # while the dialog is open: after every check the console made
         conn.close()
-        before = file_hashes(case), _rows(case)
+        before = file_hashes(case), ledger_rows(case)
         await pilot.press("y")
         await wait_for(pilot, lambda: any("trigger" in n for n in probe.notes(app)),
                        timeout=probe.DEADLINE_S, what="the refusal naming the trigger")
         assert probe.internal_errors(app) == []
         await pilot.press("q")
     assert read_receipts(case).receipts == ()  # the provider received nothing
-    assert (file_hashes(case), _rows(case)) == before
+    assert (file_hashes(case), ledger_rows(case)) == before
