@@ -329,7 +329,8 @@ class CaseFollower:
                 self._flag_index()
             return
         try:
-            projector = projector_from(got)
+            # a live projection's settled calls go into columns as they are gathered
+            projector = projector_from(got, self._history if self.keep else None)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -58,6 +58,7 @@ from codeai_tui.workstate import (
     fold_task_event,
     receipts_before,
 )
+from codeai_tui.workstate.columns import CallLoader, settles
 from codeai_tui.workstate.evidence import ReceiptIndex, _intern, ledger_anomalies
 from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
@@ -252,6 +253,9 @@ class Sharing:
 
     receipts: ByKey
     call_ids: Sequence[str] = ()
+    # the projection keeps settled calls in columns (their own copies of the strings):
+    # only the calls kept as objects share
+    columns: bool = False
 
     def call_id(self, position: int, call_id: str) -> str:
         ids = self.call_ids
@@ -584,7 +588,8 @@ class Gathered:
             if full is not None:
                 call = full
                 state = classify_call(full, anomalous=cid in an.calls)
-        if share is not None:  # the verdict reads its key from the evidence: shared too
+        if share is not None and not (share.columns and settles(state, False)):
+            # the verdict reads its key from the evidence: shared too
             share_receipt_strings(call, share.receipts)
         return state
 
@@ -625,13 +630,26 @@ class Gathered:
                          tasks, calls, comps, receipts, gathered="sql")
 
 
-def projector_from(g: Gathered) -> Projector:
+def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
     """The gathered projection as an incremental projector (the console follows appends
-    from there, event by event)."""
-    calls = list(g.calls())
+    from there, event by event). `load`: settled calls go into columns as they are
+    produced (workstate/columns.py), each derived again from its events by `load` when
+    asked; the ledger's calls are then never all held as objects at once."""
+    if load is None:
+        calls = list(g.calls())
+        anomalies, tasks, comps, _receipts = g.finish()
+        return Projector.from_evidence(
+            calls=calls, compilations=g.compilations.values(), tasks=g.tasks.values(),
+            anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
+            last_seq=g.as_of_seq, coverage=g.coverage, task_states=tasks,
+            compilation_states=comps)
+    p = Projector.gathering(load)
+    g.coverage = p.coverage  # (the columns answer for the calls they keep)
+    if g.share is not None:
+        g.share = replace(g.share, columns=True)
+    p.take_calls(g.calls())
     anomalies, tasks, comps, _receipts = g.finish()
-    return Projector.from_evidence(
-        calls=calls, compilations=g.compilations.values(), tasks=g.tasks.values(),
-        anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
-        last_seq=g.as_of_seq, coverage=g.coverage, task_states=tasks,
-        compilation_states=comps)
+    p.take_rest(compilations=g.compilations.values(), tasks=g.tasks.values(),
+                anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
+                last_seq=g.as_of_seq, task_states=tasks, compilation_states=comps)
+    return p

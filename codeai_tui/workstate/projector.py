@@ -240,43 +240,112 @@ class Projector:
         coverage when the gatherer built it already (it is kept, not copied).
         `task_states`, `compilation_states`: verdicts the gatherer judged already from
         the same evidence (not judged again: 10^6 tasks took seconds)."""
-        p = cls(event_ids_unique=True)
-        for st in calls:
-            ev = st.evidence
-            p.calls[st.call_id] = ev
-            p._task_calls.setdefault(ev.task_id, array("q")).append(len(p._states))
-            p._ids.append(st.call_id)
-            p._states.append(st)
-            p._slot_of.append(-1)
-            p._firsts.append(st.first_seq)
-            p._lasts.append(st.last_seq)
-            p._track(len(p._states) - 1, st)
-        for comp in compilations:
-            p._new_compilation(comp)
-        for task in tasks:
-            p.tasks[task.task_id] = task
-        p._task_cache = {t.task_id: t for t in task_states}
-        for cs in compilation_states:
-            p._judged(cs)
-        p._stale_comps = p.compilations.keys() - p._comp_cache.keys()
-        p.anomalies = list(anomalies)
-        for a in p.anomalies:
-            if a.call_id:
-                p.call_anomalies.setdefault(a.call_id, []).append(a.seq)
-        for seq, kind in unknown:
-            p.unknown_kinds[kind] = p.unknown_kinds.get(kind, 0) + 1
-            p._unknown_seqs.append((seq, kind))
-        p.event_count = event_count
-        p.last_seq = last_seq
-        p.seq_dense = not any(a.problem.startswith("seq ") for a in p.anomalies)
-        for task in p.tasks.values():
-            p._extent[task.task_id] = task.last_seq
-        for ev in p.calls.values():
-            p._extent[ev.task_id] = max(p._extent.get(ev.task_id, 0), ev.last_seq)
-        for comp in p.compilations.values():
-            p._extent[comp.task_id] = max(p._extent.get(comp.task_id, 0), comp.last_seq)
-        p._pairs = coverage if coverage is not None else coverage_pairs(p.calls.values())
+        p = cls.gathering()
+        p.take_calls(calls)
+        p.take_rest(compilations=compilations, tasks=tasks, anomalies=anomalies,
+                    unknown=unknown, event_count=event_count, last_seq=last_seq,
+                    coverage=coverage, task_states=task_states,
+                    compilation_states=compilation_states)
         return p
+
+    @classmethod
+    def gathering(cls, load: CallLoader | None = None) -> Projector:
+        """An empty projector to be handed a gathered projection: `take_calls` (in
+        first-seq order, as they are produced), then `take_rest`. `load`: settled calls
+        go into columns as they are taken (see `settle_in_columns`), so a ledger's calls
+        are never all held as objects at once; `coverage` is then the one the gatherer
+        must add to (it answers for the calls in columns)."""
+        p = cls(event_ids_unique=True)
+        if load is not None:
+            p.settle_in_columns(load)
+        return p
+
+    @property
+    def coverage(self) -> Coverage:
+        """The receipt coverage this projector keeps (the gatherer adds to it)."""
+        return self._pairs
+
+    def take_calls(self, calls: Iterable[CallState]) -> None:
+        """Take gathered verdicts in first-seq order (see `gathering`); a call that
+        settles goes straight into the columns, its covering attempt with it. Its
+        coverage must be in `coverage` already (the gatherer adds it as it produces)."""
+        cols, extent = self._settled, self._extent
+        pairs = self._pairs if type(self._pairs) is SettledCoverage else None
+        for st in calls:
+            pos = len(self._states)
+            task_id = st.task_id
+            self._task_calls.setdefault(task_id, array("q")).append(pos)
+            last = st.last_seq
+            self._firsts.append(st.first_seq)
+            self._lasts.append(last)
+            if extent.get(task_id, 0) < last:
+                extent[task_id] = last
+            if cols is not None and settles(st, False):
+                ev = st.evidence
+                key, held = ev.key, ev.held
+                cover = held if (pairs is not None and key is not None
+                                 and type(held) is AttemptEvidence
+                                 and dict.get(pairs, key) is held
+                                 and cols.can_cover(held)) else None
+                self._slot_of.append(cols.add(st, pos, cover))
+                if cover is not None:
+                    del pairs[key]  # type: ignore[index, arg-type]
+                self._ids.append(None)
+                self._states.append(None)
+                continue
+            self.calls[st.call_id] = st.evidence
+            self._ids.append(st.call_id)
+            self._states.append(st)
+            self._slot_of.append(-1)
+            self._track(pos, st)
+
+    def take_rest(
+        self,
+        *,
+        compilations: Iterable[CompilationEvidence],
+        tasks: Iterable[TaskEvidence],
+        anomalies: Iterable[Anomaly],
+        unknown: Iterable[tuple[int, str]],
+        event_count: int,
+        last_seq: int,
+        coverage: Coverage | None = None,
+        task_states: Iterable[TaskState] = (),
+        compilation_states: Iterable[CompilationState] = (),
+    ) -> None:
+        """The rest of a gathered projection, once its calls were taken (see
+        `from_evidence`). An anomaly that names a call in columns takes it back."""
+        for comp in compilations:
+            self._new_compilation(comp)
+        for task in tasks:
+            self.tasks[task.task_id] = task
+        self._task_cache = {t.task_id: t for t in task_states}
+        for cs in compilation_states:
+            self._judged(cs)
+        self._stale_comps = self.compilations.keys() - self._comp_cache.keys()
+        self.anomalies = list(anomalies)
+        for a in self.anomalies:
+            if a.call_id:
+                self.call_anomalies.setdefault(a.call_id, []).append(a.seq)
+        for seq, kind in unknown:
+            self.unknown_kinds[kind] = self.unknown_kinds.get(kind, 0) + 1
+            self._unknown_seqs.append((seq, kind))
+        self.event_count = event_count
+        self.last_seq = last_seq
+        self.seq_dense = not any(a.problem.startswith("seq ") for a in self.anomalies)
+        extent = self._extent
+        for task in self.tasks.values():
+            if extent.get(task.task_id, 0) < task.last_seq:
+                extent[task.task_id] = task.last_seq
+        for comp in self.compilations.values():
+            extent[comp.task_id] = max(extent.get(comp.task_id, 0), comp.last_seq)
+        if self._settled is None:
+            self._pairs = coverage if coverage is not None else coverage_pairs(
+                self.calls.values())
+        elif coverage is not None and coverage is not self._pairs:
+            raise ValueError("a projector settling in columns keeps its own coverage: "
+                             "the gatherer adds to `coverage`")
+        for call_id in self.call_anomalies:
+            self._live_call(call_id)  # (one in columns is taken back and judged again)
 
     # ---- feeding
 

@@ -14,8 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codeai_tui.ledger import LedgerReader
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.services.time_travel import CallHistory
+from codeai_tui.services.gather import projector_from
+from codeai_tui.services.projection import gather
+from codeai_tui.services.time_travel import CallHistory, state_as_of
 from codeai_tui.workstate import Projector, WorkState, project
 from codeai_tui.workstate.receipts import index_for
 from tests.core.test_fast_path import SHA, _write, ledgers
@@ -132,6 +135,88 @@ def test_calls_in_columns_equal_the_oracle_on_random_ledgers(ledger: Any,
     events, receipts = ledger
     with tempfile.TemporaryDirectory() as tmp:
         _follow_in_columns(_write(Path(tmp), events, receipts, unique_ids), unique_ids)
+
+
+def _gathered_in_columns(case: Path) -> int:
+    """Gather the case in SQL as of every seq into a projector that settles calls in
+    columns as they are produced, compare it with the oracle there, follow the rest of
+    the ledger event by event, compare again, check the first snapshot never moved, and
+    (from two of the cuts) travel to every seq.
+    Returns how many calls the columns held straight from a gathering."""
+    log = read_receipts(case)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    history = CallHistory(case / "ledger.sqlite3")
+    sql = EvidenceSQL(case)
+    settled = 0
+    try:
+        for cut in range(1, len(events) + 1):
+            got = gather(sql, events[cut - 1].seq, log)
+            assert not isinstance(got, str), got
+            projector = projector_from(got, history)
+            settled = max(settled, projector.settled_count)
+            first = projector.snapshot(log)
+            oracle = project(events[:cut], log)
+            assert first.as_json("x") == oracle.as_json("x"), cut
+            assert _calls_facts(first) == _calls_facts(oracle), cut
+            assert first.effect_unknown_set() == oracle.effect_unknown_set()
+            assert [c.call_id for c in first.resumable_calls()] == \
+                [c.call_id for c in oracle.resumable_calls()]
+            assert_kept_sets_as_counted(first)
+            held = (first.as_json("x"), _calls_facts(first))
+            projector.feed(events[cut:])
+            last = projector.snapshot(log)
+            whole = project(events, log)
+            assert last.as_json("x") == whole.as_json("x"), cut
+            assert _calls_facts(last) == _calls_facts(whole), cut
+            assert (first.as_json("x"), _calls_facts(first)) == held, cut
+            if cut in (len(events) // 2, len(events)):  # time travel from there
+                for n in range(events[-1].seq + 1):
+                    travelled = state_as_of(projector, sql, n, log)[0]
+                    assert travelled.as_json("x") == project(events, log, n).as_json("x"), n
+    finally:
+        sql.close()
+        history.close()
+    return settled
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lifecycles())
+def test_a_gathered_start_in_columns_equals_the_oracle_at_every_seq(ledger: Any) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        _gathered_in_columns(_write(Path(tmp), events, receipts, True))
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers())
+def test_a_gathered_start_in_columns_equals_the_oracle_on_random_ledgers(ledger: Any) -> None:
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        _gathered_in_columns(_write(Path(tmp), events, receipts, True))
+
+
+def test_a_gathered_start_keeps_settled_calls_in_columns_only(tmp_path: Path) -> None:
+    """Three completed calls and one cut short: the three go straight into columns
+    (no objects), the fourth stays objects, and every as_of still equals the oracle."""
+    late = [{"kind": kind, "call_id": "c3", "attempt_id": "c3-a" if a else None,
+             "payload": {k: ("k3" if v == "K" else "c3-a" if v == "A" else v)
+                         for k, v in pl.items()}} for kind, a, pl in _LIFE[:3]]
+    case = _lifecycle_case(tmp_path, 3, late)
+    assert _gathered_in_columns(case) == 3
+    history = CallHistory(case / "ledger.sqlite3")
+    sql = EvidenceSQL(case)
+    try:
+        got = gather(sql, None, None)
+        assert not isinstance(got, str), got
+        projector = projector_from(got, history)
+        assert projector.settled_count == 3 and list(projector.calls) == ["c3"]
+        state = projector.snapshot()
+        assert "call.completed at seq 14" in state.calls[1].reason
+        assert state.effect_unknown_set() == frozenset({"c3"})
+    finally:
+        sql.close()
+        history.close()
 
 
 def _lifecycle_case(root: Path, calls: int, late: list[dict[str, Any]]) -> Path:
