@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import codeai_tui
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.stage_columns import StageColumns
 
 if TYPE_CHECKING:
     import subprocess
 
-StageRow = tuple[str, int, int, int, int | None, int, int, int, int]
 Task = tuple[str, int, tuple[tuple[str, int], ...], tuple[object, object], int]
 
 _CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -44,13 +44,14 @@ NICENESS = 10
 
 
 def run(task: Task) -> tuple[str, object]:
-    """The child's work: ("rows", rows) or ("error", what went wrong)."""
+    """The child's work: ("columns", its rows as StageColumns) or ("error", what went
+    wrong). (Columns: the parent holds a part at once while it builds the skeleton.)"""
     path, as_of, codes, ids, parent = task
     try:
         with EvidenceSQL(path) as sql:
             sql.abort_when(lambda: os.getppid() != parent)
             sql.for_one_pass()
-            return "rows", sql.call_stage_rows(as_of, codes, ids)
+            return "columns", StageColumns.of(sql.call_stage_rows(as_of, codes, ids))
     except Exception as exc:  # noqa: BLE001 - the parent reads that part itself
         return "error", f"{type(exc).__name__}: {exc}"
 
@@ -61,8 +62,8 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
     os.nice(NICENESS)
     task: Task = pickle.load(stdin)
     pickler = pickle.Pickler(stdout, protocol=pickle.HIGHEST_PROTOCOL)
-    # no memo: rows are flat tuples, and a memo makes the parent's unpickler hold a
-    # table of every object it made until the load ends (~10 MB at 154,000 rows)
+    # no memo: the columns hold no object twice, and a memo makes the parent's
+    # unpickler hold a table of every object it made until the load ends
     pickler.fast = True
     pickler.dump(run(task))
     stdout.flush()
@@ -105,10 +106,10 @@ class GroupedChild:
             return None
         return started
 
-    def rows(self, stop: Callable[[], bool]) -> list[StageRow] | None:
-        """The child's rows; None when it failed, died or `stop()` turned true (it is
-        killed then). The caller reads that part itself on None, and meets any error
-        of the ledger's there."""
+    def columns(self, stop: Callable[[], bool]) -> StageColumns | None:
+        """The child's rows as columns; None when it failed, died or `stop()` turned
+        true (it is killed then). The caller reads that part itself on None, and meets
+        any error of the ledger's there."""
         import pickle
 
         stdout = self._child.stdout
@@ -123,7 +124,7 @@ class GroupedChild:
             return None
         finally:
             self.close()
-        return value if kind == "rows" and isinstance(value, list) else None  # type: ignore[return-value]
+        return value if kind == "columns" and isinstance(value, StageColumns) else None
 
     def close(self) -> None:
         """Kill the child if it still runs, and reap it."""

@@ -227,7 +227,7 @@ def build_skeleton(sql: EvidenceSQL, as_of: int | None = None,
     unknown: set[str] = set()
     budget = resolve_max
     judged: dict[tuple[int, int | None, bool, bool], Verdict | None] = {}
-    for pos, (cid, first, last_seq, flags, packed, started, *_print) in enumerate(rows):
+    for pos, (cid, first, last_seq, flags, packed, started) in enumerate(rows.rows()):
         if flags & ODD_KIND or type(cid) is not str:
             raise FastPathUnfit("id or kind cells of types the ledger schema does not give them")
         last = None if packed is None else packed & 31

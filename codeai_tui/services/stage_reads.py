@@ -16,12 +16,12 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from operator import itemgetter
 
 from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import ODD_KIND, EvidenceSQL, FastPathUnfit
 from codeai_tui.ledger.grouped_worker import GroupedChild
 from codeai_tui.ledger.schema import CALL_KINDS, KNOWN_KINDS, TOOL_KINDS
+from codeai_tui.ledger.stage_columns import StageColumns
 
 CALL_EVENT_KINDS = tuple(sorted(CALL_KINDS | TOOL_KINDS
                                 | {k for k in KNOWN_KINDS if k.startswith("attempt.")}))
@@ -38,8 +38,6 @@ CODES: tuple[tuple[str, int], ...] = tuple(
          "call.completed": CALL_DONE, "call.preparation_failed": PREP,
          "call.manifest": MANIFEST}.get(k, 0))
     for k in CALL_EVENT_KINDS)
-
-StageRow = tuple[str, int, int, int, int | None, int, int, int, int]
 
 # from this many events on, the grouped read is split in two by call id, each part read
 # by a child process (ledger/grouped_worker.py): 1.3-1.5 s instead of 2.1-2.6 s on the
@@ -60,7 +58,7 @@ class StageReads:
         self._sql = sql  # (for siblings: its path and stop; its own connection is not used)
         self._sent: set[str] | None = None
         self._table_print: tuple[int, int, int] | None = None
-        self._rows: list[StageRow] | None = None
+        self._rows: StageColumns | None = None
         self._errors: dict[str, BaseException] = {}
         self._parts: list[tuple[object, object]] = []
         if limit >= SPLIT_MIN_EVENTS:
@@ -101,23 +99,23 @@ class StageReads:
     def _unsplit(self) -> None:
         self._rows = self._grouped((None, None))
 
-    def _grouped(self, ids: tuple[object, object]) -> list[StageRow]:
+    def _grouped(self, ids: tuple[object, object]) -> StageColumns:
         with self._sql.sibling() as own:
             own.for_one_pass()
-            return own.call_stage_rows(self.limit, CODES, ids)
+            return StageColumns.of(own.call_stage_rows(self.limit, CODES, ids))
 
-    def _split_rows(self) -> list[StageRow]:
-        """The children's rows, in first-seq order; a part a child could not give is read
-        here (on a sibling connection), where any error of the ledger's is met."""
-        rows: list[StageRow] = []
+    def _split_rows(self) -> StageColumns:
+        """The children's rows joined (read in first-seq order); a part a child could
+        not give is read here (on a sibling connection), where any error of the
+        ledger's is met."""
+        parts: list[StageColumns] = []
         for i, ids in enumerate(self._parts):
             child, self._children[i] = self._children[i], None
-            part = child.rows(self._sql.stop_requested) if child is not None else None
-            rows += part if part is not None else self._grouped(ids)
-        rows.sort(key=itemgetter(1))
-        return rows
+            part = child.columns(self._sql.stop_requested) if child is not None else None
+            parts.append(part if part is not None else self._grouped(ids))
+        return StageColumns.joined(parts)
 
-    def result(self) -> tuple[list[StageRow], set[str]]:
+    def result(self) -> tuple[StageColumns, set[str]]:
         """The grouped rows and the calls whose observations mention "sent". Raises the
         grouped read's own error (a LedgerError when interrupted), or FastPathUnfit when
         only the observations could not be read, or the index disagrees with the table
@@ -135,10 +133,9 @@ class StageReads:
             rows = self._rows
         if self._sent is None:
             raise FastPathUnfit("the observations could not be read")
-        if not any(row[3] & ODD_KIND for row in rows):  # (else the skeleton refuses)
-            index_print = tuple(sum(int(row[i]) for row in rows) for i in (6, 7, 8))
-            if index_print != self._table_print:
-                raise FastPathUnfit(INDEX_DISAGREES)
+        if not rows.odd & ODD_KIND and rows.index_print != self._table_print:
+            # (an odd cell: the skeleton refuses the ledger anyway)
+            raise FastPathUnfit(INDEX_DISAGREES)
         return rows, self._sent
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger import grouped_worker
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.grouped_worker import GroupedChild
+from codeai_tui.ledger.stage_columns import StageColumns
 from codeai_tui.services import stage_reads
 from codeai_tui.services.stage_reads import CODES, StageReads
 from tests.core.test_fast_path import drawn_case, ledgers
@@ -57,6 +58,11 @@ def _bench_case(root: Path) -> Path:
     return case
 
 
+def _index_print(rows: list[Any]) -> tuple[int, int, int]:
+    """The sums of the rows' index-print fields (their last three)."""
+    return (sum(r[6] for r in rows), sum(r[7] for r in rows), sum(r[8] for r in rows))
+
+
 def _read_here(parts: list[tuple[object, object]]) -> Any:
     """EvidenceSQL.call_stage_rows, recording the parts read in this process."""
     original = EvidenceSQL.call_stage_rows
@@ -82,7 +88,8 @@ def test_the_children_read_the_one_reads_rows(tmp_path: Path) -> None:
                 patch.object(EvidenceSQL, "call_stage_rows", _read_here(here)):
             rows, got_sent = StageReads(sql, limit).result()
     assert here == []  # both parts came from the children
-    assert rows == whole and got_sent == sent
+    assert list(rows.rows()) == [r[:6] for r in whole] and got_sent == sent
+    assert rows.index_print == _index_print(whole)
 
 
 def test_a_child_that_cannot_answer_leaves_its_part_to_the_parent(tmp_path: Path) -> None:
@@ -100,7 +107,8 @@ def test_a_child_that_cannot_answer_leaves_its_part_to_the_parent(tmp_path: Path
                     patch.object(sys, "executable", executable):
                 rows, _ = StageReads(sql, limit).result()
             assert here == [(None, middle), (middle, None)], executable
-            assert rows == whole, executable
+            assert list(rows.rows()) == [r[:6] for r in whole], executable
+            assert rows.index_print == _index_print(whole), executable
 
 
 def test_a_child_is_killed_when_the_reader_stops(tmp_path: Path) -> None:
@@ -112,7 +120,7 @@ def test_a_child_is_killed_when_the_reader_stops(tmp_path: Path) -> None:
     with patch.object(sys, "executable", str(script)):
         child = GroupedChild.start(case / "ledger.sqlite3", 100, CODES, (None, "m"))
     assert child is not None
-    got = child.rows(lambda: time.monotonic() - begun > 0.3)
+    got = child.columns(lambda: time.monotonic() - begun > 0.3)
     took = time.monotonic() - begun
     assert got is None
     assert took < 5, took
@@ -128,7 +136,7 @@ def test_a_child_whose_parent_is_gone_stops_its_read(tmp_path: Path) -> None:
     with EvidenceSQL(case) as sql:
         limit = sql.max_seq()
     kind, value = grouped_worker.run((path, limit, CODES, (None, None), os.getppid()))
-    assert kind == "rows" and isinstance(value, list) and value
+    assert kind == "columns" and isinstance(value, StageColumns) and len(value)
     kind, value = grouped_worker.run((path, limit, CODES, (None, None), os.getppid() + 1))
     assert kind == "error" and "interrupted" in str(value), value
 
