@@ -641,12 +641,16 @@ class LiveReceiptCheck:
         k, seqs = len(rs), self._seqs
         blank = [j for j, p in enumerate(positions) if seqs[p] > n]
         groups: dict[Pair, list[int]] = {}
+        prefix = type(positions) is range and positions.start == 0 and positions.step == 1
         for pair, group in self._duplicate_groups.items():
-            kept = []
-            for i in group:  # (its place in the cut: the positions taken rise)
-                j = bisect_left(positions, i)
-                if j < k and positions[j] == i:
-                    kept.append(j)
+            if prefix:  # (a cut in time order: a receipt keeps its place)
+                kept = [i for i in group if i < k]
+            else:
+                kept = []
+                for i in group:  # (its place in the cut: the positions taken rise)
+                    j = bisect_left(positions, i)
+                    if j < k and positions[j] == i:
+                        kept.append(j)
             if len(kept) > 1:
                 groups[pair] = kept
         self._shared = True  # the cut's covers read this column: copy it before a change

@@ -76,6 +76,31 @@ def test_the_cut_off_equals_comparing_parsed_times(times: list[str], cut: str,
     assert list(receipts_before(log, next_recorded_at).receipts) == expected
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_utc_texts, max_size=12), st.integers(0, 12), st.booleans(), _utc_texts,
+       st.lists(_utc_texts, max_size=3))
+def test_a_cut_of_a_log_in_time_order_equals_comparing_parsed_times(
+        times: list[str], read_first: int, swap: bool, cut: str, later: list[str]) -> None:
+    """A provider logs in the order it receives, so its receipts' times rise: the cut is
+    a prefix then, found without a pass. The log read in two goes, with or without one
+    receipt out of order, and cut again after more were read: the same receipts as
+    comparing every parsed time."""
+    times = sorted(times, key=lambda t: parse_time(t))  # type: ignore[arg-type, return-value]
+    if swap and len(times) > 1 and parse_time(times[0]) != parse_time(times[-1]):
+        times[0], times[-1] = times[-1], times[0]
+    rows = [(r.receipt_id, r.received_at, r.idempotency_key, r.body_sha256, r.bytes, r.line_no)
+            for r in (_receipt(i, t) for i, t in enumerate(times + later))]
+    cols = Receipts()
+    cols.extend(rows[:read_first])
+    for more in (rows[read_first:len(times)], rows[len(times):]):
+        cols.extend(more)
+        log = ReceiptLog(True, cols)
+        bound = parse_time(cut)
+        expected = [r for r in log.receipts
+                    if (when := parse_time(r.received_at)) is None or when < bound]  # type: ignore[operator]
+        assert list(receipts_before(log, cut).receipts) == expected
+
+
 def test_a_cut_before_year_one_keeps_only_unreadable_times() -> None:
     # the limit lies before 0001-01-01 UTC (a hostile recorded_at): a receipt whose time
     # cannot be read is still kept, never hidden
