@@ -554,6 +554,12 @@ class TaskEvidence:
     claimed_by: str | None = None
     accepted: list[tuple[int, str, str | None]] = field(default_factory=list)  # seq, acc, call
     completed: list[tuple[int, str | None]] = field(default_factory=list)  # seq, acceptance
+    # the seqs title, objective and claimed_by were written at (0: never), and whether
+    # one was written twice: the evidence as of a seq is then a filter (`task_as_of`)
+    title_seq: int = 0
+    objective_seq: int = 0
+    claimed_seq: int = 0
+    rewritten: bool = False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -613,11 +619,14 @@ def check_artifact_refs(kind: str, payload: dict[str, Any], report: Report) -> b
 def fold_task_event(task: TaskEvidence, kind: str, seq: int, p: dict[str, Any],
                     report: Report) -> None:
     if kind == "task.created":
-        task.title = _s(p, "title")
+        task.rewritten |= task.title_seq != 0
+        task.title, task.title_seq = _s(p, "title"), seq
     elif kind == "task.objective":
-        task.objective = _s(p, "objective")
+        task.rewritten |= task.objective_seq != 0
+        task.objective, task.objective_seq = _s(p, "objective"), seq
     elif kind == "task.claimed":
-        task.claimed_by = _s(p, "worker")
+        task.rewritten |= task.claimed_seq != 0
+        task.claimed_by, task.claimed_seq = _s(p, "worker"), seq
     elif kind == "task.accepted":
         acc = _s(p, "acceptance_id")
         if acc is None:
@@ -626,6 +635,27 @@ def fold_task_event(task: TaskEvidence, kind: str, seq: int, p: dict[str, Any],
         task.accepted.append((seq, acc, _s(p, "call_id")))
     elif kind == "task.completed":
         task.completed.append((seq, _s(p, "acceptance_id")))
+
+
+def task_as_of(task: TaskEvidence, n: int, first_seq: int, last_seq: int
+               ) -> TaskEvidence | None:
+    """The task's own evidence as of seq `n`, from its evidence now, where that is a
+    filter: each fact written once, at a seq it keeps. `first_seq`, `last_seq`: the
+    task's first and last event at or before `n` (any kind). None where a fact was
+    written twice (fold its events up to `n` instead)."""
+    if task.rewritten:
+        return None
+
+    def at(value: str | None, seq: int) -> tuple[str | None, int]:
+        return (value, seq) if seq <= n else (None, 0)
+
+    title, title_seq = at(task.title, task.title_seq)
+    objective, objective_seq = at(task.objective, task.objective_seq)
+    claimed_by, claimed_seq = at(task.claimed_by, task.claimed_seq)
+    return TaskEvidence(task.task_id, first_seq, last_seq, title, objective, claimed_by,
+                        [a for a in task.accepted if a[0] <= n],
+                        [c for c in task.completed if c[0] <= n],
+                        title_seq, objective_seq, claimed_seq)
 
 
 def fold_compilation_event(comp: CompilationEvidence, is_new: bool, kind: str, seq: int,

@@ -60,7 +60,7 @@ payload_texts = st.one_of(
                          "response_artifact", "rendered_sha256", "by", "transport",
                          "resumed_from", "adopted_attempt_id", "finding", "evidence",
                          "accept_duplicate", "tool_plan", "turn", "operation_key",
-                         "receipt"]),
+                         "receipt", "title", "objective", "worker"]),
         payload_values, max_size=5,
     ).map(json.dumps),
     st.sampled_from(["[]", "null", "42", "{", "\"text\"", "{\"decision\": \"retry\"}",

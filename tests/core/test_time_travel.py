@@ -40,11 +40,19 @@ def test_time_travel_equals_projecting_the_prefix(ledger: Any, unique_ids: bool)
                 snap = follower.as_of(n)
                 assert snap.as_of == n
                 assert snap.state.as_json(str(case)) == _oracle(case, n), n
+                # (what the document leaves out too: a task's title, its seqs)
+                assert snap.state.tasks == _oracle_state(case, n).tasks, n
                 assert_kept_sets_as_counted(snap.state)
                 for i, call in enumerate(snap.state.calls):  # the panes find rows by id
                     assert snap.call(call.call_id) is call and snap.call_index.get(call.call_id) == i
         finally:
             follower.close()
+
+
+def _oracle_state(case: Path, as_of: int | None) -> WorkState:
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    return project(events, read_receipts(case), as_of)
 
 
 def assert_kept_sets_as_counted(state: WorkState) -> None:
@@ -390,3 +398,33 @@ def test_an_attempt_started_at_seq_zero_covers_as_of_zero(tmp_path: Path) -> Non
             _receipts_as_projected(case, 0)
     finally:
         follower.close()
+
+
+def test_a_task_in_flight_as_of_a_seq_has_the_facts_written_by_then(tmp_path: Path) -> None:
+    """Time travel takes a task's own facts as of n from its live evidence where each was
+    written once (no read of its events), and reads its events where one was written
+    twice: either way the title, acceptances and seqs are those of projecting the prefix."""
+    events = [_ev(1, "task.created", call=None, payload={"title": "first"}),
+              _ev(2, "call.requested", payload={"idempotency_key": "k"}),
+              _ev(3, "task.claimed", call=None, payload={"worker": "w1"}),
+              _ev(4, "call.manifest", payload={"idempotency_key": "k", "request_sha256": SHA}),
+              _ev(5, "task.created", call="c9", payload={"title": "second"}),
+              _ev(6, "task.accepted", call=None, payload={"acceptance_id": "a1"}),
+              _ev(7, "call.requested", call="c2", payload={"idempotency_key": "k2"})]
+    for rewritten in (True, False):
+        root = tmp_path / str(rewritten)
+        root.mkdir()
+        rows = events if rewritten else [events[1], *events[2:4], events[4], *events[5:]]
+        case = _write(root, rows, [], unique_ids=True)
+        follower = CaseFollower(case)
+        try:
+            follower.catch_up()
+            follower.snapshot()
+            for n in range(1, 8):
+                got = follower.as_of(n).state.tasks
+                assert got == _oracle_state(case, n).tasks, (rewritten, n)
+            titles = [t.title for n in (2, 4, 5) for t in follower.as_of(n).state.tasks]
+            assert titles == (["first", "first", "second"] if rewritten
+                              else [None, None, "second"])
+        finally:
+            follower.close()
