@@ -13,12 +13,13 @@ to: a snapshot that reads a settled call sees what it saw when it was taken.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from codeai_tui.ledger.blocks import ValueSequence
 from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
+from codeai_tui.workstate.ladder import Contribution
 from codeai_tui.workstate.tool_ops import ToolsState
 from codeai_tui.workstate.tool_receipts import ToolReceipts
 from codeai_tui.workstate.verdicts import CallState, CallVerdict
@@ -216,6 +217,24 @@ class SettledCalls:
         except ValueError:
             table.append(value)
             return len(table) - 1
+
+    def contribution(self, slots: Iterable[int]) -> Contribution:
+        """What these settled calls give their task's rollup together, as `contribution`
+        gives each (ladder.py) and `TaskRollup.take` keeps: a settled call is completed
+        with nothing to do and no tool operations, so it offers only its completion when
+        its status is succeeded, and of those the rollup keeps the latest. Read from the
+        columns: time travel asks this of every call of a task in flight (tests check
+        it equals `contribution` call by call)."""
+        best = -1
+        completed, status, statuses = self.completed, self.status, self._statuses
+        for slot in slots:
+            code = status[slot]
+            if code >= 0 and statuses[code] == "succeeded" and (
+                    best < 0 or completed[slot] > completed[best]):
+                best = slot
+        if best < 0:
+            return (None, None, None)
+        return (None, (completed[best], self.ids[best]), None)
 
     def state(self, slot: int) -> ColumnCallState:
         """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""

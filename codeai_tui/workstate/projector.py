@@ -770,11 +770,19 @@ class Projector:
         for cs in comps:
             if cs.task_id in late:
                 rollups[cs.task_id].add(cs)
+        cols, slot_of = self._settled, self._slot_of
         for t in late:
+            rollup, settled = rollups[t], []
             for pos in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
                 if pos >= k:
                     break  # begun after n, as are the rest (all calls, as of an early n)
-                rollups[t].add(calls[pos] or at(pos))
+                st = calls[pos]
+                if st is None and slot_of[pos] >= 0:
+                    settled.append(slot_of[pos])  # (its live verdict, read in columns)
+                else:
+                    rollup.add(st or at(pos))
+            if settled:
+                rollup.take(cols.contribution(settled))  # type: ignore[union-attr]
         tasks: list[TaskState] = []
         for task_id, task in self.tasks.items():
             if task.first_seq > n:
