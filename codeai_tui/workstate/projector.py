@@ -156,7 +156,7 @@ class Projector:
         # settled calls kept in columns instead (`settle_in_columns`), by slot, and each
         # position's slot (-1: kept as objects); positions taken back never settle again
         self._settled: SettledCalls | None = None
-        self._slot_of = array("q")
+        self._slot_of = array("i")  # (4 bytes: see columns.settles)
         self._to_settle: list[int] = []
         self._revived: set[int] = set()
         self.compilations: dict[str, CompilationEvidence] = {}
@@ -355,7 +355,7 @@ class Projector:
         if call is None:
             pos = len(self._states)
             call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, pos)
-            self._task_calls.setdefault(call.task_id, array("q")).append(pos)
+            self._task_calls.setdefault(call.task_id, array("i")).append(pos)
             self._ids.append(cid)
             self._states.append(None)
             self._slot_of.append(-1)
@@ -393,6 +393,7 @@ class Projector:
         they free stays with the process, so the columns would only add to it."""
         if self._settled is None:
             self._settled = SettledCalls(load)
+            self._settled.share_seqs(self._firsts, self._lasts)
             if not self._pairs_stale:
                 self._pairs = SettledCoverage(self._pairs, self._settled)
 
