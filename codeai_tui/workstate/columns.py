@@ -33,6 +33,10 @@ _GONE = -2  # a slot taken back to live objects (an event or anomaly named it ag
 # attempts beyond 2^31 would need more memory than any machine has for the rest)
 _SMALL = "i"
 _SMALL_MAX = (1 << 31) - 1
+# how a text is kept: not at all, as it is, or as what follows the call id (a key equal
+# to the call id; an attempt id that begins with it)
+_NONE, _KEPT, _SAME_AS_ID = 0, 1, 2
+_AFTER_ID = 2
 
 
 def settles(st: CallState, anomalous: bool) -> bool:
@@ -58,13 +62,14 @@ class SettledCalls:
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
-                 "_gone_lasts")
+                 "_gone_lasts", "cover_form")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
         self.ids = TextColumn()
-        self.keys = TextColumn()
-        self.has_key = array("b")
+        # a key equal to the call id (as many writers make it) is not kept twice
+        self.keys = TextColumn()  # ("" where `has_key` is not _KEPT)
+        self.has_key = array("b")  # _NONE, _KEPT, or _SAME_AS_ID
         self.has_manifest = array("b")
         self.task = array(_SMALL)  # index into `_tasks`
         self._tasks: list[str] = []
@@ -87,7 +92,10 @@ class SettledCalls:
         # the receipt coverage a settled call's attempt gives its key (see
         # `SettledCoverage`): its attempt id, started seq and request hash (32 bytes),
         # found by key through a second index
+        # (the attempt id without the call id where it begins with it, as the runtime
+        # names attempts: `cover_form`)
         self.cover_attempt = TextColumn()
+        self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
         self.cover_seq = array("q")
         self.cover_sha = bytearray()
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
@@ -176,8 +184,12 @@ class SettledCalls:
         slot = len(self.positions)
         self.ids.append(st.call_id)
         key = ev.key
-        self.keys.append(key or "")
-        self.has_key.append(key is not None)
+        if key is None or key == st.call_id:
+            self.keys.append("")
+            self.has_key.append(_NONE if key is None else _SAME_AS_ID)
+        else:
+            self.keys.append(key)
+            self.has_key.append(_KEPT)
         self.has_manifest.append(ev.manifest_seq is not None)
         task = self._task_of.get(ev.task_id)
         if task is None:
@@ -196,7 +208,15 @@ class SettledCalls:
             self._grow()
         self._place(st.call_id, slot)
         self._live += 1
-        self.cover_attempt.append(cover.attempt_id if cover is not None else "")
+        if cover is None:
+            self.cover_attempt.append("")
+            self.cover_form.append(_NONE)
+        elif cover.attempt_id.startswith(st.call_id):
+            self.cover_attempt.append(cover.attempt_id[len(st.call_id):])
+            self.cover_form.append(_AFTER_ID)
+        else:
+            self.cover_attempt.append(cover.attempt_id)
+            self.cover_form.append(_KEPT)
         self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
         self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
                               else bytes(32))  # type: ignore[arg-type]
@@ -224,19 +244,19 @@ class SettledCalls:
     def _grow_keys(self) -> None:
         index = array(_SMALL, [_EMPTY]) * (len(self._key_index) * 2)
         for slot in range(len(self.cover_seq)):
-            if self.cover_attempt[slot]:
-                self._place_key(self.keys[slot], slot, index)
+            if self.cover_form[slot] != _NONE:
+                self._place_key(self.key_of(slot), slot, index)  # type: ignore[arg-type]
         self._key_index = index
 
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any."""
-        index, keys = self._key_index, self.keys
+        index, key_of = self._key_index, self.key_of
         for at in self._probe_in(index, key):
             slot = index[at]
             if slot == _EMPTY:
                 return None
-            if keys[slot] == key:
-                return Cover(self.cover_attempt[slot], self.cover_seq[slot],
+            if key_of(slot) == key:
+                return Cover(self.cover_attempt_id(slot), self.cover_seq[slot],
                              self.cover_sha[slot * 32:slot * 32 + 32].hex())
         return None
 
@@ -253,6 +273,18 @@ class SettledCalls:
     def state(self, slot: int) -> ColumnCallState:
         """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""
         return ColumnCallState(self, slot)
+
+    def key_of(self, slot: int) -> str | None:
+        """The call's idempotency key (None: it has none)."""
+        kept = self.has_key[slot]
+        if kept == _KEPT:
+            return self.keys[slot]
+        return self.ids[slot] if kept == _SAME_AS_ID else None
+
+    def cover_attempt_id(self, slot: int) -> str:
+        """The id of the attempt covering the call's key (see `add`)."""
+        kept = self.cover_attempt[slot]
+        return self.ids[slot] + kept if self.cover_form[slot] == _AFTER_ID else kept
 
     def verdict(self, slot: int) -> CallVerdict:
         return self._codes[self.verdicts[slot]]
@@ -350,7 +382,7 @@ class ColumnCallState(CallState):
     @property
     def idempotency_key(self) -> str | None:
         cols = self._cols
-        return cols.keys[self._slot] if cols.has_key[self._slot] else None
+        return cols.key_of(self._slot)
 
     @property
     def attempts(self) -> int:
