@@ -27,11 +27,13 @@ from codeai_tui.ledger.blocks import Blocks, ValueSequence
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.safefile import FileId, read_regular_since
-from codeai_tui.ledger.text_column import TextColumn
+from codeai_tui.ledger.text_column import DigestColumn, TextColumn
 
 RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
 PARSE_BATCH = 1 << 20  # bytes of whole lines split and parsed at a time (`_parse_into`)
 
+
+_NARROW = "i"  # sizes and line numbers: 4 bytes where they fit
 
 # (receipt_id, received_at, idempotency_key, body_sha256, bytes, line_no)
 ReceiptRow = tuple[str, str, str, str, int, int]
@@ -112,13 +114,16 @@ class Receipts(ValueSequence[Receipt]):
                  "origin", "shas")
 
     def __init__(self, receipts: Iterable[Receipt] = ()) -> None:
+        # texts joined, body hashes as 32 bytes each: a str per key and per hash cost
+        # ~180 bytes a receipt more (a live console reads one receipt per attempt)
         self.ids = TextColumn()  # a str each cost 44 bytes more (6 MB at 143,904 receipts)
-        self.keys: Blocks[str] = Blocks()
-        self.shas: Blocks[str] = Blocks()
+        self.keys: Blocks[str] = TextColumn()
+        self.shas: Blocks[str] = DigestColumn()
         self._times: Blocks[int] = Blocks((), "q")
         self._odd: dict[int, str] = {}  # received_at kept as text, by position
-        self._sizes: Blocks[int] = Blocks((), "q")  # (a size beyond 64 bits: a tuple block)
-        self._lines: Blocks[int] = Blocks((), "q")
+        # 4 bytes each where they fit (a size beyond 32 bits: a tuple block)
+        self._sizes: Blocks[int] = Blocks((), _NARROW)
+        self._lines: Blocks[int] = Blocks((), _NARROW)
         # `take`'s: the receipts these were taken from, and the positions taken (rising),
         # so a check of that whole log can answer for these
         self.origin: tuple[Receipts, Sequence[int]] | None = None
@@ -272,11 +277,11 @@ class Receipts(ValueSequence[Receipt]):
     def _gather(self, picked: list[int]) -> Receipts:
         out = Receipts()
         out.ids = TextColumn(self.ids[i] for i in picked)
-        out.keys = Blocks(self.keys[i] for i in picked)
-        out.shas = Blocks(self.shas[i] for i in picked)
+        out.keys = TextColumn(self.keys[i] for i in picked)
+        out.shas = DigestColumn(self.shas[i] for i in picked)
         out._times = Blocks((self._times[i] for i in picked), "q")
-        out._sizes = Blocks((self._sizes[i] for i in picked), "q")
-        out._lines = Blocks((self._lines[i] for i in picked), "q")
+        out._sizes = Blocks((self._sizes[i] for i in picked), _NARROW)
+        out._lines = Blocks((self._lines[i] for i in picked), _NARROW)
         out._odd = {n: self._odd[i] for n, i in enumerate(picked) if i in self._odd}
         return out
 

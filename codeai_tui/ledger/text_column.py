@@ -97,3 +97,59 @@ class OptionalTextColumn(Blocks["str | None"]):
 
     def _sealed(self, items: list[str | None]) -> Sequence[str | None]:
         return OptionalJoinedText(items)
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_DIGEST = 32  # bytes of a SHA-256 digest (64 hex digits)
+
+
+def is_digest_hex(text: str) -> bool:
+    """True for 64 lower-case hex digits (a SHA-256 digest as every writer records it)."""
+    return len(text) == 2 * _DIGEST and _HEX_DIGITS.issuperset(text)
+
+
+class DigestBlock(Sequence[str]):
+    """A sealed block of SHA-256 digests in hex, kept as their 32 bytes each: a str of
+    64 digits cost 113 bytes and a pointer. Reading one makes its hex text again."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, items: list[str]) -> None:
+        self._bytes = bytes.fromhex("".join(items))
+
+    def __len__(self) -> int:
+        return len(self._bytes) // _DIGEST
+
+    @overload
+    def __getitem__(self, j: int) -> str: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[str]: ...
+
+    def __getitem__(self, j: int | slice) -> str | list[str]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        n = len(self)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError("digest index out of range")
+        return self._bytes[j * _DIGEST:(j + 1) * _DIGEST].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        data = self._bytes
+        for at in range(0, len(data), _DIGEST):
+            yield data[at:at + _DIGEST].hex()
+
+
+class DigestColumn(Blocks[str]):
+    """A column of strings that are mostly SHA-256 digests in hex (receipts' body
+    hashes): a sealed block of digests keeps 32 bytes each (`DigestBlock`); a block
+    holding any other text (a hostile log's placeholder) is a JoinedText."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[str]) -> Sequence[str]:
+        if all(is_digest_hex(s) for s in items):
+            return DigestBlock(items)
+        return JoinedText(items)

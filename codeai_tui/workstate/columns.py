@@ -30,6 +30,14 @@ CallLoader = Callable[[str, int, int], CallEvidence | None]
 
 _EMPTY = -1
 _GONE = -2  # a slot taken back to live objects (an event or anomaly named it again)
+# slots, positions, task numbers and attempt counts: 4 bytes each (a count of calls or
+# attempts beyond 2^31 would need more memory than any machine has for the rest)
+_SMALL = "i"
+_SMALL_MAX = (1 << 31) - 1
+# how a text is kept: not at all, as it is, or as what follows the call id (a key equal
+# to the call id; an attempt id that begins with it)
+_NONE, _KEPT, _SAME_AS_ID = 0, 1, 2
+_AFTER_ID = 2
 
 
 def settles(st: CallState, anomalous: bool) -> bool:
@@ -38,51 +46,81 @@ def settles(st: CallState, anomalous: bool) -> bool:
     ev = st.evidence
     return (st.stage is CallStage.COMPLETED and st.next_operation is NextOperation.NONE
             and not anomalous and not st.verdict.anomalous and ev.tools is None
-            and ev.rare is None and ev.completed_seq is not None)
+            and ev.rare is None and ev.completed_seq is not None
+            and st.attempts <= _SMALL_MAX and ev.position <= _SMALL_MAX)
 
 
 class SettledCalls:
     """The columns of settled calls, by slot (order of settling), with an index from
     call id to slot (open addressing over an array: a dict cost a str and an int object
-    per call). `load` derives a call's evidence when one is asked for its reason."""
+    per call). `load` derives a call's evidence when one is asked for its reason.
+
+    A projector that keeps every call's first and last seq by position already lends
+    them (`share_seqs`) instead of a second copy here; a slot taken back keeps the last
+    seq it had (`forget`), so a snapshot reading it is unchanged."""
 
     __slots__ = ("_codes", "_gone", "_index", "_key_index", "_keyed", "_live",
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
-                 "attempts", "completed", "firsts", "ids", "keys", "lasts", "positions",
-                 "status", "task", "verdicts", "has_key", "has_manifest")
+                 "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
+                 "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
+                 "_gone_lasts", "cover_form")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
         self.ids = TextColumn()
-        self.keys = TextColumn()
-        self.has_key = array("b")
+        # a key equal to the call id (as many writers make it) is not kept twice
+        self.keys = TextColumn()  # ("" where `has_key` is not _KEPT)
+        self.has_key = array("b")  # _NONE, _KEPT, or _SAME_AS_ID
         self.has_manifest = array("b")
-        self.task = array("l")  # index into `_tasks`
+        self.task = array(_SMALL)  # index into `_tasks`
         self._tasks: list[str] = []
         self._task_of: dict[str, int] = {}
-        self.positions = array("q")
-        self.firsts = array("q")
-        self.lasts = array("q")
+        self.positions = array(_SMALL)
+        # by slot; by position instead when lent (`share_seqs`)
+        self._firsts = array("q")
+        self._lasts = array("q")
+        self._by_position = False
+        self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
         self.completed = array("q")
-        self.attempts = array("l")
+        self.attempts = array(_SMALL)
         self.status = array("h")  # index into `_statuses` (-1: none)
         self._statuses: list[str] = []
         self.verdicts = array("h")  # index into `_codes`
         self._codes: list[CallVerdict] = []
-        self._index = array("q", [_EMPTY]) * 1024
+        self._index = array(_SMALL, [_EMPTY]) * 1024
         self._live = 0  # slots in the index (taken back ones included: tombstones)
         self._gone: set[int] = set()  # slots taken back (rare: a hostile ledger)
         # the receipt coverage a settled call's attempt gives its key (see
         # `SettledCoverage`): its attempt id, started seq and request hash (32 bytes),
         # found by key through a second index
+        # (the attempt id without the call id where it begins with it, as the runtime
+        # names attempts: `cover_form`)
         self.cover_attempt = TextColumn()
+        self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
         self.cover_seq = array("q")
         self.cover_sha = bytearray()
-        self._key_index = array("q", [_EMPTY]) * 1024
+        self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
 
     def __len__(self) -> int:
         return len(self.positions)
+
+    def share_seqs(self, firsts: array[int], lasts: array[int]) -> None:
+        """Read each call's first and last seq from these arrays by position (the
+        projector's own, which it changes only for calls kept as objects), instead of
+        keeping them by slot: 16 bytes a settled call. Only before any call is added."""
+        if len(self.positions):
+            raise ValueError("seqs can only be lent to empty columns")
+        self._firsts, self._lasts, self._by_position = firsts, lasts, True
+
+    def first_seq(self, slot: int) -> int:
+        return self._firsts[self.positions[slot] if self._by_position else slot]
+
+    def last_seq(self, slot: int) -> int:
+        gone = self._gone_lasts.get(slot) if self._gone_lasts else None
+        if gone is not None:
+            return gone
+        return self._lasts[self.positions[slot] if self._by_position else slot]
 
     # ---- the id index
 
@@ -114,7 +152,7 @@ class SettledCalls:
     def _grow(self) -> None:
         """A twice larger index, built aside and then swapped in: a reader on another
         thread (the screen finding a row by id) never sees one half filled."""
-        index = array("q", [_EMPTY]) * (len(self._index) * 2)
+        index = array(_SMALL, [_EMPTY]) * (len(self._index) * 2)
         live = 0
         for slot in range(len(self.positions)):
             if slot not in self._gone:
@@ -126,6 +164,8 @@ class SettledCalls:
         """Take a slot back (its call lives as objects again); its columns stay, so a
         snapshot that reads it is unchanged, but the index no longer finds it."""
         call_id = self.ids[slot]
+        if self._by_position:  # (the lender changes it as the call's events come)
+            self._gone_lasts[slot] = self.last_seq(slot)
         self._gone.add(slot)
         index = self._index
         for at in self._probe_in(index, call_id):
@@ -145,8 +185,12 @@ class SettledCalls:
         slot = len(self.positions)
         self.ids.append(st.call_id)
         key = ev.key
-        self.keys.append(key or "")
-        self.has_key.append(key is not None)
+        if key is None or key == st.call_id:
+            self.keys.append("")
+            self.has_key.append(_NONE if key is None else _SAME_AS_ID)
+        else:
+            self.keys.append(key)
+            self.has_key.append(_KEPT)
         self.has_manifest.append(ev.manifest_seq is not None)
         task = self._task_of.get(ev.task_id)
         if task is None:
@@ -154,8 +198,9 @@ class SettledCalls:
             self._tasks.append(ev.task_id)
         self.task.append(task)
         self.positions.append(position)
-        self.firsts.append(ev.first_seq)
-        self.lasts.append(ev.last_seq)
+        if not self._by_position:
+            self._firsts.append(ev.first_seq)
+            self._lasts.append(ev.last_seq)
         self.completed.append(ev.completed_seq)  # type: ignore[arg-type]  # (settles)
         self.attempts.append(st.attempts)
         self.status.append(self._code(self._statuses, ev.status))
@@ -164,7 +209,15 @@ class SettledCalls:
             self._grow()
         self._place(st.call_id, slot)
         self._live += 1
-        self.cover_attempt.append(cover.attempt_id if cover is not None else "")
+        if cover is None:
+            self.cover_attempt.append("")
+            self.cover_form.append(_NONE)
+        elif cover.attempt_id.startswith(st.call_id):
+            self.cover_attempt.append(cover.attempt_id[len(st.call_id):])
+            self.cover_form.append(_AFTER_ID)
+        else:
+            self.cover_attempt.append(cover.attempt_id)
+            self.cover_form.append(_KEPT)
         self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
         self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
                               else bytes(32))  # type: ignore[arg-type]
@@ -190,21 +243,21 @@ class SettledCalls:
                 return
 
     def _grow_keys(self) -> None:
-        index = array("q", [_EMPTY]) * (len(self._key_index) * 2)
+        index = array(_SMALL, [_EMPTY]) * (len(self._key_index) * 2)
         for slot in range(len(self.cover_seq)):
-            if self.cover_attempt[slot]:
-                self._place_key(self.keys[slot], slot, index)
+            if self.cover_form[slot] != _NONE:
+                self._place_key(self.key_of(slot), slot, index)  # type: ignore[arg-type]
         self._key_index = index
 
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any."""
-        index, keys = self._key_index, self.keys
+        index, key_of = self._key_index, self.key_of
         for at in self._probe_in(index, key):
             slot = index[at]
             if slot == _EMPTY:
                 return None
-            if keys[slot] == key:
-                return Cover(self.cover_attempt[slot], self.cover_seq[slot],
+            if key_of(slot) == key:
+                return Cover(self.cover_attempt_id(slot), self.cover_seq[slot],
                              self.cover_sha[slot * 32:slot * 32 + 32].hex())
         return None
 
@@ -240,6 +293,18 @@ class SettledCalls:
         """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""
         return ColumnCallState(self, slot)
 
+    def key_of(self, slot: int) -> str | None:
+        """The call's idempotency key (None: it has none)."""
+        kept = self.has_key[slot]
+        if kept == _KEPT:
+            return self.keys[slot]
+        return self.ids[slot] if kept == _SAME_AS_ID else None
+
+    def cover_attempt_id(self, slot: int) -> str:
+        """The id of the attempt covering the call's key (see `add`)."""
+        kept = self.cover_attempt[slot]
+        return self.ids[slot] + kept if self.cover_form[slot] == _AFTER_ID else kept
+
     def verdict(self, slot: int) -> CallVerdict:
         return self._codes[self.verdicts[slot]]
 
@@ -253,7 +318,7 @@ class SettledCalls:
     def load(self, slot: int) -> CallEvidence:
         """The call's evidence from its own events (the same fold and ladder)."""
         call_id = self.ids[slot]
-        ev = self._load(call_id, self.lasts[slot], self.positions[slot])
+        ev = self._load(call_id, self.last_seq(slot), self.positions[slot])
         if ev is None:
             raise LookupError(f"the events of settled call {call_id[:70]!r} cannot be read")
         return ev
@@ -336,7 +401,7 @@ class ColumnCallState(CallState):
     @property
     def idempotency_key(self) -> str | None:
         cols = self._cols
-        return cols.keys[self._slot] if cols.has_key[self._slot] else None
+        return cols.key_of(self._slot)
 
     @property
     def attempts(self) -> int:
@@ -356,11 +421,11 @@ class ColumnCallState(CallState):
 
     @property
     def first_seq(self) -> int:
-        return self._cols.firsts[self._slot]
+        return self._cols.first_seq(self._slot)
 
     @property
     def last_seq(self) -> int:
-        return self._cols.lasts[self._slot]
+        return self._cols.last_seq(self._slot)
 
     @property
     def completed_seq(self) -> int | None:

@@ -217,7 +217,7 @@ def _subject(st: Unresolved) -> str:
 
 
 def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskState:
-    def state(op: NextOperation, subject: str | None, reason: str,
+    def state(op: NextOperation, subject: str | None, reason: str | Unresolved,
               follow_up_of: str | None = None) -> TaskState:
         return TaskState(task.task_id, op, subject, reason, task.title, task.first_seq,
                          task.last_seq, follow_up_of)
@@ -240,7 +240,7 @@ def classify_task(task: TaskEvidence, rollup: TaskRollup | None = None) -> TaskS
     first = rollup.first_unresolved
     if first is not None:
         subject = _subject(first)
-        return state(first.next_operation, subject, f"{subject}: {first.reason}")
+        return state(first.next_operation, subject, first)  # (reason: f"{subject}: ...")
     done = rollup.tools_done
     if done is not None and (rollup.succeeded is None or rollup.succeeded[0] < done[0]):
         return state(

@@ -100,20 +100,34 @@ class _CallTally:
     operations are all done. When the call holding a best loses it, the tally is
     `stale` and is counted again from every call of the task."""
 
-    __slots__ = ("pending", "stale", "succeeded", "tools_done")
+    __slots__ = ("one", "one_pos", "pending", "stale", "succeeded", "tools_done")
 
     def __init__(self) -> None:
-        self.pending: dict[int, Unresolved] = {}
+        # the unresolved calls: most tasks wait on one at a time, kept without a dict (a
+        # dict a task cost ~180 bytes, a task in ten calls while following); a dict by
+        # position once two or more are
+        self.one: Unresolved | None = None
+        self.one_pos = -1
+        self.pending: dict[int, Unresolved] | None = None
         self.succeeded: tuple[int, int, str] | None = None
         self.tools_done: tuple[int, int, str] | None = None
         self.stale = False
 
     def update(self, pos: int, given: Contribution) -> None:
         pending, succeeded, tools_done = given
-        if pending is not None:
-            self.pending[pos] = pending
-        else:
-            self.pending.pop(pos, None)
+        if self.pending is not None:
+            if pending is not None:
+                self.pending[pos] = pending
+            else:
+                self.pending.pop(pos, None)
+        elif pending is not None:
+            if self.one is None or self.one_pos == pos:
+                self.one, self.one_pos = pending, pos
+            else:
+                self.pending = {self.one_pos: self.one, pos: pending}
+                self.one, self.one_pos = None, -1
+        elif self.one_pos == pos:
+            self.one, self.one_pos = None, -1
         self.succeeded = self._best(self.succeeded, pos, succeeded)
         self.tools_done = self._best(self.tools_done, pos, tools_done)
 
@@ -134,6 +148,8 @@ class _CallTally:
         if self.pending:
             first = min(self.pending.items(), key=lambda kv: (pending_order(kv[1]), kv[0]))
             rollup.take((first[1], None, None))
+        elif self.one is not None:
+            rollup.take((self.one, None, None))
         if self.succeeded is not None:
             rollup.take((None, (self.succeeded[0], self.succeeded[2]), None))
         if self.tools_done is not None:
@@ -156,7 +172,7 @@ class Projector:
         # settled calls kept in columns instead (`settle_in_columns`), by slot, and each
         # position's slot (-1: kept as objects); positions taken back never settle again
         self._settled: SettledCalls | None = None
-        self._slot_of = array("q")
+        self._slot_of = array("i")  # (4 bytes: see columns.settles)
         self._to_settle: list[int] = []
         self._revived: set[int] = set()
         self.compilations: dict[str, CompilationEvidence] = {}
@@ -424,7 +440,7 @@ class Projector:
         if call is None:
             pos = len(self._states)
             call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, pos)
-            self._task_calls.setdefault(call.task_id, array("q")).append(pos)
+            self._task_calls.setdefault(call.task_id, array("i")).append(pos)
             self._ids.append(cid)
             self._states.append(None)
             self._slot_of.append(-1)
@@ -462,6 +478,7 @@ class Projector:
         they free stays with the process, so the columns would only add to it."""
         if self._settled is None:
             self._settled = SettledCalls(load)
+            self._settled.share_seqs(self._firsts, self._lasts)
             if not self._pairs_stale:
                 self._pairs = SettledCoverage(self._pairs, self._settled)
 

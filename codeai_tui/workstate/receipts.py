@@ -57,17 +57,19 @@ def columns(receipts: Sequence[Receipt]) -> Receipts:
 
 
 Pair = tuple[str, str]  # (idempotency key, request hash)
+_POSITION = "i"  # a receipt's place in the log: 4 bytes
 
 
 class ByKey:
     """A log's receipts by idempotency key: their positions sorted by key (log order
-    within a key) beside the keys in that order, searched by bisection. A dict from key
-    to receipts cost an int object and more per receipt (7 MB at 143,000 receipts, for
-    as long as a console is open); these two columns cost 16 bytes per receipt.
+    within a key), searched by bisection reading each probe's key from the log's own
+    column. A dict from key to receipts cost an int object and more per receipt (7 MB at
+    143,000 receipts, for as long as a console is open), and a list of the keys in that
+    order a str each (the log keeps them joined); this column costs 4 bytes a receipt.
     Receipts appended later (`grown`) are kept by key beside them, until they are many
     enough to sort in again: the sorted columns are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_groups", "_order", "_sorted", "receipts")
+    __slots__ = ("_added", "_extra", "_groups", "_order", "receipts")
 
     # a key with more receipts than this has its receipts grouped by body hash when
     # first asked about (kept while the table lives): a pass over all of them for each
@@ -77,9 +79,7 @@ class ByKey:
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
         keys = list(rs.keys)  # (read once: a column's item is a Python call away)
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        self._sorted = [keys[i] for i in order]  # the same string objects, sorted
-        self._order = array("l", order)
+        self._order = array(_POSITION, sorted(range(len(keys)), key=keys.__getitem__))
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
         self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
@@ -91,7 +91,7 @@ class ByKey:
         if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
             return ByKey(receipts)
         out = ByKey(())  # (its own `_groups`: the appended receipts are not in these)
-        out.receipts, out._sorted, out._order = receipts, self._sorted, self._order
+        out.receipts, out._order = receipts, self._order
         extra = dict(self._extra)
         for i in range(before, len(receipts)):
             key = receipts.keys[i]
@@ -100,11 +100,12 @@ class ByKey:
         return out
 
     def _span(self, key: str) -> tuple[int, int]:
-        ordered = self._sorted
-        at = bisect_left(ordered, key)
-        if at == len(ordered) or ordered[at] != key:
+        order, keys = self._order, self.receipts.keys
+        # (the sorted receipts are those of the log's first len(order) positions)
+        at = bisect_left(order, key, key=keys.__getitem__)
+        if at == len(order) or keys[order[at]] != key:
             return at, at
-        return at, bisect_right(ordered, key, at)
+        return at, bisect_right(order, key, at, key=keys.__getitem__)
 
     def positions(self, key: str) -> list[int]:
         """The positions of the receipts with this key, in log order."""
@@ -115,7 +116,8 @@ class ByKey:
 
     def repeated_keys(self) -> list[str]:
         """The keys two or more receipts carry (adjacent in the sorted column)."""
-        ordered = self._sorted
+        keys = self.receipts.keys
+        ordered = [keys[i] for i in self._order]
         repeated = [ordered[i] for i in range(1, len(ordered))
                     if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
         if not self._extra:

@@ -272,12 +272,23 @@ class CompilationState:
         }
 
 
-@dataclass(frozen=True, slots=True)
+class Reasoned:
+    """What has a one-line `reason` (an unresolved call, compilation or tool operation)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TaskState:
+    """A task's verdict. `because`: its reason, or the unresolved entity (a verdict,
+    never changed once made) whose reason follows the subject's id: worded when read,
+    as a call's own reason is, not kept as text for every task (~220 bytes a task
+    that waits on a call in flight)."""
+
     task_id: str
     next_operation: NextOperation
     subject_id: str | None
-    reason: str
+    because: str | Reasoned
     title: str | None
     first_seq: int
     last_seq: int
@@ -285,6 +296,33 @@ class TaskState:
     # follow-up call not yet recorded (next start_call, no subject): the console offers
     # replay on that call to record it; not part of the document
     follow_up_of: str | None = None
+
+    @property
+    def reason(self) -> str:
+        why = self.because
+        return why if type(why) is str else f"{self.subject_id}: {why.reason}"  # type: ignore[union-attr]
+
+    def _facts(self) -> tuple[object, ...]:
+        return (self.task_id, self.next_operation, self.subject_id, self.reason, self.title,
+                self.first_seq, self.last_seq, self.follow_up_of)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TaskState:
+            return NotImplemented
+        return self._facts() == other._facts()
+
+    def __hash__(self) -> int:
+        return hash(self._facts())
+
+    def __repr__(self) -> str:
+        return "TaskState(" + ", ".join(
+            f"{name}={value!r}" for name, value in zip(
+                ("task_id", "next_operation", "subject_id", "reason", "title", "first_seq",
+                 "last_seq", "follow_up_of"), self._facts(), strict=True)) + ")"
+
+    def __reduce__(self) -> tuple[type[TaskState], tuple[object, ...]]:
+        # (another process gets the text, not the entity and its evidence)
+        return (TaskState, self._facts())
 
     def as_json(self) -> dict[str, Any]:
         return {

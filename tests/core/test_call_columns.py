@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,16 @@ def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, An
     scripts: list[list[tuple[str, str, str | None, Any]]] = []
     for c in range(draw(st.integers(1, 5))):
         call = f"c{c}"
+        # a key apart from the call id or equal to it; attempts named after the call (as
+        # the runtime names them) or not: the columns keep each form its own way
+        key = draw(st.sampled_from([f"k{c}", call]))
+        att_of = draw(st.sampled_from([call, f"x{c}"]))
         life = _LIFE[:draw(st.sampled_from([7, 7, 7, 3, 5]))]
-        script = [(kind, call, f"{call}-{a}" if a else None,
-                   {k: (f"k{c}" if v == "K" else f"{call}-A" if v == "A" else v)
+        script = [(kind, call, f"{att_of}-{a}" if a else None,
+                   {k: (key if v == "K" else f"{att_of}-A" if v == "A" else v)
                     for k, v in p.items()}) for kind, a, p in life]
         for kind, a, p in draw(st.lists(st.sampled_from(_LATE), max_size=2)):
-            script.append((kind, call, f"{call}-{a}" if a else None, p))
+            script.append((kind, call, f"{att_of}-{a}" if a else None, p))
         scripts.append(script)
     events: list[dict[str, Any]] = []
     seq = 0
@@ -76,10 +81,12 @@ def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 
 def _calls_facts(state: WorkState) -> list[tuple[object, ...]]:
-    """Every call's verdict, facts, next operation, reason (with receipts) and document."""
+    """Every call's verdict, facts (its seqs read apart: a settled call's come from the
+    projector's own columns), next operation, reason (with receipts) and document."""
     index = state.receipts.index
-    return [(c, c.next_operation, c.settled, c.resumable, c.reason, c.reason_with(index),
-             c.as_json(index)) for c in state.calls]
+    return [(c, c.first_seq, c.last_seq, c.completed_seq, c.attempts, c.status,
+             c.idempotency_key, c.task_id, c.next_operation, c.settled, c.resumable,
+             c.reason, c.reason_with(index), c.as_json(index)) for c in state.calls]
 
 
 def _follow_in_columns(case: Path, unique_ids: bool) -> int:
@@ -115,6 +122,11 @@ def _follow_in_columns(case: Path, unique_ids: bool) -> int:
         for snap, doc, facts in held:  # what was handed out never moved
             assert snap.as_json("x") == doc
             assert _calls_facts(snap) == facts
+        # the receipt check built afresh (a log object it has not seen) reads the covers
+        # of settled calls from the columns: each receipt's attempt as projected anew
+        fresh, oracle_check = projector.receipt_check(replace(log, tail=None)), project(events, log).receipts
+        assert list(fresh.covered_by.attempts) == list(oracle_check.covered_by.attempts)
+        assert fresh.uncovered == oracle_check.uncovered
     finally:
         history.close()
     return settled
@@ -388,3 +400,55 @@ def test_calls_judged_before_settling_was_asked_stay_objects(tmp_path: Path) -> 
         assert state.as_json("x") == project(events).as_json("x")
     finally:
         history.close()
+
+
+def test_a_settled_call_costs_a_hundred_and_some_bytes_in_columns() -> None:
+    """Following adds a settled call to the columns every millisecond or so: its seqs are
+    read from the projector (not kept twice), its numbers and index slots take 4 bytes
+    where they fit. Every fact still reads back as the objects had it."""
+    import gc
+    import tracemalloc
+    from array import array
+
+    from codeai_tui.ledger.schema import Event
+    from codeai_tui.workstate.columns import SettledCalls
+    n = 2 * 4096  # (two sealed blocks of each text column)
+    projector = Projector(event_ids_unique=True)
+    seq = 0
+    for c in range(n):
+        for kind, a, p in _LIFE:
+            seq += 1
+            projector.add(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, f"t{c % 7}",
+                                f"c{c}", f"c{c}-a" if a else None, payload={
+                                    k: (f"k{c}" if v == "K" else f"c{c}-a" if v == "A" else v)
+                                    for k, v in p.items()}))
+    states = list(projector.snapshot().calls)
+    firsts, lasts = array("q", (st.first_seq for st in states)), \
+        array("q", (st.last_seq for st in states))
+    texts = sum(len(st.call_id) + len(st.idempotency_key or "") + len(f"{st.call_id}-a")
+                for st in states)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cols = SettledCalls(lambda call_id, n, position: None)
+        cols.share_seqs(firsts, lasts)
+        for pos, st in enumerate(states):
+            cols.add(st, pos, st.evidence.held)  # type: ignore[arg-type]
+        gc.collect()
+        per_call = (tracemalloc.get_traced_memory()[0] - before - texts) / n
+    finally:
+        tracemalloc.stop()
+    # 3 x 4 (text ends) + 4 x 4 + 2 x 8 + 2 x 2 + 2 (flags) + 32 (hash) + 2 x 16 (index
+    # slots, half full after the last doubling) = 114, and some slack
+    assert per_call <= 125, per_call
+    for slot in (0, 4097, n - 1):
+        have, was = cols.state(slot), states[slot]
+        assert (have.call_id, have.first_seq, have.last_seq, have.completed_seq,
+                have.attempts, have.task_id, have.idempotency_key, have.verdict) == \
+            (was.call_id, was.first_seq, was.last_seq, was.completed_seq, was.attempts,
+             was.task_id, was.idempotency_key, was.verdict)
+        assert cols.find(was.call_id) == slot
+        cover, att = cols.cover(was.idempotency_key), was.evidence.held  # type: ignore[arg-type]
+        assert cover is not None and (cover.attempt_id, cover.started_seq, cover.request_sha256) \
+            == (att.attempt_id, att.started_seq, att.request_sha256)  # type: ignore[union-attr]

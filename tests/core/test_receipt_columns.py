@@ -4,7 +4,9 @@ receipts, and the same cut-off as comparing parsed times one by one."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -174,3 +176,42 @@ def test_each_receipt_has_its_own_cover_when_ids_repeat() -> None:
     assert dict(check.covered_by) == {"r1": None, "r2": "a1"}  # by id: the last line's
     assert check == check_receipts(log.receipts, projector.calls.values(), log_present=True,
                                    problems=log.problems)
+
+
+def _held_by(make: Any) -> tuple[Any, int]:
+    """What `make()` returns and the bytes it keeps (traced, after a collection)."""
+    import gc
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        gc.collect()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_log_keeps_its_keys_joined_and_its_hashes_as_bytes() -> None:
+    """A console reads one receipt per attempt for as long as it follows: once a block
+    is sealed, a receipt costs its texts and a few numbers, not a str per key and body
+    hash (~180 bytes a receipt more); every receipt still reads back as written."""
+    from hashlib import sha256
+
+    from codeai_tui.ledger.blocks import BLOCK
+    n = 2 * BLOCK
+    rows = [(f"r-{i}", "2026-01-01T00:00:00.123456Z", f"key-{i:06d}",
+             sha256(str(i).encode()).hexdigest(), 100, i + 1) for i in range(n)]
+    texts = sum(len(r[0]) + len(r[2]) for r in rows)
+    data = "".join(json.dumps({"receipt_id": r[0], "received_at": r[1], "idempotency_key": r[2],
+                               "body_sha256": r[3], "bytes": r[4]}) + "\n"
+                   for r in rows).encode()
+    log, held = _held_by(lambda: parse_receipt_lines(data))
+    rs = log.receipts
+    assert (held - texts) / n <= 64  # 32 (hash) + 8 (time) + 4 + 4 + 2 x 4 (ends) + slack
+    assert list(rs) == [Receipt(*r) for r in rows]
+    table, held = _held_by(lambda: ByKey(rs))
+    assert held / n <= 6  # its order: 4 bytes a receipt (no list of the keys)
+    assert table.positions("key-000007") == [7] and table.matching("key-000009", rows[9][3]) == [9]
+    assert table.positions("key-") == [] and table.repeated_keys() == []

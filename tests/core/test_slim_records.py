@@ -74,3 +74,82 @@ def test_reading_a_case_does_not_load_the_signature_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_task_waiting_on_a_call_words_its_reason_when_read() -> None:
+    """A task whose next step is a call in flight keeps that call's verdict, not a text of
+    its reason (~220 bytes a task while following); the reason, equality, hash and a
+    pickle (what another process gets) read as the text would."""
+    import gc
+    import pickle
+    import tracemalloc
+
+    from codeai_tui.workstate.evidence import TaskEvidence
+    from codeai_tui.workstate.ladder import TaskRollup, classify_task, contribution
+
+    calls = [classify_call(_call(f"a{i}")) for i in range(2000)]
+    assert all(c.stage is CallStage.EFFECT_UNKNOWN for c in calls)
+    rollups = []
+    for c in calls:
+        rollup = TaskRollup()
+        rollup.take(contribution(c))
+        rollups.append(rollup)
+    tasks = [TaskEvidence(f"t{i}", 1) for i in range(2000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        states = [classify_task(t, r) for t, r in zip(tasks, rollups, strict=True)]
+        per_task = (tracemalloc.get_traced_memory()[0] - before) / len(states)
+    finally:
+        tracemalloc.stop()
+    assert per_task <= 120, per_task  # the verdict object (~96) and the list's pointer
+    first = states[0]
+    assert first.reason == f"c1: {calls[0].reason}" and "effect" in first.reason.lower()
+    copy = pickle.loads(pickle.dumps(first))
+    assert copy == first and hash(copy) == hash(first) and copy.reason == first.reason
+    assert type(copy.because) is str  # (the text crossed, not the call and its evidence)
+    assert first.as_json()["reason"] == first.reason
+
+
+def test_a_task_waiting_on_one_call_in_flight_keeps_no_table_for_it() -> None:
+    """Following a writer whose tasks each wait on a call in flight: the projection keeps
+    per task its evidence, the call's evidence and verdicts, and its calls' share of
+    the task's verdict, where one unresolved call needs no table of its own (~1,830
+    bytes a task with one, ~1,620 without)."""
+    import gc
+    import tracemalloc
+
+    from codeai_tui.ledger.schema import Event
+    from codeai_tui.workstate import Projector
+
+    def events(tasks: int) -> list[Event]:
+        out: list[Event] = []
+        for t in range(tasks):
+            for kind, att, p in (
+                    ("task.created", None, {"title": "t"}),
+                    ("call.requested", None, {"idempotency_key": f"k{t}"}),
+                    ("call.manifest", None, {"idempotency_key": f"k{t}", "request_sha256": SHA}),
+                    ("attempt.started", f"c{t}-a1", {"request_sha256": SHA})):
+                seq = len(out) + 1
+                out.append(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, f"t{t}",
+                                 None if kind == "task.created" else f"c{t}", att, payload=p))
+        return out
+
+    evs = events(3000)
+    projector = Projector(event_ids_unique=True)
+    projector.feed(evs[:4000])  # (the first thousand tasks: the tables have grown)
+    projector.snapshot()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        projector.feed(evs[4000:])
+        state = projector.snapshot()
+        gc.collect()
+        per_task = (tracemalloc.get_traced_memory()[0] - before) / 2000
+    finally:
+        tracemalloc.stop()
+    assert per_task <= 1720, per_task
+    assert len(state.tasks) == 3000 and all(t.subject_id == f"c{i}"
+                                            for i, t in enumerate(state.tasks))

@@ -131,3 +131,30 @@ def test_an_optional_text_column_gives_back_none_and_text(
         assert list(col) == full  # the copy's change stays its own
         assert copy[i] == (None if full[i] is not None else "x")
         assert list(col.head(i)) == full[:i]
+
+
+_digests = st.lists(st.one_of(
+    st.binary(min_size=32, max_size=32).map(bytes.hex),
+    st.binary(min_size=32, max_size=32).map(lambda b: b.hex().upper()),  # not as written
+    st.text(max_size=70)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_digests, st.sampled_from([0, BLOCK - 3, 2 * BLOCK + 5]), st.booleans())
+def test_a_digest_column_gives_back_every_text(items: list[str], pad: int,
+                                               odd_filler: bool) -> None:
+    """Hashes sealed as bytes come back as the same lower-case hex; a block holding any
+    other text (upper case, short, anything) keeps it as written."""
+    from codeai_tui.ledger.text_column import DigestColumn
+    filler = [("x" if odd_filler and i == 5 else f"{i:064x}") for i in range(pad)]
+    full = filler + items
+    col = DigestColumn(full)
+    assert list(col) == full and len(col) == len(full)
+    for i in range(max(0, len(full) - 20), len(full)):
+        assert col[i] == full[i] and col[i - len(full)] == full[i - len(full)]
+    head = col[:len(full) // 2]
+    head.extend(["ab" * 32])
+    assert list(head) == full[:len(full) // 2] + ["ab" * 32] and list(col) == full
+    if full:
+        col.set(0, "cd" * 32)
+        assert col[0] == "cd" * 32 and list(col)[1:] == full[1:]
