@@ -418,17 +418,31 @@ def _fetch_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
         return lambda: absent
     data, file, start = got
     del got
+    # the bytes until parsed, then the log: the bytes (a receipt's line, ~200 bytes) are
+    # not kept beside its columns while the caller goes on (a fast path's reads)
+    held: list[bytes | ReceiptLog] = [data]
+    del data
 
     def parse() -> ReceiptLog:
-        if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
-            assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
-            if not data:
-                return log
-            receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
-                                                  tail.line, tail.lineage)
-        else:
-            receipts, problems, first, lineage = Receipts(), [], 1, object()
-        used, line, truncated = _parse_into(data, receipts, problems, first)
-        return ReceiptLog(True, receipts, tuple(problems), truncated, path,
-                          LogTail(file, start + used, line, lineage))
+        got = held[0]
+        if isinstance(got, ReceiptLog):
+            return got
+        held[0] = parsed = _parse(got, file, start, log, tail, path)
+        return parsed
     return parse
+
+
+def _parse(data: bytes, file: FileId, start: int, log: ReceiptLog | None,
+           tail: LogTail | None, path: Path) -> ReceiptLog:
+    """The log from the bytes `_fetch_receipts` read (all of it, or past `tail`)."""
+    if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
+        assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
+        if not data:
+            return log
+        receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
+                                              tail.line, tail.lineage)
+    else:
+        receipts, problems, first, lineage = Receipts(), [], 1, object()
+    used, line, truncated = _parse_into(data, receipts, problems, first)
+    return ReceiptLog(True, receipts, tuple(problems), truncated, path,
+                      LogTail(file, start + used, line, lineage))
