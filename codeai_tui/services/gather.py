@@ -63,7 +63,9 @@ from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
     ByKey,
     Coverage,
+    ReceiptCoverage,
     add_coverage,
+    by_key_of,
     check_log,
     index_for,
     merge_coverage,
@@ -292,7 +294,7 @@ class _HalfSummary:
     anomalies: list[tuple[int, int, Anomaly]]
     flagged: set[str]
     rollups: dict[str, TaskRollup]
-    coverage: Coverage
+    coverage: Coverage | ReceiptCoverage
     tool_counts: ToolCounts
 
 
@@ -323,7 +325,10 @@ class Gathered:
         self.tasks: dict[str, TaskEvidence] = {}
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
-        self.coverage: Coverage = {}
+        # a dict while calls come from `calls()` (a projector goes on from it); the
+        # receipt log's columns while `call_lines` writes a document (only the check
+        # reads it then)
+        self.coverage: Coverage | ReceiptCoverage = {}
         self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
         self.event_count = 0
         self.as_of_seq = 0
@@ -403,6 +408,7 @@ class Gathered:
         to the rest is merged before `finish`."""
         skeletons, self._skeletons = self._skeletons, []
         n = len(skeletons)
+        self.coverage = self._receipt_coverage()
 
         def line(state: CallState) -> str:
             self.tool_counts.add(state)
@@ -445,7 +451,8 @@ class Gathered:
         self.sql = EvidenceSQL(self.sql.path)
         an = self.anomalies
         an.items, an.calls = [], set()
-        self.rollups, self.coverage, self.tool_counts = {}, {}, ToolCounts()
+        self.rollups, self.coverage, self.tool_counts = {}, self._receipt_coverage(), \
+            ToolCounts()
         for state in self._calls_between(skeletons, lo, hi, after, others=False):
             lines.write(line(state))
         return _HalfSummary([(seq, phase, a) for seq, phase, _n, a in an.items], an.calls,
@@ -615,8 +622,14 @@ class Gathered:
             log = self.receipt_log
             if log is not None:
                 log = receipts_before(log, self.sql.next_recorded_at(self.limit))
-            self._cut = (log, index_for(log))
+            # (one ByKey table for the index, the coverage and a console's live check)
+            self._cut = (log, index_for(log, by_key_of(log) if log is not None else None))
         return self._cut
+
+    def _receipt_coverage(self) -> ReceiptCoverage:
+        """An empty coverage of the cut receipt log, in its columns."""
+        log, _index = self._cut_receipts()
+        return ReceiptCoverage(by_key_of(log) if log is not None else ByKey(()))
 
     def work_state(self) -> WorkState:
         calls = tuple(self.calls())

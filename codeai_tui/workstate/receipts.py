@@ -17,7 +17,8 @@ from typing import overload
 
 from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
-from codeai_tui.ledger.text_column import OptionalTextColumn
+from codeai_tui.ledger.text_column import OptionalTextColumn, TextColumn
+from codeai_tui.workstate.columns import Cover
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
 
@@ -274,9 +275,10 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
     return ReceiptIndex(status, build)
 
 
-def index_for(log: ReceiptLog | None) -> ReceiptIndex:
+def index_for(log: ReceiptLog | None, by_key: ByKey | None = None) -> ReceiptIndex:
+    """The index of `log` (`by_key`: its ByKey table, when the caller has one)."""
     return index_receipts(log.receipts if log else (), log.problems if log else (),
-                          bool(log and log.exists))
+                          bool(log and log.exists), by_key)
 
 # call key -> the earliest started attempt per request hash under that key (by its
 # attempt.started seq): the attempt itself, or a dict by request hash once a key has
@@ -284,6 +286,106 @@ def index_for(log: ReceiptLog | None) -> ReceiptIndex:
 # The attempt is the value (its started seq, id and hash never change once started):
 # a (key, hash) -> (seq, id) dict cost ~150 bytes per call more (20 MB at 10^5 calls).
 Coverage = dict[str, "AttemptEvidence | dict[str, AttemptEvidence]"]
+
+
+class ReceiptCoverage:
+    """The coverage one receipt log's check reads (`check_log`), in columns by receipt
+    position: for each receipt, the attempt.started seq and id of the earliest started
+    attempt with its key and request hash. An attempt whose pair no receipt holds is
+    not kept (no receipt of this log can read it): a `Coverage` dict kept an attempt
+    object, its key, hash and id strings per call (~440 bytes a call: 600 MB at 1.4
+    million calls); these cost 16 bytes a receipt and each covering attempt's id, joined.
+    `get` answers as a `Coverage` does, for the keys the log holds."""
+
+    __slots__ = ("_by_key", "_ids", "_refs", "_seqs", "receipts")
+
+    def __init__(self, by_key: ByKey) -> None:
+        self._by_key = by_key
+        self.receipts = by_key.receipts
+        n = len(self.receipts)
+        self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where refs >= 0
+        self._refs = array("q", [-1]) * n  # where the cover's id is in `_ids`; -1: none
+        self._ids = TextColumn()
+
+    def add_call(self, call: CallEvidence) -> list[Pair]:
+        """`add_coverage` for this log's pairs: the pairs whose covering attempt changed."""
+        key = call.key
+        changed: list[Pair] = []
+        if key is None:
+            return changed
+        for att in call.attempts:
+            sha = att.request_sha256
+            if att.started_off is not None and sha \
+                    and self.add(key, sha, att.started_seq, att.attempt_id):  # type: ignore[arg-type]
+                changed.append((key, sha))
+        return changed
+
+    def add(self, key: str, sha: str, seq: int, attempt_id: str) -> bool:
+        """Let this attempt cover the receipts of (`key`, `sha`) unless one that started
+        earlier does (`add_attempt`'s rule); True when it does now."""
+        return self._cover(self._by_key.matching(key, sha), seq, attempt_id)
+
+    def _cover(self, positions: Iterable[int], seq: int, attempt_id: str) -> bool:
+        seqs, refs = self._seqs, self._refs
+        ref = -1
+        for i in positions:
+            if refs[i] >= 0 and seq >= seqs[i]:
+                continue
+            if ref < 0:
+                ref = len(self._ids)
+                self._ids.append(attempt_id)
+            seqs[i], refs[i] = seq, ref
+        return ref >= 0
+
+    def cover_at(self, i: int) -> tuple[str | None, int]:
+        """Receipt i's cover: (attempt id, started seq), or (None, NO_COVER)."""
+        ref = self._refs[i]
+        return (self._ids[ref], self._seqs[i]) if ref >= 0 else (None, NO_COVER)
+
+    def get(self, key: str, default: object = None) -> object:
+        """The attempt covering `key` (a Cover), or by request hash when the key has
+        several (as in a `Coverage`); `default` when none covers a receipt of it."""
+        shas = self.receipts.shas
+        found: dict[str, Cover] = {}
+        for i in self._by_key.positions(key):
+            attempt_id, seq = self.cover_at(i)
+            if attempt_id is not None and shas[i] not in found:
+                found[shas[i]] = Cover(attempt_id, seq, shas[i])
+        if not found:
+            return default
+        return next(iter(found.values())) if len(found) == 1 else found
+
+    def merge(self, later: CoverageUpdates) -> None:
+        """Add what another ReceiptCoverage of the same log held (`merge_coverage`)."""
+        for i, seq, attempt_id in later.items():
+            self._cover((i,), seq, attempt_id)
+
+    def __reduce__(self) -> tuple[type[CoverageUpdates], tuple[bytes, bytes, str, bytes]]:
+        """Pickled (a helper process hands its half back) as its covered positions only,
+        without the log (the parent has it): a CoverageUpdates to `merge`."""
+        refs = self._refs
+        at = [i for i in range(len(refs)) if refs[i] >= 0]
+        ids = [self._ids[refs[i]] for i in at]
+        return CoverageUpdates, (array("q", at).tobytes(),
+                                 array("q", [self._seqs[i] for i in at]).tobytes(),
+                                 "".join(ids), array("q", map(len, ids)).tobytes())
+
+
+class CoverageUpdates:
+    """A ReceiptCoverage's covered receipts (position, started seq, attempt id) as
+    pickled: four flat values, not an object per receipt."""
+
+    __slots__ = ("_ids", "_lengths", "_positions", "_seqs")
+
+    def __init__(self, positions: bytes, seqs: bytes, ids: str, lengths: bytes) -> None:
+        self._positions, self._seqs = array("q", positions), array("q", seqs)
+        self._ids, self._lengths = ids, array("q", lengths)
+
+    def items(self) -> Iterator[tuple[int, int, str]]:
+        at = 0
+        for i, seq, n in zip(self._positions, self._seqs, self._lengths, strict=True):
+            yield i, seq, self._ids[at:at + n]
+            at += n
 
 
 def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
@@ -305,8 +407,10 @@ def coverage_pairs(calls: Iterable[CallEvidence]) -> Coverage:
     return started
 
 
-def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
+def add_coverage(started: Coverage | ReceiptCoverage, call: CallEvidence) -> list[Pair]:
     """Add one call's started attempts; returns the pairs whose covering attempt changed."""
+    if isinstance(started, ReceiptCoverage):
+        return started.add_call(call)
     key = call.key
     changed: list[Pair] = []
     if key is None:
@@ -351,9 +455,12 @@ def add_attempt(started: Coverage, key: str, att: AttemptEvidence) -> bool:
     return True
 
 
-def merge_coverage(started: Coverage, later: Coverage) -> None:
+def merge_coverage(started: Coverage | ReceiptCoverage, later: Coverage) -> None:
     """Add `later`'s attempts (the coverage of calls that come after `started`'s in
     first-seq order, built on its own) as if their calls had been added one by one."""
+    if isinstance(started, ReceiptCoverage):
+        started.merge(later)  # type: ignore[arg-type]  # (what a ReceiptCoverage pickles to)
+        return
     for key, have in later.items():
         for att in have.values() if type(have) is dict else (have,):
             add_attempt(started, key, att)  # type: ignore[arg-type]
@@ -381,7 +488,7 @@ def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidenc
 
 def check_coverage(
     receipts: Sequence[Receipt],
-    started: Coverage,
+    started: Coverage | ReceiptCoverage,
     *,
     upto: int | None = None,
     problems: Sequence[tuple[int, str]] = (),
@@ -400,13 +507,10 @@ def check_coverage(
     attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = OptionalTextColumn()
-    for key, sha in zip(rs.keys, rs.shas, strict=True):
-        have = covering(started, key, sha)
-        seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]
+    for attempt_id, seq in _covers_of(rs, started):
         if started_seqs is not None:
             started_seqs.append(seq)
-        covers.append(have.attempt_id if have is not None
-                      and (upto is None or seq <= upto) else None)
+        covers.append(attempt_id if upto is None or seq <= upto else None)
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
@@ -418,6 +522,20 @@ def check_coverage(
         index=index if index is not None else index_receipts(rs, problems, log_present,
                                                              by_key),
     )
+
+
+def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
+               ) -> Iterator[tuple[str | None, int]]:
+    """(attempt id, started seq) of each receipt's cover, (None, NO_COVER) for none."""
+    if isinstance(started, ReceiptCoverage) and started.receipts is rs:
+        yield from map(started.cover_at, range(len(rs)))
+        return
+    for key, sha in zip(rs.keys, rs.shas, strict=True):
+        have = covering(started, key, sha)  # type: ignore[arg-type]  # (answers as one)
+        if have is None:
+            yield None, NO_COVER
+        else:
+            yield have.attempt_id, have.started_seq  # type: ignore[misc]
 
 
 def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
@@ -474,7 +592,7 @@ def check_receipts(
                           log_present=log_present)
 
 
-def check_log(log: ReceiptLog | None, started: Coverage,
+def check_log(log: ReceiptLog | None, started: Coverage | ReceiptCoverage,
               index: ReceiptIndex | None = None, *, upto: int | None = None) -> ReceiptCheck:
     return check_coverage(
         log.receipts if log else (), started, upto=upto,
