@@ -97,3 +97,55 @@ class OptionalTextColumn(Blocks["str | None"]):
 
     def _sealed(self, items: list[str | None]) -> Sequence[str | None]:
         return OptionalJoinedText(items)
+
+
+class HexDigests(Sequence[str]):
+    """A sealed block of SHA-256 hex digests (64 lower-case hex digits each, as every
+    writer records them) as 32 bytes each, where a str each cost 113 bytes: the text
+    comes back exactly (`DigestColumn` seals only blocks that do)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+
+    def __len__(self) -> int:
+        return len(self._raw) // 32
+
+    @overload
+    def __getitem__(self, j: int) -> str: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[str]: ...
+
+    def __getitem__(self, j: int | slice) -> str | list[str]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        if j < 0:
+            j += len(self)
+        if not 0 <= j < len(self):
+            raise IndexError("digest index out of range")
+        return self._raw[j * 32:j * 32 + 32].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        raw = self._raw
+        for at in range(0, len(raw), 32):
+            yield raw[at:at + 32].hex()
+
+
+class DigestColumn(Blocks[str]):
+    """A column of body hashes: a sealed block whose every item is a lower-case hex
+    SHA-256 keeps 32 bytes an item (HexDigests), any other a joined text."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[str]) -> Sequence[str]:
+        text = "".join(items)
+        if len(text) == 64 * len(items) and all(len(s) == 64 for s in items):
+            try:
+                raw = bytes.fromhex(text)
+            except ValueError:
+                raw = None
+            if raw is not None and raw.hex() == text:  # (upper case would come back lower)
+                return HexDigests(raw)
+        return JoinedText(items)

@@ -8,7 +8,7 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -61,14 +61,15 @@ Pair = tuple[str, str]  # (idempotency key, request hash)
 
 
 class ByKey:
-    """A log's receipts by idempotency key: their positions sorted by key (log order
-    within a key) beside the keys in that order, searched by bisection. A dict from key
-    to receipts cost an int object and more per receipt (7 MB at 143,000 receipts, for
-    as long as a console is open); these two columns cost 16 bytes per receipt.
+    """A log's receipts by idempotency key: an open-addressing table from each key to
+    its first receipt (the key read from the log's own column) and, per receipt, the
+    next with its key, so a key's receipts are a chain in log order. The keys stay in
+    the log's compact column: a sorted list of key strings beside the log cost ~70
+    bytes a receipt once the log no longer held str objects; these two arrays cost ~24.
     Receipts appended later (`grown`) are kept by key beside them, until they are many
-    enough to sort in again: the sorted columns are never changed once made."""
+    enough to index again: the arrays are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_groups", "_order", "_sorted", "receipts")
+    __slots__ = ("_added", "_extra", "_groups", "_heads", "_next", "receipts")
 
     # a key with more receipts than this has its receipts grouped by body hash when
     # first asked about (kept while the table lives): a pass over all of them for each
@@ -77,22 +78,35 @@ class ByKey:
 
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
-        keys = list(rs.keys)  # (read once: a column's item is a Python call away)
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        self._sorted = [keys[i] for i in order]  # the same string objects, sorted
-        self._order = array("l", order)
+        n = len(rs)
+        size = 8
+        while size < 2 * n:
+            size *= 2
+        self._heads = heads = array("q", [-1]) * size  # slot -> a key's first receipt
+        self._next = nxt = array("q", [-1]) * n  # receipt -> the next with its key
+        last = array("q", [-1]) * size  # slot -> a key's last receipt so far
+        keys, mask = rs.keys, size - 1
+        for i, key in enumerate(keys):
+            at = hash(key) & mask
+            while (first := heads[at]) >= 0 and keys[first] != key:
+                at = (at + 1) & mask
+            if first < 0:
+                heads[at] = i
+            else:
+                nxt[last[at]] = i
+            last[at] = i
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
         self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
 
     def grown(self, receipts: Receipts) -> ByKey:
         """The table of `receipts`, whose first receipts are this table's, in proportion
-        to what was appended (sorted in again once that is an eighth of the log)."""
+        to what was appended (indexed again once that is an eighth of the log)."""
         before = len(self.receipts)
         if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
             return ByKey(receipts)
         out = ByKey(())  # (its own `_groups`: the appended receipts are not in these)
-        out.receipts, out._sorted, out._order = receipts, self._sorted, self._order
+        out.receipts, out._heads, out._next = receipts, self._heads, self._next
         extra = dict(self._extra)
         for i in range(before, len(receipts)):
             key = receipts.keys[i]
@@ -100,37 +114,48 @@ class ByKey:
         out._extra, out._added = extra, self._added + len(receipts) - before
         return out
 
-    def _span(self, key: str) -> tuple[int, int]:
-        ordered = self._sorted
-        at = bisect_left(ordered, key)
-        if at == len(ordered) or ordered[at] != key:
-            return at, at
-        return at, bisect_right(ordered, key, at)
+    def _first(self, key: str) -> int:
+        """The first receipt with this key in the indexed ones, or -1."""
+        heads, keys = self._heads, self.receipts.keys
+        mask = len(heads) - 1
+        at = hash(key) & mask
+        while (first := heads[at]) >= 0:
+            if keys[first] == key:
+                return first
+            at = (at + 1) & mask
+        return -1
+
+    def _chain(self, i: int) -> list[int]:
+        nxt, found = self._next, []
+        while i >= 0:
+            found.append(i)
+            i = nxt[i]
+        return found
 
     def positions(self, key: str) -> list[int]:
         """The positions of the receipts with this key, in log order."""
-        at, end = self._span(key)
-        found = self._order[at:end].tolist()
+        found = self._chain(self._first(key))
         more = self._extra.get(key)
         return found + more if more else found
 
     def repeated_keys(self) -> list[str]:
-        """The keys two or more receipts carry (adjacent in the sorted column)."""
-        ordered = self._sorted
-        repeated = [ordered[i] for i in range(1, len(ordered))
-                    if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
-        if not self._extra:
-            return repeated
-        more = {k for k, ps in self._extra.items() if len(ps) + len(range(*self._span(k))) > 1}
-        return sorted(more.union(repeated))
+        """The keys two or more receipts carry, sorted."""
+        keys, nxt = self.receipts.keys, self._next
+        repeated = {keys[i] for i in self._heads if i >= 0 and nxt[i] >= 0}
+        repeated.update(k for k, ps in self._extra.items()
+                        if len(ps) + (self._first(k) >= 0) > 1)
+        return sorted(repeated)
 
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
-        grouped = self.by_hash(key)
-        if grouped is not None:
-            return list(grouped.get(sha, ()))
-        shas = self.receipts.shas
-        return [i for i in self.positions(key) if shas[i] == sha]
+        grouped = self._groups.get(key)
+        if grouped is None:
+            positions = self.positions(key)
+            if len(positions) <= self.GROUPED_FROM:
+                shas = self.receipts.shas
+                return [i for i in positions if shas[i] == sha]
+            grouped = self._grouped(key, positions)
+        return list(grouped.get(sha, ()))
 
     def by_hash(self, key: str) -> dict[str, list[int]] | None:
         """The positions of this key's receipts by body hash (log order), made on the
@@ -138,12 +163,15 @@ class ByKey:
         grouped = self._groups.get(key)
         if grouped is not None:
             return grouped
-        at, end = self._span(key)
-        if end - at + len(self._extra.get(key, ())) <= self.GROUPED_FROM:
+        positions = self.positions(key)
+        if len(positions) <= self.GROUPED_FROM:
             return None
+        return self._grouped(key, positions)
+
+    def _grouped(self, key: str, positions: list[int]) -> dict[str, list[int]]:
         shas = self.receipts.shas
-        grouped = {}
-        for i in self.positions(key):
+        grouped: dict[str, list[int]] = {}
+        for i in positions:
             grouped.setdefault(shas[i], []).append(i)
         self._groups[key] = grouped
         return grouped
@@ -336,6 +364,11 @@ class ReceiptCoverage:
                 self._ids.append(attempt_id)
             seqs[i], refs[i] = seq, ref
         return ref >= 0
+
+    @property
+    def by_key(self) -> ByKey:
+        """The key table of the receipts this coverage is kept beside."""
+        return self._by_key
 
     def cover_at(self, i: int) -> tuple[str | None, int]:
         """Receipt i's cover: (attempt id, started seq), or (None, NO_COVER)."""
@@ -594,10 +627,15 @@ def check_receipts(
 
 def check_log(log: ReceiptLog | None, started: Coverage | ReceiptCoverage,
               index: ReceiptIndex | None = None, *, upto: int | None = None) -> ReceiptCheck:
+    receipts = log.receipts if log else ()
+    # a coverage in the log's columns brings its key table: the duplicates are found
+    # from it, not from a count of every key (~150 bytes a receipt at once)
+    by_key = started.by_key if isinstance(started, ReceiptCoverage) \
+        and started.receipts is receipts else None
     return check_coverage(
-        log.receipts if log else (), started, upto=upto,
+        receipts, started, upto=upto,
         problems=log.problems if log else (), log_present=bool(log and log.exists),
-        index=index,
+        index=index, by_key=by_key,
     )
 
 
