@@ -318,11 +318,11 @@ def _argsort(values: array[int]) -> array[int]:
 class _Skeletons:
     """The calls' skeletons in first-seq order (position), in columns: ids and packed
     events as joined text, seqs in arrays, rows kept in the order read beside the order
-    that sorts them, and an open-addressing table from call id to position. A tuple per
-    call, its ints and strings, and the dicts by call id that waited on them cost ~500
-    bytes a call (700 MB at 1.4 million calls); these ~40 bytes and the text."""
+    that sorts them. A tuple per call, its ints and strings, and the dicts by call id
+    that waited on them cost ~500 bytes a call (700 MB at 1.4 million calls); these
+    ~30 bytes and the text."""
 
-    __slots__ = ("_cids", "_events", "_firsts", "_has_ready", "_index", "_order", "_readys")
+    __slots__ = ("_cids", "_events", "_firsts", "_has_ready", "_order", "_readys")
 
     def __init__(self) -> None:
         self._cids = TextColumn()
@@ -331,7 +331,6 @@ class _Skeletons:
         self._readys = array("q")
         self._has_ready = bytearray()
         self._order = array("q")  # position -> row read
-        self._index = array("q")  # call id slots (by hash): -1 or a position
 
     def append(self, call_id: str, first: int, ready: int | None, packed: str) -> None:
         """One call's row as read (any order); `seal` once all are in."""
@@ -345,8 +344,7 @@ class _Skeletons:
         self._events.append(packed)
 
     def seal(self) -> None:
-        """Order the rows by first seq (then call id, as a sort of the rows did) and
-        index the ids."""
+        """Order the rows by first seq (then call id, as a sort of the rows did)."""
         firsts, cids = self._firsts, self._cids
         order = _argsort(firsts)
         # calls that begin at one seq (a hostile table's reused seq): by call id
@@ -356,19 +354,9 @@ class _Skeletons:
             while end < len(order) and firsts[order[end]] == firsts[order[at]]:
                 end += 1
             if end - at > 1:
-                order[at:end] = sorted(order[at:end], key=cids.__getitem__)
+                order[at:end] = array("q", sorted(order[at:end], key=cids.__getitem__))
             at = end
         self._order = order
-        size = 2
-        while size < 2 * len(firsts):
-            size *= 2
-        self._index = index = array("q", [-1]) * size
-        mask = size - 1
-        for pos, row in enumerate(self._order):
-            at = hash(cids[row]) & mask
-            while index[at] >= 0:
-                at = (at + 1) & mask
-            index[at] = pos
 
     def __len__(self) -> int:
         return len(self._order)
@@ -380,21 +368,13 @@ class _Skeletons:
     def first(self, pos: int) -> int:
         return self._firsts[self._order[pos]]
 
+    def call_id(self, pos: int) -> str:
+        return self._cids[self._order[pos]]
+
     def ready(self, pos: int) -> int | None:
         """The last seq of the call's events whose payload matters (None: none has)."""
         row = self._order[pos]
         return self._readys[row] if self._has_ready[row] else None
-
-    def position(self, call_id: str) -> int | None:
-        """The position of the call with this id, or None."""
-        index, cids, order = self._index, self._cids, self._order
-        mask = len(index) - 1
-        at = hash(call_id) & mask
-        while (pos := index[at]) >= 0:
-            if cids[order[pos]] == call_id:
-                return pos
-            at = (at + 1) & mask
-        return None
 
 
 class Gathered:
@@ -591,6 +571,10 @@ class Gathered:
         waits = bytearray(hi - lo)
         waiting = 0
         payloads: dict[int, dict[int, Any]] = {}  # position -> payloads read (seq order)
+        # call id -> position of the waiting calls begun by the row read (rows come in
+        # seq order, calls in first-seq order: the calls in flight, not all of them)
+        begun: dict[str, int] = {}
+        next_in = lo
         next_out = lo
         for pos in range(lo, hi):
             if skeletons.ready(pos) is None:
@@ -612,8 +596,12 @@ class Gathered:
         while rows is not None:
             source, rows = rows, None
             for seq, call_id, kind, task_id, comp_id, raw in source:
-                at = skeletons.position(call_id) if kind is None and call_id else None
-                mine = at is not None and lo <= at < hi and waits[at - lo] == 1
+                while next_in < hi and skeletons.first(next_in) <= seq:
+                    if waits[next_in - lo]:
+                        begun[skeletons.call_id(next_in)] = next_in
+                    next_in += 1
+                at = begun.get(call_id) if kind is None and call_id else None
+                mine = at is not None
                 if not mine and kind is None and (call_id or not others):
                     continue  # another half's call, or naming none (`others` reports it)
                 try:  # the common case without parse_payload's wrapping (same parser)
@@ -645,6 +633,7 @@ class Gathered:
                 if seq == skeletons.ready(pos):
                     waits[pos - lo] = 0
                     waiting -= 1
+                    del begun[call_id]  # type: ignore[arg-type]
                     done[pos] = self._assemble(pos, skeletons[pos], payloads.pop(pos),
                                                tasks.pop(pos, None))  # type: ignore[arg-type]
                     while next_out in done:

@@ -69,7 +69,7 @@ class ByKey:
     Receipts appended later (`grown`) are kept by key beside them, until they are many
     enough to index again: the arrays are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_groups", "_heads", "_next", "receipts")
+    __slots__ = ("_added", "_extra", "_groups", "_heads", "_last", "_next", "receipts")
 
     # a key with more receipts than this has its receipts grouped by body hash when
     # first asked about (kept while the table lives): a pass over all of them for each
@@ -98,6 +98,7 @@ class ByKey:
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
         self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
+        self._last: tuple[str, str, list[int]] | None = None  # the last `matching`
 
     def grown(self, receipts: Receipts) -> ByKey:
         """The table of `receipts`, whose first receipts are this table's, in proportion
@@ -105,7 +106,7 @@ class ByKey:
         before = len(self.receipts)
         if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
             return ByKey(receipts)
-        out = ByKey(())  # (its own `_groups`: the appended receipts are not in these)
+        out = ByKey(())  # (its own `_groups`, `_last`: the appended receipts are not in these)
         out.receipts, out._heads, out._next = receipts, self._heads, self._next
         extra = dict(self._extra)
         for i in range(before, len(receipts)):
@@ -148,6 +149,14 @@ class ByKey:
 
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
+        last = self._last
+        if last is not None and last[0] == key and last[1] == sha:
+            return list(last[2])  # (a call's coverage, then its document, ask in turn)
+        found = self._matching(key, sha)
+        self._last = (key, sha, found)
+        return list(found)
+
+    def _matching(self, key: str, sha: str) -> list[int]:
         grouped = self._groups.get(key)
         if grouped is None:
             positions = self.positions(key)
