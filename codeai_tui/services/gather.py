@@ -307,12 +307,12 @@ def _argsort(values: array[int]) -> array[int]:
     """The positions of `values` in the order that sorts them (stable): runs sorted
     one at a time and merged, so the int objects a sort makes are a run's at once
     (sorting all at once took ~80 bytes a value, at the projection's peak)."""
-    runs = [array("q", sorted(range(at, min(at + _SORT_RUN, len(values))),
+    runs = [array("i", sorted(range(at, min(at + _SORT_RUN, len(values))),
                               key=values.__getitem__))
             for at in range(0, len(values), _SORT_RUN)]
     if len(runs) == 1:
         return runs[0]
-    return array("q", heapq.merge(*runs, key=values.__getitem__))
+    return array("i", heapq.merge(*runs, key=values.__getitem__))
 
 
 class _Skeletons:
@@ -330,7 +330,7 @@ class _Skeletons:
         self._firsts = array("q")
         self._readys = array("q")
         self._has_ready = bytearray()
-        self._order = array("q")  # position -> row read
+        self._order = array("i")  # position -> row read (4 bytes: calls are fewer than 2^31)
 
     def append(self, call_id: str, first: int, ready: int | None, packed: str) -> None:
         """One call's row as read (any order); `seal` once all are in."""
@@ -354,7 +354,7 @@ class _Skeletons:
             while end < len(order) and firsts[order[end]] == firsts[order[at]]:
                 end += 1
             if end - at > 1:
-                order[at:end] = array("q", sorted(order[at:end], key=cids.__getitem__))
+                order[at:end] = array("i", sorted(order[at:end], key=cids.__getitem__))
             at = end
         self._order = order
 

@@ -65,7 +65,7 @@ class ByKey:
     its first receipt (the key read from the log's own column) and, per receipt, the
     next with its key, so a key's receipts are a chain in log order. The keys stay in
     the log's compact column: a sorted list of key strings beside the log cost ~70
-    bytes a receipt once the log no longer held str objects; these two arrays cost ~24.
+    bytes a receipt once the log no longer held str objects; these two arrays cost ~16.
     Receipts appended later (`grown`) are kept by key beside them, until they are many
     enough to index again: the arrays are never changed once made."""
 
@@ -82,9 +82,10 @@ class ByKey:
         size = 8
         while size < 2 * n:
             size *= 2
-        self._heads = heads = array("q", [-1]) * size  # slot -> a key's first receipt
-        self._next = nxt = array("q", [-1]) * n  # receipt -> the next with its key
-        last = array("q", [-1]) * size  # slot -> a key's last receipt so far
+        # (positions as 4-byte ints: a log is read up to 256 MB, far fewer receipts)
+        self._heads = heads = array("i", [-1]) * size  # slot -> a key's first receipt
+        self._next = nxt = array("i", [-1]) * n  # receipt -> the next with its key
+        last = array("i", [-1]) * size  # slot -> a key's last receipt so far
         keys, mask = rs.keys, size - 1
         for i, key in enumerate(keys):
             at = hash(key) & mask
@@ -341,7 +342,7 @@ class ReceiptCoverage:
         self.receipts = by_key.receipts
         n = len(self.receipts)
         self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where refs >= 0
-        self._refs = array("q", [-1]) * n  # where the cover's id is in `_ids`; -1: none
+        self._refs = array("i", [-1]) * n  # where the cover's id is in `_ids`; -1: none
         self._ids = TextColumn()
 
     def add_call(self, call: CallEvidence) -> list[Pair]:
