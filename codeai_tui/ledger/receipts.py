@@ -26,7 +26,7 @@ import orjson
 from codeai_tui.ledger.blocks import Blocks, ValueSequence
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import LedgerError
-from codeai_tui.ledger.safefile import FileId, read_regular_since
+from codeai_tui.ledger.safefile import FileId, open_regular_since
 from codeai_tui.ledger.text_column import DigestColumn, TextColumn
 
 RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
@@ -437,12 +437,15 @@ def read_more_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
 
 def _fetch_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
                     ) -> Callable[[], ReceiptLog]:
-    """Read the bytes `read_more_receipts` needs now; parse them when called."""
+    """Pin what `read_more_receipts` reads now (the file, open, and its size); read and
+    parse it when called. The provider only appends, so the bytes up to that size are
+    the same then, and they are read a batch at a time: holding them all from the pin
+    on cost their size (~200 bytes a receipt) beside the columns parsed from them."""
     path = Path(case_dir) / RECEIPTS_RELPATH
     # only a log read from disk has a tail, and only its columns can be appended to
     tail = log.tail if log is not None and isinstance(log.receipts, Receipts) else None
     try:
-        got = read_regular_since(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT,
+        got = open_regular_since(Path(case_dir), RECEIPTS_RELPATH, limit=RECEIPTS_LIMIT,
                                  since=(tail.file, tail.offset) if tail is not None else None)
     except LedgerError as exc:
         unreadable = ReceiptLog(True, problems=((0, f"unreadable: {exc}"),), path=path)
@@ -450,19 +453,85 @@ def _fetch_receipts(case_dir: str | os.PathLike[str], log: ReceiptLog | None
     if got is None:
         absent = ReceiptLog(False, path=path)
         return lambda: absent
-    data, file, start = got
-    del got
+    fd, file, start, size = got
+    pinned = _Pinned(fd)
+    held: list[ReceiptLog] = []
 
     def parse() -> ReceiptLog:
-        if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
-            assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
-            if not data:
-                return log
-            receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
-                                                  tail.line, tail.lineage)
-        else:
-            receipts, problems, first, lineage = Receipts(), [], 1, object()
-        used, line, truncated = _parse_into(data, receipts, problems, first)
-        return ReceiptLog(True, receipts, tuple(problems), truncated, path,
-                          LogTail(file, start + used, line, lineage))
+        if not held:
+            try:
+                held.append(_parse(pinned, file, start, size, log, tail, path))
+            except OSError as exc:
+                held.append(ReceiptLog(True, problems=(
+                    (0, f"unreadable: {path}: cannot read ({exc.strerror})"),), path=path))
+            finally:
+                pinned.close()
+        return held[0]
     return parse
+
+
+class _Pinned:
+    """An open log file, closed once read or when no longer referenced."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+
+    def read(self, size: int, offset: int) -> bytes:
+        assert self.fd is not None
+        return os.pread(self.fd, size, offset)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _parse(file_: _Pinned, file: FileId, start: int, size: int, log: ReceiptLog | None,
+           tail: LogTail | None, path: Path) -> ReceiptLog:
+    """The log from the bytes [start, size) of the pinned file (all of it, or past
+    `tail`)."""
+    if start > 0:  # read on from `tail` (start is 0 whenever all of it was read)
+        assert log is not None and tail is not None and isinstance(log.receipts, Receipts)
+        if size <= start:
+            return log
+        receipts, problems, first, lineage = (log.receipts.copy(), list(log.problems),
+                                              tail.line, tail.lineage)
+    else:
+        receipts, problems, first, lineage = Receipts(), [], 1, object()
+    used, line, truncated = _parse_pieces(file_.read, start, size, receipts, problems, first)
+    return ReceiptLog(True, receipts, tuple(problems), truncated, path,
+                      LogTail(file, start + used, line, lineage))
+
+
+def _parse_pieces(read: Callable[[int, int], bytes], start: int, size: int,
+                  receipts: Receipts, problems: list[tuple[int, str]], first_line: int
+                  ) -> tuple[int, int, bool]:
+    """`_parse_into` of the bytes [start, size) that `read(count, offset)` gives, read
+    and parsed PARSE_BATCH bytes (whole lines) at a time: the same receipts, problems,
+    bytes taken and lines (a file cut short meanwhile: what it still holds)."""
+    pos, line, used = start, first_line, 0
+    carry = b""
+    while pos < size:
+        piece = read(min(PARSE_BATCH, size - pos), pos)
+        if not piece:
+            break
+        pos += len(piece)
+        data = carry + piece if carry else piece
+        cut = data.rfind(b"\n") if pos < size else -1
+        if pos < size and cut < 0:
+            carry = data  # (a line longer than a batch: read on)
+            continue
+        whole, carry = (data[:cut + 1], data[cut + 1:]) if pos < size else (data, b"")
+        taken, line, truncated = _parse_into(whole, receipts, problems, line)
+        used += taken
+        if pos >= size:
+            return used, line, truncated
+    if carry:  # (cut short while read: its last line, as the file now ends)
+        taken, line, truncated = _parse_into(carry, receipts, problems, line)
+        return used + taken, line, truncated
+    return used, line, False

@@ -101,6 +101,43 @@ def read_regular_since(base: Path, rel: Path, *, limit: int,
     bytes, only the bytes after `offset` are read; else all of them (it was replaced or
     cut). Returns (bytes, the file read, the offset they start at). `limit` bounds the
     whole file."""
+    path = base / rel
+    opened = open_regular_since(base, rel, limit=limit, since=since)
+    if opened is None:
+        return None
+    fd, file, start, size = opened
+    try:
+        os.lseek(fd, start, os.SEEK_SET)
+        # what the file holds now in one read (one buffer: read in 1 MiB pieces and
+        # joined, a 33 MB receipt log took twice its size at once, and the pieces were
+        # left in the heap for the projection to grow around), then whatever it grew by
+        chunks = [os.read(fd, size - start)] if size > start else []
+        total = start + sum(map(len, chunks))
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:  # grew while we read
+                raise LedgerError(LedgerProblem.TOO_LARGE,
+                                  f"{path}: more than the {limit} bytes read here")
+            chunks.append(chunk)
+        return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), file, start
+    except OSError as exc:
+        raise LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot read ({exc.strerror})"
+                          ) from None
+    finally:
+        os.close(fd)
+
+
+def open_regular_since(base: Path, rel: Path, *, limit: int,
+                       since: tuple[FileId, int] | None = None
+                       ) -> tuple[int, FileId, int, int] | None:
+    """`read_regular_since`'s checks, its file left open for the caller to read (and
+    close): (descriptor, the file, the offset to read from, its size now), or None if
+    it does not exist. A file that only grows at its end (a provider's log) holds the
+    same bytes up to that size when they are read later, so a reader can pin what the
+    file held now without holding its bytes meanwhile."""
     check_no_symlinked_dirs(base, rel)
     path = base / rel
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -125,28 +162,14 @@ def read_regular_since(base: Path, rel: Path, *, limit: int,
             raise LedgerError(LedgerProblem.TOO_LARGE,
                               f"{path}: is {st.st_size} bytes, more than the {limit} bytes "
                               "read here")
-        file = (st.st_dev, st.st_ino)
-        start = 0
-        if since is not None and since[0] == file and since[1] <= st.st_size:
-            start = since[1]
-            os.lseek(fd, start, os.SEEK_SET)
-        # what the file holds now in one read (one buffer: read in 1 MiB pieces and
-        # joined, a 33 MB receipt log took twice its size at once, and the pieces were
-        # left in the heap for the projection to grow around), then whatever it grew by
-        chunks = [os.read(fd, st.st_size - start)] if st.st_size > start else []
-        total = start + sum(map(len, chunks))
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > limit:  # grew while we read
-                raise LedgerError(LedgerProblem.TOO_LARGE,
-                                  f"{path}: more than the {limit} bytes read here")
-            chunks.append(chunk)
-        return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), file, start
+    except LedgerError:
+        os.close(fd)
+        raise
     except OSError as exc:
+        os.close(fd)
         raise LedgerError(LedgerProblem.CORRUPT, f"{path}: cannot read ({exc.strerror})"
                           ) from None
-    finally:
-        os.close(fd)
+    file = (st.st_dev, st.st_ino)
+    start = since[1] if since is not None and since[0] == file and since[1] <= st.st_size \
+        else 0
+    return fd, file, start, st.st_size

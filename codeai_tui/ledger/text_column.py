@@ -99,26 +99,18 @@ class OptionalTextColumn(Blocks["str | None"]):
         return OptionalJoinedText(items)
 
 
-_HEX_DIGITS = frozenset("0123456789abcdef")
-_DIGEST = 32  # bytes of a SHA-256 digest (64 hex digits)
+class HexDigests(Sequence[str]):
+    """A sealed block of SHA-256 hex digests (64 lower-case hex digits each, as every
+    writer records them) as 32 bytes each, where a str each cost 113 bytes: the text
+    comes back exactly (`DigestColumn` seals only blocks that do)."""
 
+    __slots__ = ("_raw",)
 
-def is_digest_hex(text: str) -> bool:
-    """True for 64 lower-case hex digits (a SHA-256 digest as every writer records it)."""
-    return len(text) == 2 * _DIGEST and _HEX_DIGITS.issuperset(text)
-
-
-class DigestBlock(Sequence[str]):
-    """A sealed block of SHA-256 digests in hex, kept as their 32 bytes each: a str of
-    64 digits cost 113 bytes and a pointer. Reading one makes its hex text again."""
-
-    __slots__ = ("_bytes",)
-
-    def __init__(self, items: list[str]) -> None:
-        self._bytes = bytes.fromhex("".join(items))
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
 
     def __len__(self) -> int:
-        return len(self._bytes) // _DIGEST
+        return len(self._raw) // 32
 
     @overload
     def __getitem__(self, j: int) -> str: ...
@@ -129,27 +121,31 @@ class DigestBlock(Sequence[str]):
     def __getitem__(self, j: int | slice) -> str | list[str]:
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self)))]
-        n = len(self)
         if j < 0:
-            j += n
-        if not 0 <= j < n:
+            j += len(self)
+        if not 0 <= j < len(self):
             raise IndexError("digest index out of range")
-        return self._bytes[j * _DIGEST:(j + 1) * _DIGEST].hex()
+        return self._raw[j * 32:j * 32 + 32].hex()
 
     def __iter__(self) -> Iterator[str]:
-        data = self._bytes
-        for at in range(0, len(data), _DIGEST):
-            yield data[at:at + _DIGEST].hex()
+        raw = self._raw
+        for at in range(0, len(raw), 32):
+            yield raw[at:at + 32].hex()
 
 
 class DigestColumn(Blocks[str]):
-    """A column of strings that are mostly SHA-256 digests in hex (receipts' body
-    hashes): a sealed block of digests keeps 32 bytes each (`DigestBlock`); a block
-    holding any other text (a hostile log's placeholder) is a JoinedText."""
+    """A column of body hashes: a sealed block whose every item is a lower-case hex
+    SHA-256 keeps 32 bytes an item (HexDigests), any other a joined text."""
 
     __slots__ = ()
 
     def _sealed(self, items: list[str]) -> Sequence[str]:
-        if all(is_digest_hex(s) for s in items):
-            return DigestBlock(items)
+        text = "".join(items)
+        if len(text) == 64 * len(items) and all(len(s) == 64 for s in items):
+            try:
+                raw = bytes.fromhex(text)
+            except ValueError:
+                raw = None
+            if raw is not None and raw.hex() == text:  # (upper case would come back lower)
+                return HexDigests(raw)
         return JoinedText(items)

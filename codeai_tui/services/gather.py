@@ -16,9 +16,11 @@ document byte for byte (tests/core/test_helper_process.py).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 import time
+from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,7 @@ from codeai_tui.ledger.schema import (
     parse_payload,
 )
 from codeai_tui.ledger.table_check import Print, add_prints
+from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import (
@@ -64,7 +67,9 @@ from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
     ByKey,
     Coverage,
+    ReceiptCoverage,
     add_coverage,
+    by_key_of,
     check_log,
     index_for,
     merge_coverage,
@@ -84,8 +89,6 @@ PAYLOAD_CALL_KINDS = tuple(k for k in CALL_EVENT_KINDS if k not in SKIPPED_PAYLO
 OTHER_KINDS = tuple(sorted(TASK_KINDS | COMPILATION_KINDS))
 SCAN_KINDS = OTHER_KINDS + PAYLOAD_CALL_KINDS
 _NEEDS_SKIPPED = (CallStage.INTERPRETED, CallStage.ATTEMPT_COMPLETED)
-
-_RELEASED = (0, "", None, "")
 
 # anomaly order within one event, as the oracle records them
 _SEQ, _DUP, _PAYLOAD, _FOLD = range(4)
@@ -115,11 +118,9 @@ def _payload(text: Any) -> dict[str, Any]:
     return parsed or {}
 
 
-def _index_print(packed: Sequence[tuple[Any, ...]], extents: Sequence[tuple[Any, ...]]
-                 ) -> Print:
+def _index_print(calls: tuple[int, int, int], extents: Sequence[tuple[Any, ...]]) -> Print:
     """The indexes' side of the print (table_check), from the grouped reads' sums: the
-    call skeletons' (events_call) and the task extents' (events_task)."""
-    calls = [sum(int(row[i]) for row in packed) for i in (4, 5, 6)]
+    call skeletons' (events_call, summed as read) and the task extents' (events_task)."""
     every = [sum(int(row[i]) for row in extents) for i in (3, 4)]
     return (calls[0], calls[1], calls[2], every[0], every[1])
 
@@ -296,8 +297,88 @@ class _HalfSummary:
     anomalies: list[tuple[int, int, Anomaly]]
     flagged: set[str]
     rollups: dict[str, TaskRollup]
-    coverage: Coverage
+    coverage: Coverage | ReceiptCoverage
     tool_counts: ToolCounts
+
+
+_SkeletonRow = tuple[int, str, int | None, str]  # (first seq, call id, ready seq, packed)
+
+
+_SORT_RUN = 1 << 16
+
+
+def _argsort(values: array[int]) -> array[int]:
+    """The positions of `values` in the order that sorts them (stable): runs sorted
+    one at a time and merged, so the int objects a sort makes are a run's at once
+    (sorting all at once took ~80 bytes a value, at the projection's peak)."""
+    runs = [array("i", sorted(range(at, min(at + _SORT_RUN, len(values))),
+                              key=values.__getitem__))
+            for at in range(0, len(values), _SORT_RUN)]
+    if len(runs) == 1:
+        return runs[0]
+    return array("i", heapq.merge(*runs, key=values.__getitem__))
+
+
+class _Skeletons:
+    """The calls' skeletons in first-seq order (position), in columns: ids and packed
+    events as joined text, seqs in arrays, rows kept in the order read beside the order
+    that sorts them. A tuple per call, its ints and strings, and the dicts by call id
+    that waited on them cost ~500 bytes a call (700 MB at 1.4 million calls); these
+    ~30 bytes and the text."""
+
+    __slots__ = ("_cids", "_events", "_firsts", "_has_ready", "_order", "_readys")
+
+    def __init__(self) -> None:
+        self._cids = TextColumn()
+        self._events = TextColumn()
+        self._firsts = array("q")
+        self._readys = array("q")
+        self._has_ready = bytearray()
+        self._order = array("i")  # position -> row read (4 bytes: calls are fewer than 2^31)
+
+    def append(self, call_id: str, first: int, ready: int | None, packed: str) -> None:
+        """One call's row as read (any order); `seal` once all are in."""
+        try:
+            self._firsts.append(first)
+            self._readys.append(0 if ready is None else ready)
+        except (TypeError, OverflowError):
+            raise FastPathUnfit("a seq that is not a 64-bit integer") from None
+        self._has_ready.append(ready is not None)
+        self._cids.append(call_id)
+        self._events.append(packed)
+
+    def seal(self) -> None:
+        """Order the rows by first seq (then call id, as a sort of the rows did)."""
+        firsts, cids = self._firsts, self._cids
+        order = _argsort(firsts)
+        # calls that begin at one seq (a hostile table's reused seq): by call id
+        at = 0
+        while at < len(order):
+            end = at + 1
+            while end < len(order) and firsts[order[end]] == firsts[order[at]]:
+                end += 1
+            if end - at > 1:
+                order[at:end] = array("i", sorted(order[at:end], key=cids.__getitem__))
+            at = end
+        self._order = order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, pos: int) -> _SkeletonRow:
+        row = self._order[pos]
+        return (self._firsts[row], self._cids[row], self.ready(pos), self._events[row])
+
+    def first(self, pos: int) -> int:
+        return self._firsts[self._order[pos]]
+
+    def call_id(self, pos: int) -> str:
+        return self._cids[self._order[pos]]
+
+    def ready(self, pos: int) -> int | None:
+        """The last seq of the call's events whose payload matters (None: none has)."""
+        row = self._order[pos]
+        return self._readys[row] if self._has_ready[row] else None
 
 
 class Gathered:
@@ -327,11 +408,14 @@ class Gathered:
         self.tasks: dict[str, TaskEvidence] = {}
         self.compilations: dict[str, CompilationEvidence] = {}
         self.rollups: dict[str, TaskRollup] = {}
-        self.coverage: Coverage = {}
+        # a dict while calls come from `calls()` (a projector goes on from it); the
+        # receipt log's columns while `call_lines` writes a document (only the check
+        # reads it then)
+        self.coverage: Coverage | ReceiptCoverage = {}
         self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
         self.event_count = 0
         self.as_of_seq = 0
-        self._skeletons: list[tuple[int, str, int | None, str]] = []
+        self._skeletons = _Skeletons()
         self._cut: tuple[ReceiptLog | None, ReceiptIndex] | None = None
         self._prepare()
 
@@ -347,7 +431,7 @@ class Gathered:
             if load is not None:
                 self.receipt_log = load()
             extents = sql.task_extents(limit)
-            packed = list(sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS))
+            skeletons, sums, unpacked = self._read_skeletons()
             suspects = scan.result()
         finally:
             scan.close()  # (on a failure, the other half and the scans stop at once)
@@ -357,7 +441,7 @@ class Gathered:
         if suspects.odd_text_seq is not None:
             raise FastPathUnfit(f"seq {suspects.odd_text_seq} holds an id or time that is "
                                 "not plain text")
-        if _index_print(packed, extents) != suspects.table:
+        if _index_print(sums, extents) != suspects.table:
             # verdicts from what the index says would be no verdicts: the event path
             # reads the table, and the projection flags the ledger (services/projection)
             raise FastPathUnfit(INDEX_DISAGREES)
@@ -385,18 +469,30 @@ class Gathered:
             an.add(seq, _FOLD, f"{kind} without call_id")
         # the skeletons are read before anything is produced: ids that cannot be
         # decoded send the ledger down the event path while that is still possible
-        skeletons = []
-        for cid, first, ready, events, count, _seqs, _kinds in packed:
-            if not well_packed(events, count):
-                raise FastPathUnfit(f"an id of call {cid[:40]!r} holds a control character")
-            skeletons.append((first, cid, ready, events))
-        skeletons.sort()
+        if unpacked is not None:
+            raise FastPathUnfit(f"an id of call {unpacked[:40]!r} holds a control character")
+        skeletons.seal()
         self._skeletons = skeletons
+
+    def _read_skeletons(self) -> tuple[_Skeletons, tuple[int, int, int], str | None]:
+        """The call skeletons in columns, the sums of their print columns (the index's
+        side of the call print), and the first call id whose skeleton does not split
+        into its events (None: all do)."""
+        skeletons = _Skeletons()
+        events = seqs = kinds = 0
+        unpacked: str | None = None
+        for cid, first, ready, packed, count, seq_sum, kind_sum in self.sql.call_skeletons(
+                self.limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS):
+            events, seqs, kinds = events + int(count), seqs + int(seq_sum), kinds + int(kind_sum)
+            if unpacked is None and not well_packed(packed, count):
+                unpacked = cid
+            skeletons.append(cid, first, ready, packed)
+        return skeletons, (events, seqs, kinds), unpacked
 
     # ---- calls, in first-seq order
 
     def calls(self) -> Iterator[CallState]:
-        skeletons, self._skeletons = self._skeletons, []  # (on the first `next`)
+        skeletons, self._skeletons = self._skeletons, _Skeletons()  # (on the first `next`)
         yield from self._calls_between(skeletons, 0, len(skeletons), 0, others=True)
 
     def call_lines(self, render: Callable[[CallState], str],
@@ -405,15 +501,16 @@ class Gathered:
         document's `tool_counts` kept meanwhile. With a plan and enough calls, a forked
         helper renders the second half meanwhile (services/forked.py); what its calls add
         to the rest is merged before `finish`."""
-        skeletons, self._skeletons = self._skeletons, []
+        skeletons, self._skeletons = self._skeletons, _Skeletons()
         n = len(skeletons)
+        self.coverage = self._receipt_coverage()
 
         def line(state: CallState) -> str:
             self.tool_counts.add(state)
             return render(state)
 
         mid = n // 2
-        after = skeletons[mid][0] - 1 if n else 0  # every event of the later calls is past it
+        after = skeletons.first(mid) - 1 if n else 0  # every event of the later calls is past it
         helper: Helper[_HalfSummary] | None = None
         if plan is not None and n >= max(2, plan.min_calls):
             with contextlib.suppress(OSError):  # no process to be had: all here
@@ -434,13 +531,12 @@ class Gathered:
                 for state in self._calls_between(skeletons, mid, n, after, others=False):
                     yield line(state)
                 return
-            del skeletons[mid:]  # the helper did them
             self._merge(summary)
             yield from helper.lines()
         finally:
             helper.close()
 
-    def _helper_half(self, skeletons: list[tuple[int, str, int | None, str]], lo: int,
+    def _helper_half(self, skeletons: _Skeletons, lo: int,
                      hi: int, after: int, line: Callable[[CallState], str],
                      lines: LineWriter) -> _HalfSummary:
         """In the forked helper: the calls lo..hi rendered (and counted) on a connection
@@ -449,7 +545,8 @@ class Gathered:
         self.sql = EvidenceSQL(self.sql.path)
         an = self.anomalies
         an.items, an.calls = [], set()
-        self.rollups, self.coverage, self.tool_counts = {}, {}, ToolCounts()
+        self.rollups, self.coverage, self.tool_counts = {}, self._receipt_coverage(), \
+            ToolCounts()
         for state in self._calls_between(skeletons, lo, hi, after, others=False):
             lines.write(line(state))
         return _HalfSummary([(seq, phase, a) for seq, phase, _n, a in an.items], an.calls,
@@ -467,39 +564,49 @@ class Gathered:
         merge_coverage(self.coverage, half.coverage)
         self.tool_counts.merge(half.tool_counts)
 
-    def _calls_between(self, skeletons: list[tuple[int, str, int | None, str]], lo: int,
+    def _calls_between(self, skeletons: _Skeletons, lo: int,
                        hi: int, after: int, *, others: bool) -> Iterator[CallState]:
         """The calls at positions lo..hi, from the payload rows past `after`. `others`:
         also fold the task and compilation events and report events naming no call (the
         whole ledger's, so exactly one caller does)."""
         sql, limit, an = self.sql, self.limit, self.anomalies
-        ready_at: dict[int, int] = {}
         done: dict[int, CallState] = {}
-        pending: dict[str, dict[int, Any]] = {}
+        # per position from lo: 1 while the call waits for the payload of its ready seq
+        waits = bytearray(hi - lo)
+        waiting = 0
+        payloads: dict[int, dict[int, Any]] = {}  # position -> payloads read (seq order)
+        # call id -> position of the waiting calls begun by the row read (rows come in
+        # seq order, calls in first-seq order: the calls in flight, not all of them)
+        begun: dict[str, int] = {}
+        next_in = lo
         next_out = lo
         for pos in range(lo, hi):
-            _first, cid, ready, _packed = skeletons[pos]
-            if ready is None:
+            if skeletons.ready(pos) is None:
                 done[pos] = self._assemble(pos, skeletons[pos], {}, None)
             else:
-                ready_at[ready] = pos
-                pending[cid] = {}
+                waits[pos - lo] = 1
+                waiting += 1
         while next_out in done:
             yield self._emit(done.pop(next_out))
             next_out += 1
-        tasks: dict[str, str] = {}  # call_id -> task_id of its call.requested
+        tasks: dict[int, str] = {}  # position -> task_id of its call.requested
         loads, dict_ = orjson.loads, dict
         rows: Generator[_PayloadRow, None, None] | None = None
         if others:
             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS, after,
-                                    orphans_only=not pending)
-        elif pending:
+                                    orphans_only=not waiting)
+        elif waiting:
             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, (), after)
         while rows is not None:
             source, rows = rows, None
             for seq, call_id, kind, task_id, comp_id, raw in source:
-                mine = pending.get(call_id) if kind is None and call_id else None
-                if mine is None and kind is None and (call_id or not others):
+                while next_in < hi and skeletons.first(next_in) <= seq:
+                    if waits[next_in - lo]:
+                        begun[skeletons.call_id(next_in)] = next_in
+                    next_in += 1
+                at = begun.get(call_id) if kind is None and call_id else None
+                mine = at is not None
+                if not mine and kind is None and (call_id or not others):
                     continue  # another half's call, or naming none (`others` reports it)
                 try:  # the common case without parse_payload's wrapping (same parser)
                     payload = loads(raw)
@@ -521,20 +628,22 @@ class Gathered:
                 if problem is not None:
                     an.add(seq, _PAYLOAD, f"{self._kind_at(seq, call_id)}: {problem}",
                            call_id, True)
-                if mine is None:
+                if not mine:
                     continue  # "without call_id" was reported from the index
-                if task_id is not None and call_id not in tasks:
-                    tasks[call_id] = task_id  # type: ignore[index]
-                mine[seq] = payload or {}
-                pos = ready_at.pop(seq, None)
-                if pos is not None:
-                    done[pos] = self._assemble(pos, skeletons[pos], pending.pop(call_id),  # type: ignore[arg-type]
-                                               tasks.pop(call_id, None))  # type: ignore[arg-type]
-                    skeletons[pos] = _RELEASED
+                pos: int = at  # type: ignore[assignment]  # (mine: a position)
+                if task_id is not None and pos not in tasks:
+                    tasks[pos] = task_id
+                payloads.setdefault(pos, {})[seq] = payload or {}
+                if seq == skeletons.ready(pos):
+                    waits[pos - lo] = 0
+                    waiting -= 1
+                    del begun[call_id]  # type: ignore[arg-type]
+                    done[pos] = self._assemble(pos, skeletons[pos], payloads.pop(pos),
+                                               tasks.pop(pos, None))  # type: ignore[arg-type]
                     while next_out in done:
                         yield self._emit(done.pop(next_out))
                         next_out += 1
-                    if not ready_at:  # every call here is out: the rest is not theirs
+                    if not waiting:  # every call here is out: the rest is not theirs
                         if others:
                             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS,
                                                     seq, orphans_only=True)
@@ -620,8 +729,14 @@ class Gathered:
             log = self.receipt_log
             if log is not None:
                 log = receipts_before(log, self.sql.next_recorded_at(self.limit))
-            self._cut = (log, index_for(log))
+            # (one ByKey table for the index, the coverage and a console's live check)
+            self._cut = (log, index_for(log, by_key_of(log) if log is not None else None))
         return self._cut
+
+    def _receipt_coverage(self) -> ReceiptCoverage:
+        """An empty coverage of the cut receipt log, in its columns."""
+        log, _index = self._cut_receipts()
+        return ReceiptCoverage(by_key_of(log) if log is not None else ByKey(()))
 
     def work_state(self) -> WorkState:
         calls = tuple(self.calls())

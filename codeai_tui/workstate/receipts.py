@@ -8,7 +8,7 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +17,8 @@ from typing import overload
 
 from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
-from codeai_tui.ledger.text_column import OptionalTextColumn
+from codeai_tui.ledger.text_column import OptionalTextColumn, TextColumn
+from codeai_tui.workstate.columns import Cover
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
 
@@ -61,15 +62,15 @@ _POSITION = "i"  # a receipt's place in the log: 4 bytes
 
 
 class ByKey:
-    """A log's receipts by idempotency key: their positions sorted by key (log order
-    within a key), searched by bisection reading each probe's key from the log's own
-    column. A dict from key to receipts cost an int object and more per receipt (7 MB at
-    143,000 receipts, for as long as a console is open), and a list of the keys in that
-    order a str each (the log keeps them joined); this column costs 4 bytes a receipt.
+    """A log's receipts by idempotency key: an open-addressing table from each key to
+    its first receipt (the key read from the log's own column) and, per receipt, the
+    next with its key, so a key's receipts are a chain in log order. The keys stay in
+    the log's compact column: a sorted list of key strings beside the log cost ~70
+    bytes a receipt once the log no longer held str objects; these two arrays cost ~16.
     Receipts appended later (`grown`) are kept by key beside them, until they are many
-    enough to sort in again: the sorted columns are never changed once made."""
+    enough to index again: the arrays are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_groups", "_order", "receipts")
+    __slots__ = ("_added", "_extra", "_groups", "_heads", "_last", "_next", "receipts")
 
     # a key with more receipts than this has its receipts grouped by body hash when
     # first asked about (kept while the table lives): a pass over all of them for each
@@ -78,20 +79,37 @@ class ByKey:
 
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
-        keys = list(rs.keys)  # (read once: a column's item is a Python call away)
-        self._order = array(_POSITION, sorted(range(len(keys)), key=keys.__getitem__))
+        n = len(rs)
+        size = 8
+        while size < 2 * n:
+            size *= 2
+        # (positions as 4-byte ints: a log is read up to 256 MB, far fewer receipts)
+        self._heads = heads = array("i", [-1]) * size  # slot -> a key's first receipt
+        self._next = nxt = array("i", [-1]) * n  # receipt -> the next with its key
+        last = array("i", [-1]) * size  # slot -> a key's last receipt so far
+        keys, mask = rs.keys, size - 1
+        for i, key in enumerate(keys):
+            at = hash(key) & mask
+            while (first := heads[at]) >= 0 and keys[first] != key:
+                at = (at + 1) & mask
+            if first < 0:
+                heads[at] = i
+            else:
+                nxt[last[at]] = i
+            last[at] = i
         self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
         self._added = 0
         self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
+        self._last: tuple[str, str, list[int]] | None = None  # the last `matching`
 
     def grown(self, receipts: Receipts) -> ByKey:
         """The table of `receipts`, whose first receipts are this table's, in proportion
-        to what was appended (sorted in again once that is an eighth of the log)."""
+        to what was appended (indexed again once that is an eighth of the log)."""
         before = len(self.receipts)
         if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
             return ByKey(receipts)
-        out = ByKey(())  # (its own `_groups`: the appended receipts are not in these)
-        out.receipts, out._order = receipts, self._order
+        out = ByKey(())  # (its own `_groups`, `_last`: the appended receipts are not in these)
+        out.receipts, out._heads, out._next = receipts, self._heads, self._next
         extra = dict(self._extra)
         for i in range(before, len(receipts)):
             key = receipts.keys[i]
@@ -99,39 +117,56 @@ class ByKey:
         out._extra, out._added = extra, self._added + len(receipts) - before
         return out
 
-    def _span(self, key: str) -> tuple[int, int]:
-        order, keys = self._order, self.receipts.keys
-        # (the sorted receipts are those of the log's first len(order) positions)
-        at = bisect_left(order, key, key=keys.__getitem__)
-        if at == len(order) or keys[order[at]] != key:
-            return at, at
-        return at, bisect_right(order, key, at, key=keys.__getitem__)
+    def _first(self, key: str) -> int:
+        """The first receipt with this key in the indexed ones, or -1."""
+        heads, keys = self._heads, self.receipts.keys
+        mask = len(heads) - 1
+        at = hash(key) & mask
+        while (first := heads[at]) >= 0:
+            if keys[first] == key:
+                return first
+            at = (at + 1) & mask
+        return -1
+
+    def _chain(self, i: int) -> list[int]:
+        nxt, found = self._next, []
+        while i >= 0:
+            found.append(i)
+            i = nxt[i]
+        return found
 
     def positions(self, key: str) -> list[int]:
         """The positions of the receipts with this key, in log order."""
-        at, end = self._span(key)
-        found = self._order[at:end].tolist()
+        found = self._chain(self._first(key))
         more = self._extra.get(key)
         return found + more if more else found
 
     def repeated_keys(self) -> list[str]:
-        """The keys two or more receipts carry (adjacent in the sorted column)."""
-        keys = self.receipts.keys
-        ordered = [keys[i] for i in self._order]
-        repeated = [ordered[i] for i in range(1, len(ordered))
-                    if ordered[i] == ordered[i - 1] and (i == 1 or ordered[i - 2] != ordered[i])]
-        if not self._extra:
-            return repeated
-        more = {k for k, ps in self._extra.items() if len(ps) + len(range(*self._span(k))) > 1}
-        return sorted(more.union(repeated))
+        """The keys two or more receipts carry, sorted."""
+        keys, nxt = self.receipts.keys, self._next
+        repeated = {keys[i] for i in self._heads if i >= 0 and nxt[i] >= 0}
+        repeated.update(k for k, ps in self._extra.items()
+                        if len(ps) + (self._first(k) >= 0) > 1)
+        return sorted(repeated)
 
     def matching(self, key: str, sha: str) -> list[int]:
         """The positions of the receipts with this key and body hash, in log order."""
-        grouped = self.by_hash(key)
-        if grouped is not None:
-            return list(grouped.get(sha, ()))
-        shas = self.receipts.shas
-        return [i for i in self.positions(key) if shas[i] == sha]
+        last = self._last
+        if last is not None and last[0] == key and last[1] == sha:
+            return list(last[2])  # (a call's coverage, then its document, ask in turn)
+        found = self._matching(key, sha)
+        self._last = (key, sha, found)
+        return list(found)
+
+    def _matching(self, key: str, sha: str) -> list[int]:
+        grouped = self._groups.get(key)
+        if grouped is None:
+            positions = self.positions(key)
+            if len(positions) <= self.GROUPED_FROM:
+                shas = self.receipts.shas
+                return [i for i in positions if shas[i] == sha]
+            grouped = self._grouped(key, positions)
+        return list(grouped.get(sha, ()))
 
     def by_hash(self, key: str) -> dict[str, list[int]] | None:
         """The positions of this key's receipts by body hash (log order), made on the
@@ -139,12 +174,15 @@ class ByKey:
         grouped = self._groups.get(key)
         if grouped is not None:
             return grouped
-        at, end = self._span(key)
-        if end - at + len(self._extra.get(key, ())) <= self.GROUPED_FROM:
+        positions = self.positions(key)
+        if len(positions) <= self.GROUPED_FROM:
             return None
+        return self._grouped(key, positions)
+
+    def _grouped(self, key: str, positions: list[int]) -> dict[str, list[int]]:
         shas = self.receipts.shas
-        grouped = {}
-        for i in self.positions(key):
+        grouped: dict[str, list[int]] = {}
+        for i in positions:
             grouped.setdefault(shas[i], []).append(i)
         self._groups[key] = grouped
         return grouped
@@ -276,9 +314,10 @@ def index_receipts(receipts: Sequence[Receipt], problems: Sequence[tuple[int, st
     return ReceiptIndex(status, build)
 
 
-def index_for(log: ReceiptLog | None) -> ReceiptIndex:
+def index_for(log: ReceiptLog | None, by_key: ByKey | None = None) -> ReceiptIndex:
+    """The index of `log` (`by_key`: its ByKey table, when the caller has one)."""
     return index_receipts(log.receipts if log else (), log.problems if log else (),
-                          bool(log and log.exists))
+                          bool(log and log.exists), by_key)
 
 # call key -> the earliest started attempt per request hash under that key (by its
 # attempt.started seq): the attempt itself, or a dict by request hash once a key has
@@ -286,6 +325,111 @@ def index_for(log: ReceiptLog | None) -> ReceiptIndex:
 # The attempt is the value (its started seq, id and hash never change once started):
 # a (key, hash) -> (seq, id) dict cost ~150 bytes per call more (20 MB at 10^5 calls).
 Coverage = dict[str, "AttemptEvidence | dict[str, AttemptEvidence]"]
+
+
+class ReceiptCoverage:
+    """The coverage one receipt log's check reads (`check_log`), in columns by receipt
+    position: for each receipt, the attempt.started seq and id of the earliest started
+    attempt with its key and request hash. An attempt whose pair no receipt holds is
+    not kept (no receipt of this log can read it): a `Coverage` dict kept an attempt
+    object, its key, hash and id strings per call (~440 bytes a call: 600 MB at 1.4
+    million calls); these cost 16 bytes a receipt and each covering attempt's id, joined.
+    `get` answers as a `Coverage` does, for the keys the log holds."""
+
+    __slots__ = ("_by_key", "_ids", "_refs", "_seqs", "receipts")
+
+    def __init__(self, by_key: ByKey) -> None:
+        self._by_key = by_key
+        self.receipts = by_key.receipts
+        n = len(self.receipts)
+        self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where refs >= 0
+        self._refs = array("i", [-1]) * n  # where the cover's id is in `_ids`; -1: none
+        self._ids = TextColumn()
+
+    def add_call(self, call: CallEvidence) -> list[Pair]:
+        """`add_coverage` for this log's pairs: the pairs whose covering attempt changed."""
+        key = call.key
+        changed: list[Pair] = []
+        if key is None:
+            return changed
+        for att in call.attempts:
+            sha = att.request_sha256
+            if att.started_off is not None and sha \
+                    and self.add(key, sha, att.started_seq, att.attempt_id):  # type: ignore[arg-type]
+                changed.append((key, sha))
+        return changed
+
+    def add(self, key: str, sha: str, seq: int, attempt_id: str) -> bool:
+        """Let this attempt cover the receipts of (`key`, `sha`) unless one that started
+        earlier does (`add_attempt`'s rule); True when it does now."""
+        return self._cover(self._by_key.matching(key, sha), seq, attempt_id)
+
+    def _cover(self, positions: Iterable[int], seq: int, attempt_id: str) -> bool:
+        seqs, refs = self._seqs, self._refs
+        ref = -1
+        for i in positions:
+            if refs[i] >= 0 and seq >= seqs[i]:
+                continue
+            if ref < 0:
+                ref = len(self._ids)
+                self._ids.append(attempt_id)
+            seqs[i], refs[i] = seq, ref
+        return ref >= 0
+
+    @property
+    def by_key(self) -> ByKey:
+        """The key table of the receipts this coverage is kept beside."""
+        return self._by_key
+
+    def cover_at(self, i: int) -> tuple[str | None, int]:
+        """Receipt i's cover: (attempt id, started seq), or (None, NO_COVER)."""
+        ref = self._refs[i]
+        return (self._ids[ref], self._seqs[i]) if ref >= 0 else (None, NO_COVER)
+
+    def get(self, key: str, default: object = None) -> object:
+        """The attempt covering `key` (a Cover), or by request hash when the key has
+        several (as in a `Coverage`); `default` when none covers a receipt of it."""
+        shas = self.receipts.shas
+        found: dict[str, Cover] = {}
+        for i in self._by_key.positions(key):
+            attempt_id, seq = self.cover_at(i)
+            if attempt_id is not None and shas[i] not in found:
+                found[shas[i]] = Cover(attempt_id, seq, shas[i])
+        if not found:
+            return default
+        return next(iter(found.values())) if len(found) == 1 else found
+
+    def merge(self, later: CoverageUpdates) -> None:
+        """Add what another ReceiptCoverage of the same log held (`merge_coverage`)."""
+        for i, seq, attempt_id in later.items():
+            self._cover((i,), seq, attempt_id)
+
+    def __reduce__(self) -> tuple[type[CoverageUpdates], tuple[bytes, bytes, str, bytes]]:
+        """Pickled (a helper process hands its half back) as its covered positions only,
+        without the log (the parent has it): a CoverageUpdates to `merge`."""
+        refs = self._refs
+        at = [i for i in range(len(refs)) if refs[i] >= 0]
+        ids = [self._ids[refs[i]] for i in at]
+        return CoverageUpdates, (array("q", at).tobytes(),
+                                 array("q", [self._seqs[i] for i in at]).tobytes(),
+                                 "".join(ids), array("q", map(len, ids)).tobytes())
+
+
+class CoverageUpdates:
+    """A ReceiptCoverage's covered receipts (position, started seq, attempt id) as
+    pickled: four flat values, not an object per receipt."""
+
+    __slots__ = ("_ids", "_lengths", "_positions", "_seqs")
+
+    def __init__(self, positions: bytes, seqs: bytes, ids: str, lengths: bytes) -> None:
+        self._positions, self._seqs = array("q", positions), array("q", seqs)
+        self._ids, self._lengths = ids, array("q", lengths)
+
+    def items(self) -> Iterator[tuple[int, int, str]]:
+        at = 0
+        for i, seq, n in zip(self._positions, self._seqs, self._lengths, strict=True):
+            yield i, seq, self._ids[at:at + n]
+            at += n
 
 
 def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
@@ -307,8 +451,10 @@ def coverage_pairs(calls: Iterable[CallEvidence]) -> Coverage:
     return started
 
 
-def add_coverage(started: Coverage, call: CallEvidence) -> list[Pair]:
+def add_coverage(started: Coverage | ReceiptCoverage, call: CallEvidence) -> list[Pair]:
     """Add one call's started attempts; returns the pairs whose covering attempt changed."""
+    if isinstance(started, ReceiptCoverage):
+        return started.add_call(call)
     key = call.key
     changed: list[Pair] = []
     if key is None:
@@ -353,9 +499,12 @@ def add_attempt(started: Coverage, key: str, att: AttemptEvidence) -> bool:
     return True
 
 
-def merge_coverage(started: Coverage, later: Coverage) -> None:
+def merge_coverage(started: Coverage | ReceiptCoverage, later: Coverage) -> None:
     """Add `later`'s attempts (the coverage of calls that come after `started`'s in
     first-seq order, built on its own) as if their calls had been added one by one."""
+    if isinstance(started, ReceiptCoverage):
+        started.merge(later)  # type: ignore[arg-type]  # (what a ReceiptCoverage pickles to)
+        return
     for key, have in later.items():
         for att in have.values() if type(have) is dict else (have,):
             add_attempt(started, key, att)  # type: ignore[arg-type]
@@ -383,7 +532,7 @@ def repoint_coverage(started: Coverage, before: CallEvidence, after: CallEvidenc
 
 def check_coverage(
     receipts: Sequence[Receipt],
-    started: Coverage,
+    started: Coverage | ReceiptCoverage,
     *,
     upto: int | None = None,
     problems: Sequence[tuple[int, str]] = (),
@@ -402,13 +551,10 @@ def check_coverage(
     attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`."""
     rs = by_key.receipts if by_key is not None else columns(receipts)
     covers: Blocks[str | None] = OptionalTextColumn()
-    for key, sha in zip(rs.keys, rs.shas, strict=True):
-        have = covering(started, key, sha)
-        seq: int = have.started_seq if have is not None else NO_COVER  # type: ignore[assignment]
+    for attempt_id, seq in _covers_of(rs, started):
         if started_seqs is not None:
             started_seqs.append(seq)
-        covers.append(have.attempt_id if have is not None
-                      and (upto is None or seq <= upto) else None)
+        covers.append(attempt_id if upto is None or seq <= upto else None)
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, [i for i, att in enumerate(covers) if att is None]),
@@ -420,6 +566,20 @@ def check_coverage(
         index=index if index is not None else index_receipts(rs, problems, log_present,
                                                              by_key),
     )
+
+
+def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
+               ) -> Iterator[tuple[str | None, int]]:
+    """(attempt id, started seq) of each receipt's cover, (None, NO_COVER) for none."""
+    if isinstance(started, ReceiptCoverage) and started.receipts is rs:
+        yield from map(started.cover_at, range(len(rs)))
+        return
+    for key, sha in zip(rs.keys, rs.shas, strict=True):
+        have = covering(started, key, sha)  # type: ignore[arg-type]  # (answers as one)
+        if have is None:
+            yield None, NO_COVER
+        else:
+            yield have.attempt_id, have.started_seq  # type: ignore[misc]
 
 
 def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
@@ -476,12 +636,17 @@ def check_receipts(
                           log_present=log_present)
 
 
-def check_log(log: ReceiptLog | None, started: Coverage,
+def check_log(log: ReceiptLog | None, started: Coverage | ReceiptCoverage,
               index: ReceiptIndex | None = None, *, upto: int | None = None) -> ReceiptCheck:
+    receipts = log.receipts if log else ()
+    # a coverage in the log's columns brings its key table: the duplicates are found
+    # from it, not from a count of every key (~150 bytes a receipt at once)
+    by_key = started.by_key if isinstance(started, ReceiptCoverage) \
+        and started.receipts is receipts else None
     return check_coverage(
-        log.receipts if log else (), started, upto=upto,
+        receipts, started, upto=upto,
         problems=log.problems if log else (), log_present=bool(log and log.exists),
-        index=index,
+        index=index, by_key=by_key,
     )
 
 

@@ -1,0 +1,126 @@
+"""What `inspect --json` keeps per receipt and per call while it streams a document
+stays small: the calls' skeletons waiting to be folded, the receipt log's keys and
+hashes in columns (read back exactly, odd
+hashes included, and found by key as a dict of them would find them), and the receipt
+coverage beside the log instead of an attempt object per call. Measured with
+tracemalloc on logs of several sealed column blocks."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from codeai_tui.lab.bench import write_ledger
+from codeai_tui.ledger.blocks import BLOCK
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.receipts import parse_receipt_lines
+from codeai_tui.services.gather import Gathered
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
+from codeai_tui.workstate.receipts import ByKey, ReceiptCoverage, add_coverage, covering
+
+N = 3 * BLOCK + 17  # three sealed blocks and an open one
+
+
+def _held(make: Callable[[], Any]) -> tuple[Any, int]:
+    """What `make()` returns and the bytes still allocated for it once it returned."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        gc.collect()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def _sha(i: int) -> str:
+    return f"{i * 2654435761 % (1 << 64):016x}" * 4
+
+
+def _hash_of(i: int) -> str:
+    """Lower-case hex digests, but for an upper-case, a short and a non-hex one in the
+    second block (that block keeps text, and gives it back as it was)."""
+    odd = {BLOCK + 3: _sha(3).upper(), BLOCK + 5: "abc", BLOCK + 7: "z" * 64}
+    return odd.get(i, _sha(i % 5000))  # (every key below has receipts of one hash or two)
+
+
+def _log_lines() -> bytes:
+    return b"".join(orjson.dumps({
+        "receipt_id": f"r-{i}", "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": f"key-{i % 5000:06d}", "body_sha256": _hash_of(i), "bytes": 100,
+    }) + b"\n" for i in range(N))
+
+
+def test_a_receipt_log_keeps_keys_and_hashes_in_columns_read_back_exactly() -> None:
+    data = _log_lines()
+    log, held = _held(lambda: parse_receipt_lines(data))
+    # a str per key and hash cost ~250 bytes a receipt in all
+    assert held / N < 110, held / N
+    rs = log.receipts
+    assert [r.idempotency_key for r in rs] == [f"key-{i % 5000:06d}" for i in range(N)]
+    assert [r.body_sha256 for r in rs] == [_hash_of(i) for i in range(N)]
+
+    table = ByKey(rs)
+    by_key: dict[str, list[int]] = {}
+    for i in range(N):
+        by_key.setdefault(f"key-{i % 5000:06d}", []).append(i)
+    assert all(table.positions(k) == ps for k, ps in by_key.items())
+    assert table.positions("key-absent") == []
+    assert table.repeated_keys() == sorted(k for k, ps in by_key.items() if len(ps) > 1)
+    for k, ps in by_key.items():  # (the upper-case hash is its own, lower-case or not)
+        for h in {_hash_of(i) for i in ps} | {_sha(3)}:
+            assert table.matching(k, h) == [i for i in ps if _hash_of(i) == h], (k, h)
+
+
+def _calls() -> list[CallEvidence]:
+    """A call per receipt key, its attempt started with the receipts' hash: ids, keys
+    and hashes of their own (as parsed from a ledger)."""
+    calls = []
+    for n in range(5000):
+        call = CallEvidence(f"call-{n:06d}", "t", 10 * n + 1,
+                            idempotency_key="".join(["key-", f"{n:06d}"]))
+        call.add_attempt(AttemptEvidence(f"call-{n:06d}-a1", 10 * n + 2, started_off=0,
+                                         request_sha256="".join([_sha(n)[:8], _sha(n)[8:]])))
+        calls.append(call)
+    return calls
+
+
+def test_the_receipt_coverage_keeps_a_few_bytes_a_receipt_not_an_attempt_a_call() -> None:
+    log = parse_receipt_lines(_log_lines())
+    table = ByKey(log.receipts)
+    calls = _calls()
+
+    def cover() -> ReceiptCoverage:
+        coverage = ReceiptCoverage(table)
+        for call in calls:
+            add_coverage(coverage, call)
+        return coverage
+
+    coverage, held = _held(cover)
+    # an attempt object with its key and hash kept per call cost ~440 bytes a call
+    assert held / len(calls) < 90, held / len(calls)
+    found = covering(coverage, "key-000042", _sha(42))  # type: ignore[arg-type]
+    assert found is not None
+    assert (found.attempt_id, found.started_seq) == ("call-000042-a1", 422)
+    assert covering(coverage, "key-000042", _sha(43)) is None  # type: ignore[arg-type]
+
+
+def test_the_skeletons_of_the_calls_to_come_are_held_in_columns(tmp_path: Path) -> None:
+    """From the grouped reads to the first call out, every call's skeleton waits: a
+    tuple per call with its ints and strings held ~375 bytes a call here (~7,500 calls,
+    the receipt log not read), columns of joined text and seqs ~210 (the last, unsealed
+    block of each column holds its strings as they are)."""
+    case = tmp_path / "case"
+    write_ledger(case, 60_000)
+    with EvidenceSQL(case) as sql:
+        Gathered(sql)  # (what a first projection imports is not counted)
+        gathered, held = _held(lambda: Gathered(sql))
+        calls = list(gathered.calls())
+    assert len(calls) > BLOCK
+    assert held / len(calls) < 300, held / len(calls)
