@@ -29,7 +29,9 @@ from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.safefile import FileId, open_regular_since
 from codeai_tui.ledger.text_column import DigestColumn, TextColumn
 
-RECEIPTS_LIMIT = 256 * 1024 * 1024  # bytes read from one log; beyond that: one problem
+# bytes read from one log; beyond that: one problem. Read a batch at a time into columns
+# (~half its size held): a 10M-event ledger's log is ~300 MB
+RECEIPTS_LIMIT = 1024 * 1024 * 1024
 PARSE_BATCH = 1 << 20  # bytes of whole lines split and parsed at a time (`_parse_into`)
 
 
