@@ -491,6 +491,11 @@ class Gathered:
 
     # ---- calls, in first-seq order
 
+    @property
+    def call_count(self) -> int:
+        """How many calls `calls()` (or `call_lines`) will produce, until it begins."""
+        return len(self._skeletons)
+
     def calls(self) -> Iterator[CallState]:
         skeletons, self._skeletons = self._skeletons, _Skeletons()  # (on the first `next`)
         yield from self._calls_between(skeletons, 0, len(skeletons), 0, others=True)
@@ -762,7 +767,7 @@ def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
     g.coverage = p.coverage  # (the columns answer for the calls they keep)
     if g.share is not None:
         g.share = replace(g.share, columns=True)
-    p.take_calls(g.calls())
+    p.take_calls(g.calls(), expected=g.call_count)
     anomalies, tasks, comps, _receipts = g.finish()
     p.take_rest(compilations=g.compilations.values(), tasks=g.tasks.values(),
                 anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,

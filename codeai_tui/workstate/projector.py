@@ -281,11 +281,14 @@ class Projector:
         """The receipt coverage this projector keeps (the gatherer adds to it)."""
         return self._pairs
 
-    def take_calls(self, calls: Iterable[CallState]) -> None:
+    def take_calls(self, calls: Iterable[CallState], expected: int = 0) -> None:
         """Take gathered verdicts in first-seq order (see `gathering`); a call that
         settles goes straight into the columns, its covering attempt with it. Its
-        coverage must be in `coverage` already (the gatherer adds it as it produces)."""
+        coverage must be in `coverage` already (the gatherer adds it as it produces).
+        `expected`: how many calls will come (the columns' index is sized once)."""
         cols, extent = self._settled, self._extent
+        if cols is not None and expected:
+            cols.reserve(expected)
         pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         for st in calls:
             pos = len(self._states)

@@ -355,6 +355,26 @@ def test_every_settled_call_is_found_by_id_as_the_index_grows(tmp_path: Path) ->
         history.close()
 
 
+def test_a_gathered_start_of_many_calls_finds_every_one_by_id(tmp_path: Path) -> None:
+    """A fast start sizes the id index once for the calls it will settle (1,500 here,
+    past the first size of 1,024): every call is found by id, and one more follows."""
+    case = _lifecycle_case(tmp_path, 1500, [])
+    history = CallHistory(case / "ledger.sqlite3")
+    sql = EvidenceSQL(case)
+    try:
+        got = gather(sql, None, None)
+        assert not isinstance(got, str), got
+        projector = projector_from(got, history)
+        assert projector.settled_count == 1500 and not projector.calls
+        assert all(projector.position_of(f"c{i}") == i for i in range(1500))
+        assert projector.position_of("c1500") is None
+        state = projector.snapshot()
+        assert "call.completed at seq 10500" in state.calls[1499].reason
+    finally:
+        sql.close()
+        history.close()
+
+
 def test_the_calls_of_a_receipt_derive_only_the_evidence_of_calls_with_its_key(
         tmp_path: Path) -> None:
     from codeai_tui.console.evidence import calls_of_receipt
