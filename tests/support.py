@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -148,3 +148,20 @@ def capture_server(port: int = 0) -> Iterator[Capture]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def held_by(make: Callable[[], Any]) -> tuple[Any, int]:
+    """What `make()` returns and the bytes still allocated for it once it returned
+    (traced, after a collection)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        gc.collect()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()

@@ -348,16 +348,9 @@ class ReceiptCoverage:
 
     def add_call(self, call: CallEvidence) -> list[Pair]:
         """`add_coverage` for this log's pairs: the pairs whose covering attempt changed."""
-        key = call.key
-        changed: list[Pair] = []
-        if key is None:
-            return changed
-        for att in call.attempts:
-            sha = att.request_sha256
-            if att.started_off is not None and sha \
-                    and self.add(key, sha, att.started_seq, att.attempt_id):  # type: ignore[arg-type]
-                changed.append((key, sha))
-        return changed
+        return [(key, att.request_sha256) for key, att in _started(call)  # type: ignore[misc]
+                if self.add(key, att.request_sha256, att.started_seq,  # type: ignore[arg-type]
+                            att.attempt_id)]
 
     def add(self, key: str, sha: str, seq: int, attempt_id: str) -> bool:
         """Let this attempt cover the receipts of (`key`, `sha`) unless one that started
@@ -455,15 +448,19 @@ def add_coverage(started: Coverage | ReceiptCoverage, call: CallEvidence) -> lis
     """Add one call's started attempts; returns the pairs whose covering attempt changed."""
     if isinstance(started, ReceiptCoverage):
         return started.add_call(call)
+    return [(key, att.request_sha256) for key, att in _started(call)  # type: ignore[misc]
+            if add_attempt(started, key, att)]
+
+
+def _started(call: CallEvidence) -> Iterator[tuple[str, AttemptEvidence]]:
+    """(the call's key, each attempt) for its started attempts with a request hash: what
+    coverage reads of a call (none without a key)."""
     key = call.key
-    changed: list[Pair] = []
     if key is None:
-        return changed
+        return
     for att in call.attempts:
-        sha = att.request_sha256
-        if att.started_off is not None and sha and add_attempt(started, key, att):
-            changed.append((key, sha))
-    return changed
+        if att.started_off is not None and att.request_sha256:
+            yield key, att
 
 
 def add_started(started: Coverage, call: CallEvidence, att: AttemptEvidence | None

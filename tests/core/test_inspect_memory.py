@@ -7,11 +7,7 @@ tracemalloc on logs of several sealed column blocks."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -22,21 +18,9 @@ from codeai_tui.ledger.receipts import parse_receipt_lines
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
 from codeai_tui.workstate.receipts import ByKey, ReceiptCoverage, add_coverage, covering
+from tests.support import held_by
 
 N = 3 * BLOCK + 17  # three sealed blocks and an open one
-
-
-def _held(make: Callable[[], Any]) -> tuple[Any, int]:
-    """What `make()` returns and the bytes still allocated for it once it returned."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        made = make()
-        gc.collect()
-        return made, tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 def _sha(i: int) -> str:
@@ -59,7 +43,7 @@ def _log_lines() -> bytes:
 
 def test_a_receipt_log_keeps_keys_and_hashes_in_columns_read_back_exactly() -> None:
     data = _log_lines()
-    log, held = _held(lambda: parse_receipt_lines(data))
+    log, held = held_by(lambda: parse_receipt_lines(data))
     # a str per key and hash cost ~250 bytes a receipt in all
     assert held / N < 110, held / N
     rs = log.receipts
@@ -102,7 +86,7 @@ def test_the_receipt_coverage_keeps_a_few_bytes_a_receipt_not_an_attempt_a_call(
             add_coverage(coverage, call)
         return coverage
 
-    coverage, held = _held(cover)
+    coverage, held = held_by(cover)
     # an attempt object with its key and hash kept per call cost ~440 bytes a call
     assert held / len(calls) < 90, held / len(calls)
     found = covering(coverage, "key-000042", _sha(42))  # type: ignore[arg-type]
@@ -120,7 +104,7 @@ def test_the_skeletons_of_the_calls_to_come_are_held_in_columns(tmp_path: Path) 
     write_ledger(case, 60_000)
     with EvidenceSQL(case) as sql:
         Gathered(sql)  # (what a first projection imports is not counted)
-        gathered, held = _held(lambda: Gathered(sql))
+        gathered, held = held_by(lambda: Gathered(sql))
         calls = list(gathered.calls())
     assert len(calls) > BLOCK
     assert held / len(calls) < 300, held / len(calls)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +24,7 @@ from codeai_tui.workstate.receipts import (
     parse_time,
     receipts_before,
 )
+from tests.support import held_by
 
 SHA = "ab" * 32
 
@@ -178,21 +178,6 @@ def test_each_receipt_has_its_own_cover_when_ids_repeat() -> None:
                                    problems=log.problems)
 
 
-def _held_by(make: Any) -> tuple[Any, int]:
-    """What `make()` returns and the bytes it keeps (traced, after a collection)."""
-    import gc
-    import tracemalloc
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        made = make()
-        gc.collect()
-        return made, tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-
-
 def test_a_long_log_keeps_its_keys_joined_and_its_hashes_as_bytes() -> None:
     """A console reads one receipt per attempt for as long as it follows: once a block
     is sealed, a receipt costs its texts and a few numbers, not a str per key and body
@@ -207,11 +192,11 @@ def test_a_long_log_keeps_its_keys_joined_and_its_hashes_as_bytes() -> None:
     data = "".join(json.dumps({"receipt_id": r[0], "received_at": r[1], "idempotency_key": r[2],
                                "body_sha256": r[3], "bytes": r[4]}) + "\n"
                    for r in rows).encode()
-    log, held = _held_by(lambda: parse_receipt_lines(data))
+    log, held = held_by(lambda: parse_receipt_lines(data))
     rs = log.receipts
     assert (held - texts) / n <= 64  # 32 (hash) + 8 (time) + 4 + 4 + 2 x 4 (ends) + slack
     assert list(rs) == [Receipt(*r) for r in rows]
-    table, held = _held_by(lambda: ByKey(rs))
+    table, held = held_by(lambda: ByKey(rs))
     assert held / n <= 16  # a head table and a chain: ~12 bytes a receipt (no list of keys)
     assert table.positions("key-000007") == [7] and table.matching("key-000009", rows[9][3]) == [9]
     assert table.positions("key-") == [] and table.repeated_keys() == []
