@@ -33,6 +33,7 @@ from codeai_tui.ledger.text_column import DigestColumn, TextColumn
 # (~half its size held): a 10M-event ledger's log is ~300 MB
 RECEIPTS_LIMIT = 1024 * 1024 * 1024
 PARSE_BATCH = 1 << 20  # bytes of whole lines split and parsed at a time (`_parse_into`)
+LONGEST_LINE = 16 * PARSE_BATCH  # a longer line is reported and skipped, never held
 
 
 _NARROW = "i"  # sizes and line numbers: 4 bytes where they fit
@@ -518,14 +519,31 @@ def _parse_pieces(read: Callable[[int, int], bytes], start: int, size: int,
     bytes taken and lines (a file cut short meanwhile: what it still holds)."""
     pos, line, used = start, first_line, 0
     carry = b""
+    skipping = False  # in a line longer than LONGEST_LINE, not kept
     while pos < size:
         piece = read(min(PARSE_BATCH, size - pos), pos)
         if not piece:
             break
         pos += len(piece)
+        if skipping:
+            nl = piece.find(b"\n")
+            if nl < 0 and pos < size:
+                used += len(piece)
+                continue
+            skipped = len(piece) if nl < 0 else nl + 1
+            used += skipped
+            problems.append((line, f"a line longer than {LONGEST_LINE} bytes: not read"))
+            line += 1 if nl >= 0 else 0
+            skipping, piece = False, piece[skipped:]
+            if not piece:
+                continue
         data = carry + piece if carry else piece
         cut = data.rfind(b"\n") if pos < size else -1
         if pos < size and cut < 0:
+            if len(data) > LONGEST_LINE:  # (no receipt is: a log of one endless line
+                skipping, carry = True, b""  # was copied again at each batch)
+                used += len(data)
+                continue
             carry = data  # (a line longer than a batch: read on)
             continue
         whole, carry = (data[:cut + 1], data[cut + 1:]) if pos < size else (data, b"")

@@ -5,6 +5,7 @@ library reads in it (orjson rejects NaN and lone surrogates and reads integers b
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -76,3 +77,25 @@ def test_a_log_parsed_a_few_bytes_at_a_time_reads_as_one_parsed_whole(
     assert [r.receipt_id for r in batched.receipts] == expected_ids
     assert [no for no, _problem in batched.problems] == expected_problems
     assert batched.truncated_tail is cut_short
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_a_line_longer_than_any_receipt_is_reported_and_not_held(tmp_path: Path,
+                                                                  ending: bytes) -> None:
+    """A log of one endless line (a hostile or broken provider) is read a batch at a time
+    without holding the line: past LONGEST_LINE it is skipped to its end, reported once
+    with its number, and the receipts around it are read as ever."""
+    def line(rid: str) -> bytes:
+        return json.dumps({"receipt_id": rid, "received_at": "2026-09-13T12:00:00Z",
+                           "idempotency_key": "k", "body_sha256": "s", "bytes": 1}).encode()
+    log = tmp_path / "provider" / "receipts.jsonl"
+    log.parent.mkdir()
+    long = b"x" * 5000
+    log.write_bytes(line("r1") + b"\n" + long + b"\n" + line("r2") + b"\n" + long + ending)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(receipts_module, "PARSE_BATCH", 64)
+        mp.setattr(receipts_module, "LONGEST_LINE", 1000)
+        got = receipts_module.read_receipts(tmp_path)
+    assert [r.receipt_id for r in got.receipts] == ["r1", "r2"]
+    assert got.problems == ((2, "a line longer than 1000 bytes: not read"),
+                            (4, "a line longer than 1000 bytes: not read"))
