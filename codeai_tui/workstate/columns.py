@@ -127,18 +127,22 @@ class SettledCalls:
     # (linear probing from the text's hash, written out in each user: a generator of
     # probe positions cost a fifth of a fast start's time spent settling calls)
 
-    def find(self, call_id: str) -> int | None:
-        """The slot of a settled call, None if it is not settled."""
-        index, ids = self._index, self.ids
+    @staticmethod
+    def _look_up(index: array[int], text: str, text_of: Callable[[int], str | None]
+                 ) -> int | None:
+        """The slot `index` holds for `text` (`text_of(slot)` equal to it), None if none;
+        a slot taken back (below 0) is stepped over."""
         mask = len(index) - 1
-        at = hash(call_id) & mask
-        while True:
-            slot = index[at]
-            if slot == _EMPTY:
-                return None
-            if slot >= 0 and ids[slot] == call_id:
+        at = hash(text) & mask
+        while (slot := index[at]) != _EMPTY:
+            if slot >= 0 and text_of(slot) == text:
                 return slot
             at = (at + 1) & mask
+        return None
+
+    def find(self, call_id: str) -> int | None:
+        """The slot of a settled call, None if it is not settled."""
+        return self._look_up(self._index, call_id, self.ids.__getitem__)
 
     @staticmethod
     def _place_in(index: array[int], text: str, slot: int, free: int) -> None:
@@ -263,18 +267,11 @@ class SettledCalls:
 
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any."""
-        index, key_of = self._key_index, self.key_of
-        mask = len(index) - 1
-        at = hash(key) & mask
-        while True:
-            slot = index[at]
-            at = (at + 1) & mask
-            if slot == _EMPTY:
-                return None
-            if key_of(slot) == key:
-                return Cover(self.cover_attempt_id(slot), self.cover_seq[slot],
-                             self.cover_sha[slot * 32:slot * 32 + 32].hex())
-        return None
+        slot = self._look_up(self._key_index, key, self.key_of)
+        if slot is None:
+            return None
+        return Cover(self.cover_attempt_id(slot), self.cover_seq[slot],
+                     self.cover_sha[slot * 32:slot * 32 + 32].hex())
 
     @staticmethod
     def _code(table: list[Any], value: Any) -> int:
