@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.app.glibc_malloc import limit_malloc_arenas, release_free_memory
+from codeai_tui.app.glibc_malloc import (
+    limit_malloc_arenas,
+    malloc_free_bytes,
+    release_free_memory,
+)
 
 GLIBC = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
 
@@ -31,17 +35,37 @@ def _rss_kb() -> int:
     raise AssertionError("no VmRSS")
 
 
-@GLIBC
-def test_free_pages_among_kept_chunks_go_back() -> None:
-    # 48 MB of 1 KB chunks (malloc's, not Python's small-object pools); one in sixteen
-    # kept, so the pages freed between them stay with malloc until trimmed
-    release_free_memory()
+def _scattered_free_chunks() -> list[bytes]:
+    """48 MB of 1 KB chunks (malloc's, not Python's small-object pools); one in sixteen
+    kept, so the pages freed between them stay with malloc until trimmed."""
+    release_free_memory(at_least=0)
     chunks = [bytes(1000) for _ in range(48_000)]
     kept = chunks[::16]
     del chunks
+    return kept
+
+
+@GLIBC
+def test_free_pages_among_kept_chunks_go_back() -> None:
+    kept = _scattered_free_chunks()
     before = _rss_kb()
-    assert release_free_memory() is True
+    assert release_free_memory(at_least=0) is True
     assert before - _rss_kb() > 20_000  # of the ~45 MB freed, most was whole pages
+    assert len(kept) == 3000
+
+
+@GLIBC
+def test_a_trim_waits_until_malloc_holds_enough_free() -> None:
+    """Pages handed back are faulted in again as soon as malloc reuses them: below the
+    threshold they stay, and the trim gives nothing back."""
+    kept = _scattered_free_chunks()
+    free = malloc_free_bytes()
+    assert free is not None and free > 40_000_000
+    before = _rss_kb()
+    assert release_free_memory(at_least=free + (1 << 30)) is False
+    assert abs(before - _rss_kb()) < 4_000
+    assert release_free_memory(at_least=free // 2) is True
+    assert before - _rss_kb() > 20_000
     assert len(kept) == 3000
 
 
