@@ -504,8 +504,9 @@ class Gathered:
                    plan: HelperPlan | None = None) -> Iterator[str]:
         """`render(call)` for every call in first-seq order (instead of `calls()`), the
         document's `tool_counts` kept meanwhile. With a plan and enough calls, a forked
-        helper renders the second half meanwhile (services/forked.py); what its calls add
-        to the rest is merged before `finish`."""
+        helper renders the later calls meanwhile (`plan.share` of them, a little over
+        half: services/forked.py); what its calls add to the rest is merged before
+        `finish`."""
         skeletons, self._skeletons = self._skeletons, _Skeletons()
         n = len(skeletons)
         self.coverage = self._receipt_coverage()
@@ -514,7 +515,7 @@ class Gathered:
             self.tool_counts.add(state)
             return render(state)
 
-        mid = n // 2
+        mid = plan.split(n) if plan is not None and n >= 2 else n // 2
         after = skeletons.first(mid) - 1 if n else 0  # every event of the later calls is past it
         helper: Helper[_HalfSummary] | None = None
         if plan is not None and n >= max(2, plan.min_calls):

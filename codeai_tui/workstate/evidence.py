@@ -617,13 +617,27 @@ def _str_list(value: Any) -> list[str]:
     return [v if isinstance(v, str) else str(v) for v in value]
 
 
+# Artifact names found to be 64 lowercase hex lately: a call names its request hash in
+# its manifest and again when an attempt starts, and a compilation's rendered context
+# in every call's manifest (a set look-up costs a tenth of the pattern's match). Only
+# names that passed are kept, so a name found here is one the pattern accepts.
+_HEX_SEEN: set[str] = set()
+_HEX_SEEN_MAX = 4096
+
+
 def check_artifact_refs(kind: str, payload: dict[str, Any], report: Report) -> bool:
     """Report every artifact reference of `kind` that is not 64 lowercase hex (a name
     like `../../x` would leave the store). True if all were fine."""
     ok = True
+    seen = _HEX_SEEN
     for name in ARTIFACT_FIELDS.get(kind, ()):
         value = payload.get(name)
-        if value is None or (type(value) is str and len(value) == 64 and _HEX64(value)):
+        if value is None or (type(value) is str and value in seen):
+            continue
+        if type(value) is str and len(value) == 64 and _HEX64(value):
+            if len(seen) >= _HEX_SEEN_MAX:
+                seen.clear()
+            seen.add(value)
             continue
         if not is_sha256_hex(value):
             report(f"{kind} field {name} is not a sha256 artifact name: {str(value)[:70]!r}")

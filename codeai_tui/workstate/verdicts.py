@@ -510,7 +510,9 @@ class ToolCounts:
     start_tool: int = 0
 
     def add(self, call: CallState) -> None:
-        self.calls_effect_unknown += call.effect_unknown
+        self.calls_effect_unknown += call.verdict.stage is CallStage.EFFECT_UNKNOWN
+        if call.evidence.tools is None:  # (every v1 call: nothing to judge)
+            return
         tools = call.tools
         if tools is None:
             return

@@ -169,8 +169,10 @@ def test_the_helper_renders_the_second_half_in_another_process(tmp_path: Path) -
     alone, alone_rest = _run(case, _pid, None)
     pids = [line.split("\t")[0] for line in lines]
     me = str(os.getpid())
-    assert pids[:20] == [me] * 20
-    assert len(set(pids[20:])) == 1 and pids[20] != me  # one helper, not this process
+    mid = EVERY_CALL.split(len(lines))  # the helper takes the later calls, a little over half
+    assert 0 < mid <= len(lines) // 2
+    assert pids[:mid] == [me] * mid
+    assert len(set(pids[mid:])) == 1 and pids[mid] != me  # one helper, not this process
     assert [line.split("\t")[1] for line in lines] == [line.split("\t")[1] for line in alone]
     assert rest == alone_rest
     assert rest["anomalies"]
