@@ -48,7 +48,7 @@ class HelperPlan:
 
     def split(self, calls: int) -> int:
         """Where the helper's calls begin, of `calls` (at least one on each side)."""
-        return max(1, min(calls - 1, calls - int(calls * self.share)))
+        return max(1, min(calls - 1, calls - round(calls * self.share)))
 
 
 def helper_plan(min_calls: int = HELPER_MIN_CALLS) -> HelperPlan | None:

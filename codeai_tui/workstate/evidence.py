@@ -531,8 +531,12 @@ def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex,
         if limit is not None and len(pairs) > limit:
             entry["received_not_shown"] = len(pairs) - limit
         attempts.append(entry)
+    if limit is None and len(attempts) == 1:  # (most calls: the call's list is its attempt's)
+        listed = attempts[0]["received"]
+    else:
+        listed = _receipt_list(received[:limit])
     doc: dict[str, Any] = {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
-                           "received": _receipt_list(received[:limit]), "attempts": attempts}
+                           "received": listed, "attempts": attempts}
     if limit is not None and len(received) > limit:
         doc["received_not_shown"] = len(received) - limit
     if listed_from:

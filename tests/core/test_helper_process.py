@@ -321,3 +321,14 @@ def test_a_scan_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(
             assert _document(case, None, plan) == alone
             assert time.monotonic() - started < 20
         assert pids.read_text().split() == [str(os.getpid())] * 2  # both halves here
+
+
+def test_the_helper_takes_a_little_over_half_the_calls() -> None:
+    """The parent also reads the task events, copies the helper's lines out and
+    finishes the document: the helper's part is the larger, and neither is empty."""
+    plan = HelperPlan()
+    for calls in (2, 3, 40, 137_000):
+        mid = plan.split(calls)
+        assert 1 <= mid <= calls - 1
+        assert calls - mid >= mid
+    assert 0.5 < (137_000 - plan.split(137_000)) / 137_000 < 0.6
