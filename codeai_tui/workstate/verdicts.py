@@ -243,11 +243,11 @@ class CallState:
             phrase = receipt_phrase(ev, receipts, found)
             if phrase:
                 reason = f"{reason}; {phrase}"
-        rare = ev.rare
+        rare = ev.rare  # (None: no resume fields set, both read as None)
         doc = {
             "call_id": ev.call_id,
             "task_id": ev.task_id,
-            "idempotency_key": ev.manifest_key or ev.idempotency_key,
+            "idempotency_key": ev.key,
             "stage": stage,
             "next_operation": next_operation,
             "provider_effect": effect,
