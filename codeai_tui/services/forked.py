@@ -23,10 +23,11 @@ from typing import IO, Generic, TypeVar
 S = TypeVar("S")
 
 HELPER_MIN_CALLS = 10_000  # below, the whole document takes a second or two anyway
-# the helper's share of the calls: a little over half, since the parent also reads the
-# task and compilation events, copies the helper's lines out and finishes the document
-# (~0.3 s at 137,000 calls) once both halves are done
-HELPER_SHARE = 0.53
+# the helper's share of the calls: a little over half, since the parent's part also
+# reads the task and compilation events, to the end of the table (~0.1-0.25 s at
+# 137,000 calls); what follows (the helper's lines copied out, the finish) waits for
+# both parts whatever the split
+HELPER_SHARE = 0.51
 SCAN_MIN_EVENTS = 100_000  # below, the suspect scan takes a few tenths of a second
 _FRAME = struct.Struct("<I")
 _POLL = 0.005

@@ -324,8 +324,8 @@ def test_a_scan_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(
 
 
 def test_the_helper_takes_a_little_over_half_the_calls() -> None:
-    """The parent also reads the task events, copies the helper's lines out and
-    finishes the document: the helper's part is the larger, and neither is empty."""
+    """The parent's part also reads the task and compilation events: the helper's part
+    is the larger, and neither is empty."""
     plan = HelperPlan()
     for calls in (2, 3, 40, 137_000):
         mid = plan.split(calls)
