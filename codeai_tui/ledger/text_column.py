@@ -121,9 +121,10 @@ class HexDigests(Sequence[str]):
     def __getitem__(self, j: int | slice) -> str | list[str]:
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self)))]
+        count = len(self._raw) // 32  # (not len(self): a call more per hash read)
         if j < 0:
-            j += len(self)
-        if not 0 <= j < len(self):
+            j += count
+        if not 0 <= j < count:
             raise IndexError("digest index out of range")
         return self._raw[j * 32:j * 32 + 32].hex()
 

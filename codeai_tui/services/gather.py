@@ -504,8 +504,9 @@ class Gathered:
                    plan: HelperPlan | None = None) -> Iterator[str]:
         """`render(call)` for every call in first-seq order (instead of `calls()`), the
         document's `tool_counts` kept meanwhile. With a plan and enough calls, a forked
-        helper renders the second half meanwhile (services/forked.py); what its calls add
-        to the rest is merged before `finish`."""
+        helper renders the later calls meanwhile (`plan.share` of them, a little over
+        half: services/forked.py); what its calls add to the rest is merged before
+        `finish`."""
         skeletons, self._skeletons = self._skeletons, _Skeletons()
         n = len(skeletons)
         self.coverage = self._receipt_coverage()
@@ -514,7 +515,7 @@ class Gathered:
             self.tool_counts.add(state)
             return render(state)
 
-        mid = n // 2
+        mid = plan.split(n) if plan is not None and n >= 2 else n // 2
         after = skeletons.first(mid) - 1 if n else 0  # every event of the later calls is past it
         helper: Helper[_HalfSummary] | None = None
         if plan is not None and n >= max(2, plan.min_calls):
@@ -595,7 +596,11 @@ class Gathered:
             yield self._emit(done.pop(next_out))
             next_out += 1
         tasks: dict[int, str] = {}  # position -> task_id of its call.requested
+        readys: dict[int, int] = {}  # position -> ready seq, of the calls in `begun`
         loads, dict_ = orjson.loads, dict
+        first_of, ready_of = skeletons.first, skeletons.ready
+        # the first seq of the next call to begin (past every seq once none is left)
+        next_first = first_of(next_in) if next_in < hi else ALL_SEQS + 1
         rows: Generator[_PayloadRow, None, None] | None = None
         if others:
             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS, after,
@@ -605,10 +610,12 @@ class Gathered:
         while rows is not None:
             source, rows = rows, None
             for seq, call_id, kind, task_id, comp_id, raw in source:
-                while next_in < hi and skeletons.first(next_in) <= seq:
+                while next_first <= seq:
                     if waits[next_in - lo]:
                         begun[skeletons.call_id(next_in)] = next_in
+                        readys[next_in] = ready_of(next_in)  # type: ignore[assignment]
                     next_in += 1
+                    next_first = first_of(next_in) if next_in < hi else ALL_SEQS + 1
                 at = begun.get(call_id) if kind is None and call_id else None
                 mine = at is not None
                 if not mine and kind is None and (call_id or not others):
@@ -638,11 +645,15 @@ class Gathered:
                 pos: int = at  # type: ignore[assignment]  # (mine: a position)
                 if task_id is not None and pos not in tasks:
                     tasks[pos] = task_id
-                payloads.setdefault(pos, {})[seq] = payload or {}
-                if seq == skeletons.ready(pos):
+                got = payloads.get(pos)
+                if got is None:
+                    got = payloads[pos] = {}
+                got[seq] = payload or {}
+                if seq == readys[pos]:
                     waits[pos - lo] = 0
                     waiting -= 1
                     del begun[call_id]  # type: ignore[arg-type]
+                    del readys[pos]
                     done[pos] = self._assemble(pos, skeletons[pos], payloads.pop(pos),
                                                tasks.pop(pos, None))  # type: ignore[arg-type]
                     while next_out in done:
@@ -708,7 +719,11 @@ class Gathered:
         return state
 
     def _emit(self, state: CallState) -> CallState:
-        self.rollups.setdefault(state.task_id, TaskRollup()).add(state)
+        rollups, task_id = self.rollups, state.evidence.task_id
+        rollup = rollups.get(task_id)
+        if rollup is None:  # (a rollup made only for a task's first call)
+            rollup = rollups[task_id] = TaskRollup()
+        rollup.add(state)
         add_coverage(self.coverage, state.evidence)
         return state
 

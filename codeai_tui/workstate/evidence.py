@@ -487,34 +487,56 @@ def attempt_effect(att: AttemptEvidence) -> str:
 
 
 def call_receipt_evidence(call: CallEvidence, index: ReceiptIndex,
-                          limit: int | None = None) -> dict[str, Any]:
+                          limit: int | None = None,
+                          started: list[AttemptEvidence] | None = None,
+                          found: dict[str, tuple[tuple[str, str], ...]] | None = None,
+                          ) -> dict[str, Any]:
     """The `evidence` object of a call in `inspect --json`: the receipt log's status and,
     per started attempt, the receipts that match it (and all of them for the call).
     `limit`: only the last `limit` attempts, at most `limit` receipts a list, and how
     many were left out (`*_not_shown`; `received` then holds those attempts' receipts):
     the console's detail of one call, which stays small whatever the call holds;
-    `inspect --json` lists them all."""
+    `inspect --json` lists them all. `started`: the call's `started_attempts()`, when
+    the caller has them; `found`: filled with the receipts found per request hash (the
+    caller's reason names the last attempt's)."""
     attempts = []
     received: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()  # what `received` holds (a scan of it was quadratic)
     asked: set[str | None] = set()  # request hashes whose receipts are in `received`
-    started = call.started_attempts()
+    if started is None:
+        started = call.started_attempts()
+    if found is None:
+        found = {}
+    key = call.key
+    by_pair = index.by_pair if key is not None else None
     listed_from = 0 if limit is None else max(0, len(started) - limit)
     for att in started[listed_from:]:
-        pairs = attempt_receipts(call, att, index)
-        if att.request_sha256 not in asked:  # (the same hash: the same receipts)
-            asked.add(att.request_sha256)
+        sha = att.request_sha256
+        if by_pair is None or not sha:  # (as attempt_receipts: no key or no hash)
+            pairs: tuple[tuple[str, str], ...] = ()
+        else:
+            got = found.get(sha)
+            if got is None:
+                got = found[sha] = by_pair.get((key, sha), ())  # type: ignore[index]
+            pairs = got
+        if sha not in asked:  # (the same hash: the same receipts)
+            asked.add(sha)
             # each receipt once, in order of the attempts (equal ones one attempt
             # matches twice both stay: only earlier attempts' count)
-            received += [pair for pair in pairs if pair not in seen]
-            seen.update(pairs)
+            if pairs:
+                received += [pair for pair in pairs if pair not in seen]
+                seen.update(pairs)
         entry = {"attempt_id": att.attempt_id, "provider_effect": attempt_effect(att),
                  "received": _receipt_list(pairs[:limit])}
         if limit is not None and len(pairs) > limit:
             entry["received_not_shown"] = len(pairs) - limit
         attempts.append(entry)
+    if limit is None and len(attempts) == 1:  # (most calls: the call's list is its attempt's)
+        listed = attempts[0]["received"]
+    else:
+        listed = _receipt_list(received[:limit])
     doc: dict[str, Any] = {"receipt_log": index.log, "log_complete_up_to": index.complete_up_to,
-                           "received": _receipt_list(received[:limit]), "attempts": attempts}
+                           "received": listed, "attempts": attempts}
     if limit is not None and len(received) > limit:
         doc["received_not_shown"] = len(received) - limit
     if listed_from:
@@ -599,13 +621,27 @@ def _str_list(value: Any) -> list[str]:
     return [v if isinstance(v, str) else str(v) for v in value]
 
 
+# Artifact names found to be 64 lowercase hex lately: a call names its request hash in
+# its manifest and again when an attempt starts, and a compilation's rendered context
+# in every call's manifest (a set look-up costs a tenth of the pattern's match). Only
+# names that passed are kept, so a name found here is one the pattern accepts.
+_HEX_SEEN: set[str] = set()
+_HEX_SEEN_MAX = 4096
+
+
 def check_artifact_refs(kind: str, payload: dict[str, Any], report: Report) -> bool:
     """Report every artifact reference of `kind` that is not 64 lowercase hex (a name
     like `../../x` would leave the store). True if all were fine."""
     ok = True
+    seen = _HEX_SEEN
     for name in ARTIFACT_FIELDS.get(kind, ()):
         value = payload.get(name)
-        if value is None or (type(value) is str and len(value) == 64 and _HEX64(value)):
+        if value is None or (type(value) is str and value in seen):
+            continue
+        if type(value) is str and len(value) == 64 and _HEX64(value):
+            if len(seen) >= _HEX_SEEN_MAX:
+                seen.clear()
+            seen.add(value)
             continue
         if not is_sha256_hex(value):
             report(f"{kind} field {name} is not a sha256 artifact name: {str(value)[:70]!r}")
@@ -702,7 +738,8 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
         call.purpose = _word(p, "purpose")
         call.model = _word(p, "model")
         call.resumed_from = _s(p, "resumed_from")
-        fold_tool_request(call, p)
+        if p.get("turn") is not None:  # (no turn: nothing for the tool rungs)
+            fold_tool_request(call, p)
     elif kind == "call.manifest":
         if call.manifest_off is not None:
             report(f"second call.manifest for call {cid}")
@@ -753,8 +790,12 @@ def _fold_attempt(call: CallEvidence, kind: str, seq: int, aid: str | None,
                   p: dict[str, Any], report: Report) -> None:
     if not aid:
         report(f"{kind} without attempt_id")
-    aid = attempt_key(aid, seq)
-    att = call.attempt_to_change(aid)
+        aid = attempt_key(aid, seq)
+    held = call.held  # (the one attempt most calls have, found without a call)
+    if type(held) is AttemptEvidence:
+        att = held if held.attempt_id == aid else None
+    else:
+        att = call.attempt_to_change(aid)
     if att is None:
         att = AttemptEvidence(aid, seq)
         call.add_attempt(att)

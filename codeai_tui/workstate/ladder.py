@@ -93,14 +93,7 @@ def classify_call(call: CallEvidence, *, anomalous: bool = False) -> CallState:
             op = NextOperation.START_NEXT_ATTEMPT if retry else NextOperation.FINALIZE
         else:
             stage, op = CallStage.ATTEMPT_COMPLETED, NextOperation.FINALIZE
-    return CallState(
-        stage=stage,
-        next_operation=op,
-        provider_effect=effect,
-        duplicate_effect_risk=risk,
-        anomalous=anomalous,
-        evidence=call,
-    )
+    return CallState(stage, op, effect, risk, anomalous, call)
 
 
 def classify_compilation(comp: CompilationEvidence) -> CompilationState:
@@ -156,6 +149,16 @@ def contribution(st: CallState | CompilationState,
                  tools_judged: ToolsState | None = None) -> Contribution:
     """What `st` gives its task's rollup (see TaskRollup). `tools_judged`: a call's
     `st.tools` where the caller judged them already (judging costs a pass over them)."""
+    if type(st) is CallState:  # (most of a ledger: read from the verdict directly)
+        verdict, ev = st.verdict, st.evidence
+        if verdict.next_operation is not NextOperation.NONE:
+            return (st, None, None)
+        if ev.tools is None:
+            if verdict.stage is CallStage.COMPLETED and ev.status == "succeeded":
+                off = ev.completed_off
+                done = ev.first_seq + off if off is not None else 0
+                return (None, (done or ev.first_seq + ev.last_off, ev.call_id), None)
+            return NO_CONTRIBUTION
     pending: Unresolved | None = None
     if st.next_operation is not NextOperation.NONE:
         pending = st

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from codeai_tui.workstate.evidence import (
     CallEvidence,
@@ -83,9 +84,12 @@ def _clock(received_at: str) -> str:
     return m.group(1) if m else received_at
 
 
-def receipt_phrase(call: CallEvidence, index: ReceiptIndex) -> str | None:
+def receipt_phrase(call: CallEvidence, index: ReceiptIndex,
+                   found: Mapping[str, tuple[tuple[str, str], ...]] | None = None
+                   ) -> str | None:
     """What the provider's own log says about the call's last started attempt, worded
-    for the one-line reason; None when no attempt started (nothing could be sent)."""
+    for the one-line reason; None when no attempt started (nothing could be sent).
+    `found`: receipts already found per request hash of this call's attempts."""
     last = call.last_attempt()
     if last is None:
         return None
@@ -93,7 +97,9 @@ def receipt_phrase(call: CallEvidence, index: ReceiptIndex) -> str | None:
         return "no receipt log: unknowable"
     if index.log == "unreadable":
         return "receipt log unreadable: unknowable"
-    got = attempt_receipts(call, last, index)
+    got = found.get(last.request_sha256) if found and last.request_sha256 else None  # type: ignore[arg-type]
+    if got is None:
+        got = attempt_receipts(call, last, index)
     if got:
         rid, at = got[0]
         more = f" and {len(got) - 1} more (duplicate effect)" if len(got) > 1 else ""

@@ -348,6 +348,13 @@ class ReceiptCoverage:
 
     def add_call(self, call: CallEvidence) -> list[Pair]:
         """`add_coverage` for this log's pairs: the pairs whose covering attempt changed."""
+        held = call.held
+        if type(held) is AttemptEvidence:  # (the one attempt most calls have)
+            key, sha, off = call.key, held.request_sha256, held.started_off
+            if key is None or off is None or not sha:
+                return []
+            return [(key, sha)] if self.add(key, sha, held.first_seq + off,
+                                            held.attempt_id) else []
         return [(key, att.request_sha256) for key, att in _started(call)  # type: ignore[misc]
                 if self.add(key, att.request_sha256, att.started_seq,  # type: ignore[arg-type]
                             att.attempt_id)]

@@ -42,6 +42,13 @@ class CallVerdict:
     provider_effect: ProviderEffect
     duplicate_effect_risk: bool
     anomalous: bool
+    # the three words as plain text, read once per shared verdict (a document of 10^5
+    # calls asked each enum for its value three times a call)
+    words: tuple[str, str, str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words", (self.stage.value, self.next_operation.value,
+                                           self.provider_effect.value))
 
 
 _VERDICTS: dict[tuple[CallStage, NextOperation, ProviderEffect, bool, bool], CallVerdict] = {}
@@ -220,24 +227,40 @@ class CallState:
         with tool evidence adds `tools` (plan, operations, receipt verdicts against
         `tool_receipts`); a v1 call's document is exactly as before. `limit`: the
         evidence lists at most that many attempts and receipts (see
-        `call_receipt_evidence`), and `tools` is left out (the caller shows it)."""
-        doc = {
-            "call_id": self.call_id,
-            "task_id": self.task_id,
-            "idempotency_key": self.idempotency_key,
-            "stage": self.stage.value,
-            "next_operation": self.next_operation.value,
-            "provider_effect": self.provider_effect.value,
-            "duplicate_effect_risk": self.duplicate_effect_risk,
-            "attempts": self.attempts,
-            "superseded_by": self.superseded_by,
-            "resumed_from": self.resumed_from,
-            "status": self.status,
-            "reason": self.reason_with(receipts),
-        }
+        `call_receipt_evidence`), and `tools` is left out (the caller shows it).
+        (Read once per call of a whole document: the evidence and the verdict's words
+        are read here directly, and the started attempts and their receipts once for
+        both the reason and the evidence.)"""
+        ev = self.evidence
+        verdict = self.verdict
+        stage, next_operation, effect = verdict.words
+        started = ev.started_attempts()
+        reason = call_reason(ev, verdict.stage)
+        evidence: dict[str, Any] | None = None
         if receipts is not None:
-            doc["evidence"] = call_receipt_evidence(self.evidence, receipts, limit)
-        tools = self.tools if limit is None else None
+            found: dict[str, tuple[tuple[str, str], ...]] = {}
+            evidence = call_receipt_evidence(ev, receipts, limit, started, found)
+            phrase = receipt_phrase(ev, receipts, found)
+            if phrase:
+                reason = f"{reason}; {phrase}"
+        rare = ev.rare  # (None: no resume fields set, both read as None)
+        doc = {
+            "call_id": ev.call_id,
+            "task_id": ev.task_id,
+            "idempotency_key": ev.key,
+            "stage": stage,
+            "next_operation": next_operation,
+            "provider_effect": effect,
+            "duplicate_effect_risk": verdict.duplicate_effect_risk,
+            "attempts": len(started),
+            "superseded_by": None if rare is None else self.superseded_by,
+            "resumed_from": None if rare is None else ev.resumed_from,
+            "status": ev.status,
+            "reason": reason,
+        }
+        if evidence is not None:
+            doc["evidence"] = evidence
+        tools = classify_tools(ev) if limit is None and ev.tools is not None else None
         if tools is not None:
             doc["tools"] = tools.as_json(tool_receipts)
         return doc
@@ -487,7 +510,9 @@ class ToolCounts:
     start_tool: int = 0
 
     def add(self, call: CallState) -> None:
-        self.calls_effect_unknown += call.effect_unknown
+        self.calls_effect_unknown += call.verdict.stage is CallStage.EFFECT_UNKNOWN
+        if call.evidence.tools is None:  # (every v1 call: nothing to judge)
+            return
         tools = call.tools
         if tools is None:
             return
