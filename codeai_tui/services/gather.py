@@ -22,7 +22,7 @@ import time
 from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -349,18 +349,21 @@ class _Spool:
     without either holding the rows: the page cache keeps them, not the processes.
     `mid`: the position the parts split at (`mid_first`: the first seq of that call,
     None when there are not that many). Each part reads by offset (`os.pread`): the two
-    processes share one file offset."""
+    processes share one file offset. Where no file can be had or written (no temporary
+    directory, a full disk), the batches left are held here, pickled (~50 bytes a call)."""
 
     def __init__(self, rows: Iterator[_SkeletonRow], mid: int) -> None:
         import pickle  # (here: only a big ledger's document spools)
         import tempfile
 
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `close`
-        self._offsets = array("q", [0])  # where each batch begins, and the end
+        self._file: IO[bytes] | None = None
+        with contextlib.suppress(OSError):
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `close`
+        self._offsets = array("q", [0])  # where each batch begins in the file, and the end
+        self._held: list[bytes] = []  # the batches past the file's, when it failed
         self.count = 0
         self.mid, self.mid_first = mid, None
         self._ready = [0, 0]  # rows waiting for a payload, before `mid` and from it
-        fd = self._file.fileno()
         batch: list[_SkeletonRow] = []
         try:
             for row in rows:
@@ -371,13 +374,22 @@ class _Spool:
                     self._ready[self.count >= mid] += 1
                 self.count += 1
                 if len(batch) == _SPOOL_BATCH:
-                    self._write(fd, pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+                    self._keep(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
                     batch = []
             if batch:
-                self._write(fd, pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+                self._keep(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
         except BaseException:
-            self._file.close()
+            self.close()
             raise
+
+    def _keep(self, data: bytes) -> None:
+        if self._file is not None and not self._held:
+            try:
+                self._write(self._file.fileno(), data)
+                return
+            except OSError:  # (a full disk): this batch and the rest are held here
+                pass
+        self._held.append(data)
 
     def _write(self, fd: int, data: bytes) -> None:
         at = self._offsets[-1]
@@ -391,19 +403,25 @@ class _Spool:
         lo, hi = (self.mid, self.count) if second else (0, min(self.mid, self.count))
         return _Skeletons(self._read(lo, hi), hi - lo, self._ready[second], lo)
 
+    def _batch(self, b: int) -> bytes:
+        offsets = self._offsets
+        if b >= len(offsets) - 1:
+            return self._held[b - (len(offsets) - 1)]
+        assert self._file is not None  # (a batch in the file)
+        return os.pread(self._file.fileno(), offsets[b + 1] - offsets[b], offsets[b])
+
     def _read(self, lo: int, hi: int) -> Iterator[_SkeletonRow]:
         import pickle
 
-        fd = self._file.fileno()
-        offsets = self._offsets
         for b in range(lo // _SPOOL_BATCH, (hi + _SPOOL_BATCH - 1) // _SPOOL_BATCH):
-            data = os.pread(fd, offsets[b + 1] - offsets[b], offsets[b])
-            batch: list[_SkeletonRow] = pickle.loads(data)
+            batch: list[_SkeletonRow] = pickle.loads(self._batch(b))
             base = b * _SPOOL_BATCH
             yield from batch[max(lo - base, 0):min(hi - base, len(batch))]
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+        self._held = []
 
 
 class Gathered:
