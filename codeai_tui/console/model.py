@@ -255,8 +255,6 @@ class CaseFollower:
         self._receipts_stamp: tuple[int, int, int] | None = None
         self._receipts_read_at = 0.0  # (monotonic) when the log was last read on
         self._recent: tuple[Event, ...] = ()  # the last TIMELINE_PAGE events read
-        # the skeleton handed out, until the first projection lends it its call ids
-        self._skeleton: Skeleton | None = None
         self.event_count, self.max_seq = self.reader.stats()
         self.last_recorded_at = self.reader.last_recorded_at()
 
@@ -295,11 +293,10 @@ class CaseFollower:
                 return None
             taken = reads if reads is not None and reads.limit <= self.max_seq else None
             # (a longer ledger's reads: the ledger was replaced meanwhile)
-            try:
-                self._skeleton = build_skeleton(self.sql, self.max_seq, reads=taken)
+            try:  # (not kept here: the screen lets it go once the projection is on it)
+                return build_skeleton(self.sql, self.max_seq, reads=taken)
             except FastPathUnfit:
                 return None
-            return self._skeleton
         finally:
             if reads is not None:
                 reads.close()
@@ -317,11 +314,9 @@ class CaseFollower:
             if disagrees:
                 self._flag_index()
             return
-        # the calls keep the receipt log's key and hash strings and the skeleton's id
-        # objects; the skeleton is released here (its owner keeps it)
-        skeleton, self._skeleton = self._skeleton, None
-        share = Sharing(by_key_of(self.receipts),
-                        skeleton.calls.ids if skeleton is not None else ())
+        # the calls keep the receipt log's key and hash strings (the skeleton's ids are
+        # joined texts: no object to share)
+        share = Sharing(by_key_of(self.receipts))
         got = gather(self.sql, self.max_seq, None, share)
         if isinstance(got, str):
             self.gathered = f"events ({got})"

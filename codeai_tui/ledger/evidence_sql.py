@@ -15,6 +15,7 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from codeai_tui.ledger import table_check
@@ -30,6 +31,19 @@ from codeai_tui.ledger.table_check import (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class SkeletonTotals:
+    """What the grouped read of the calls sums over them: how many calls, how many have
+    an event whose payload matters, and the index's side of the call print."""
+
+    calls: int
+    ready: int
+    index_print: tuple[int, int, int]
+    # the first call id (in id order) with an attempt id holding a separator the packed
+    # skeleton uses (its events would not split): None when none has
+    unpacked: str | None = None
+
+
 class FastPathUnfit(Exception):
     """The grouped reads cannot be trusted on this ledger (the caller reads it event by
     event instead); the message says why."""
@@ -39,6 +53,9 @@ _SEP_FIELD = "\x1f"
 _SEP_EVENT = "\x1d"
 _NULL = "\x1e"
 _BATCH = 4096
+# skeleton rows fetched at once: they wait while the calls before them are folded, and
+# 4096 of them held ~1.5 MB (a row is ~360 bytes of objects)
+_SKELETON_BATCH = 128
 # call_stage_rows' flags beside the kinds' own bits (below 1 << 10)
 NULL_ATTEMPT, ATTEMPT_OBSERVED, ATTEMPT_RECONCILED = 1 << 10, 1 << 11, 1 << 12
 ODD_KIND = 1 << 20
@@ -129,12 +146,13 @@ class EvidenceSQL:
         except sqlite3.Error as exc:
             raise _error(self.path, exc, guard_of(self._conn)) from None
 
-    def _stream(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
+    def _stream(self, sql: str, params: tuple[object, ...] = (), batch: int = _BATCH
+                ) -> Iterator[tuple[object, ...]]:
         """Rows in batches; the statement is finished (or reset) before returning."""
         try:
             cur = self._conn.execute(sql, params)
             try:
-                while rows := cur.fetchmany(_BATCH):
+                while rows := cur.fetchmany(batch):
                     yield from rows
             finally:
                 # a stream left unfinished (`inspect --json | head`) is collected after
@@ -252,25 +270,49 @@ class EvidenceSQL:
     # ---- calls
 
     def call_skeletons(self, as_of: int, call_kinds: Sequence[str], payload_kinds: Sequence[str]
-                       ) -> Iterator[tuple[str, int, int | None, str, int, int, int]]:
-        """Per call id: (call_id, first seq, last seq of an event whose payload matters,
-        packed skeleton, count, seq sum, kind-weighted seq sum), read from the covering
-        index alone, one grouped row per call. `unpack` turns the skeleton into (seq,
-        kind, attempt_id) triples; `count` lets the caller check that no id smuggled a
-        separator in; the last three, summed over the calls, are the index's side of
-        the call print (`table_print` is the table's)."""
-        return self._stream(f"""
-            SELECT call_id, min(seq), max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END),
-                   group_concat(seq || char(31) || {_kind_code(call_kinds)}
-                     || CASE WHEN attempt_id IS NULL THEN char(30)
-                             WHEN substr(attempt_id, 1, length(call_id)) = call_id
-                             THEN char(28) || substr(attempt_id, length(call_id) + 1)
-                             ELSE char(27) || attempt_id END, char(29)),
-                   {call_print_terms(call_kinds)}
-            FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
-            WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ?
-              AND kind IN ({_in(call_kinds)})
-            GROUP BY call_id""", (as_of,))  # type: ignore[return-value]
+                       ) -> tuple[SkeletonTotals, Iterator[tuple[int, str, int | None, str, int]]]:
+        """Per call id, in first-seq order (then call id): (first seq, call_id, last seq
+        of an event whose payload matters, packed skeleton, count), read from the covering
+        index alone, one grouped row per call; and first, before any row, their totals.
+        `unpack` turns a skeleton into (seq, kind, attempt_id) triples; `count` lets the
+        caller check that no id smuggled a separator in. SQLite groups and sorts the
+        calls (its sorter spills to a temporary file past its cache): the caller holds
+        only the rows it has not folded yet, where a Python sort had every call's row
+        (~130 bytes a call) held at once. The totals come from the same grouped rows,
+        so the index's side of the call print (`table_print` is the table's) and any
+        attempt id that would not unpack are known before the first call is folded. The statement runs its grouping and sort here;
+        the rows are read as they are asked for (it stays open until they all are, or
+        the iterator is closed)."""
+        kinds = _in(call_kinds)
+        rows = self._stream(f"""
+            WITH g AS MATERIALIZED (
+              SELECT call_id AS c, min(seq) AS f,
+                     max(CASE WHEN kind IN ({_in(payload_kinds)}) THEN seq END) AS r,
+                     group_concat(seq || char(31) || {_kind_code(call_kinds)}
+                       || CASE WHEN attempt_id IS NULL THEN char(30)
+                               WHEN substr(attempt_id, 1, length(call_id)) = call_id
+                               THEN char(28) || substr(attempt_id, length(call_id) + 1)
+                               ELSE char(27) || attempt_id END, char(29)) AS p,
+                     {call_print_terms(call_kinds, ("n", "s", "k"))},
+                     max(instr(attempt_id, char(29)) OR instr(attempt_id, char(31))) AS x
+              FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
+              WHERE call_id IS NOT NULL AND call_id != '' AND seq <= ? AND kind IN ({kinds})
+              GROUP BY call_id)
+            SELECT 0 AS head, count(*) AS f, min(CASE WHEN x THEN c END), count(r), NULL,
+                   coalesce(sum(n), 0), coalesce(sum(s), 0), coalesce(sum(k), 0) FROM g
+            UNION ALL
+            SELECT 1, f, c, r, p, n, 0, 0 FROM g
+            ORDER BY head, f, 3""", (as_of,), _SKELETON_BATCH)
+        head = next(rows, None)
+        if head is None or head[0] != 0:  # (the totals' row is always there)
+            rows.close()
+            raise FastPathUnfit("the grouped read of the calls gave no totals")
+        _h, calls, unpacked, ready, _p, events, seqs, weighted = head
+        totals = SkeletonTotals(
+            int(calls), int(ready),  # type: ignore[call-overload]
+            (int(events), int(seqs), int(weighted)),  # type: ignore[call-overload]
+            None if unpacked is None else str(unpacked))
+        return totals, (row[1:6] for row in rows)  # type: ignore[misc]
 
     # ---- the index against the table (ledger/table_check.py)
 

@@ -72,10 +72,12 @@ def kind_number(kinds: Sequence[str]) -> str:
     return f"CASE kind {whens} ELSE 0 END"
 
 
-def call_print_terms(kinds: Sequence[str]) -> str:
-    """SQL aggregates over call events: (count, seq sum, kind-weighted seq sum)."""
-    return (f"count(*), coalesce(sum(seq % {SEQ_MOD}), 0), "
-            f"coalesce(sum((seq % {WEIGHT_MOD}) * ({kind_number(kinds)})), 0)")
+def call_print_terms(kinds: Sequence[str], names: tuple[str, str, str] | None = None) -> str:
+    """SQL aggregates over call events: (count, seq sum, kind-weighted seq sum), each
+    named by `names` when given."""
+    a, b, c = (f" AS {n}" for n in names) if names else ("", "", "")
+    return (f"count(*){a}, coalesce(sum(seq % {SEQ_MOD}), 0){b}, "
+            f"coalesce(sum((seq % {WEIGHT_MOD}) * ({kind_number(kinds)})), 0){c}")
 
 
 def all_print_terms() -> str:

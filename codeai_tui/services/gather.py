@@ -16,19 +16,24 @@ document byte for byte (tests/core/test_helper_process.py).
 from __future__ import annotations
 
 import contextlib
-import heapq
 import os
 import threading
 import time
 from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from codeai_tui.ledger.errors import INDEX_DISAGREES
-from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit, unpack, well_packed
+from codeai_tui.ledger.evidence_sql import (
+    EvidenceSQL,
+    FastPathUnfit,
+    SkeletonTotals,
+    unpack,
+    well_packed,
+)
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import (
     COMPILATION_KINDS,
@@ -37,7 +42,6 @@ from codeai_tui.ledger.schema import (
     parse_payload,
 )
 from codeai_tui.ledger.table_check import Print, add_prints
-from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import (
@@ -301,84 +305,123 @@ class _HalfSummary:
     tool_counts: ToolCounts
 
 
-_SkeletonRow = tuple[int, str, int | None, str]  # (first seq, call id, ready seq, packed)
+_SkeletonRow = tuple[int, str, int | None, str, int]  # (first seq, call id, ready, packed, count)
+
+_SPOOL_BATCH = 4096  # skeleton rows pickled at once into a spool (see `_Spool`)
 
 
-_SORT_RUN = 1 << 16
-
-
-def _argsort(values: array[int]) -> array[int]:
-    """The positions of `values` in the order that sorts them (stable): runs sorted
-    one at a time and merged, so the int objects a sort makes are a run's at once
-    (sorting all at once took ~80 bytes a value, at the projection's peak)."""
-    runs = [array("i", sorted(range(at, min(at + _SORT_RUN, len(values))),
-                              key=values.__getitem__))
-            for at in range(0, len(values), _SORT_RUN)]
-    if len(runs) == 1:
-        return runs[0]
-    return array("i", heapq.merge(*runs, key=values.__getitem__))
+def _checked(row: _SkeletonRow) -> _SkeletonRow:
+    """A skeleton row whose packed events split as its count says (raises FastPathUnfit:
+    the totals' check before any call is produced makes this a second look)."""
+    if not well_packed(row[3], row[4]):
+        raise FastPathUnfit(f"an id of call {row[1][:40]!r} holds a control character")
+    return row
 
 
 class _Skeletons:
-    """The calls' skeletons in first-seq order (position), in columns: ids and packed
-    events as joined text, seqs in arrays, rows kept in the order read beside the order
-    that sorts them. A tuple per call, its ints and strings, and the dicts by call id
-    that waited on them cost ~500 bytes a call (700 MB at 1.4 million calls); these
-    ~30 bytes and the text."""
+    """The calls' skeletons from position `lo` on, in first-seq order, read one at a time
+    (`take`): SQLite groups and sorts them (EvidenceSQL.call_skeletons), so only the
+    calls begun and not yet folded are held, where holding every call's skeleton took
+    ~130 bytes a call (180 MB at 1.37 million calls). `calls`: how many there are,
+    `ready`: how many of them wait for the payload of an event."""
 
-    __slots__ = ("_cids", "_events", "_firsts", "_has_ready", "_order", "_readys")
+    __slots__ = ("_rows", "calls", "lo", "ready")
 
-    def __init__(self) -> None:
-        self._cids = TextColumn()
-        self._events = TextColumn()
-        self._firsts = array("q")
-        self._readys = array("q")
-        self._has_ready = bytearray()
-        self._order = array("i")  # position -> row read (4 bytes: calls are fewer than 2^31)
+    def __init__(self, rows: Iterator[_SkeletonRow], calls: int, ready: int,
+                 lo: int = 0) -> None:
+        self._rows = rows
+        self.calls, self.ready, self.lo = calls, ready, lo
 
-    def append(self, call_id: str, first: int, ready: int | None, packed: str) -> None:
-        """One call's row as read (any order); `seal` once all are in."""
+    def take(self) -> _SkeletonRow | None:
+        """The next call's row (None: no more)."""
+        row = next(self._rows, None)
+        return None if row is None else _checked(row)
+
+    def close(self) -> None:
+        close = getattr(self._rows, "close", None)
+        if close is not None:
+            close()
+
+
+class _Spool:
+    """Skeleton rows in first-seq order, pickled a batch at a time into an unlinked
+    temporary file, so a forked helper and its parent each read their part (`part`)
+    without either holding the rows: the page cache keeps them, not the processes.
+    `mid`: the position the parts split at (`mid_first`: the first seq of that call,
+    None when there are not that many). Each part reads by offset (`os.pread`): the two
+    processes share one file offset. Where no file can be had or written (no temporary
+    directory, a full disk), the batches left are held here, pickled (~50 bytes a call)."""
+
+    def __init__(self, rows: Iterator[_SkeletonRow], mid: int) -> None:
+        import pickle  # (here: only a big ledger's document spools)
+        import tempfile
+
+        self._file: IO[bytes] | None = None
+        with contextlib.suppress(OSError):
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `close`
+        self._offsets = array("q", [0])  # where each batch begins in the file, and the end
+        self._held: list[bytes] = []  # the batches past the file's, when it failed
+        self.count = 0
+        self.mid, self.mid_first = mid, None
+        self._ready = [0, 0]  # rows waiting for a payload, before `mid` and from it
+        batch: list[_SkeletonRow] = []
         try:
-            self._firsts.append(first)
-            self._readys.append(0 if ready is None else ready)
-        except (TypeError, OverflowError):
-            raise FastPathUnfit("a seq that is not a 64-bit integer") from None
-        self._has_ready.append(ready is not None)
-        self._cids.append(call_id)
-        self._events.append(packed)
+            for row in rows:
+                batch.append(_checked(row))
+                if self.count == mid:
+                    self.mid_first = row[0]
+                if row[2] is not None:
+                    self._ready[self.count >= mid] += 1
+                self.count += 1
+                if len(batch) == _SPOOL_BATCH:
+                    self._keep(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+                    batch = []
+            if batch:
+                self._keep(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+        except BaseException:
+            self.close()
+            raise
 
-    def seal(self) -> None:
-        """Order the rows by first seq (then call id, as a sort of the rows did)."""
-        firsts, cids = self._firsts, self._cids
-        order = _argsort(firsts)
-        # calls that begin at one seq (a hostile table's reused seq): by call id
-        at = 0
-        while at < len(order):
-            end = at + 1
-            while end < len(order) and firsts[order[end]] == firsts[order[at]]:
-                end += 1
-            if end - at > 1:
-                order[at:end] = array("i", sorted(order[at:end], key=cids.__getitem__))
-            at = end
-        self._order = order
+    def _keep(self, data: bytes) -> None:
+        if self._file is not None and not self._held:
+            try:
+                self._write(self._file.fileno(), data)
+                return
+            except OSError:  # (a full disk): this batch and the rest are held here
+                pass
+        self._held.append(data)
 
-    def __len__(self) -> int:
-        return len(self._order)
+    def _write(self, fd: int, data: bytes) -> None:
+        at = self._offsets[-1]
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, at + len(data) - len(view)):]
+        self._offsets.append(at + len(data))
 
-    def __getitem__(self, pos: int) -> _SkeletonRow:
-        row = self._order[pos]
-        return (self._firsts[row], self._cids[row], self.ready(pos), self._events[row])
+    def part(self, second: bool) -> _Skeletons:
+        """The rows before `mid`, or (`second`) from it."""
+        lo, hi = (self.mid, self.count) if second else (0, min(self.mid, self.count))
+        return _Skeletons(self._read(lo, hi), hi - lo, self._ready[second], lo)
 
-    def first(self, pos: int) -> int:
-        return self._firsts[self._order[pos]]
+    def _batch(self, b: int) -> bytes:
+        offsets = self._offsets
+        if b >= len(offsets) - 1:
+            return self._held[b - (len(offsets) - 1)]
+        assert self._file is not None  # (a batch in the file)
+        return os.pread(self._file.fileno(), offsets[b + 1] - offsets[b], offsets[b])
 
-    def call_id(self, pos: int) -> str:
-        return self._cids[self._order[pos]]
+    def _read(self, lo: int, hi: int) -> Iterator[_SkeletonRow]:
+        import pickle
 
-    def ready(self, pos: int) -> int | None:
-        """The last seq of the call's events whose payload matters (None: none has)."""
-        row = self._order[pos]
-        return self._readys[row] if self._has_ready[row] else None
+        for b in range(lo // _SPOOL_BATCH, (hi + _SPOOL_BATCH - 1) // _SPOOL_BATCH):
+            batch: list[_SkeletonRow] = pickle.loads(self._batch(b))
+            base = b * _SPOOL_BATCH
+            yield from batch[max(lo - base, 0):min(hi - base, len(batch))]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._held = []
 
 
 class Gathered:
@@ -415,33 +458,51 @@ class Gathered:
         self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
         self.event_count = 0
         self.as_of_seq = 0
-        self._skeletons = _Skeletons()
+        self._skeletons: _Skeletons | None = None
         self._cut: tuple[ReceiptLog | None, ReceiptIndex] | None = None
         self._prepare()
 
     def _prepare(self) -> None:
-        sql, limit, an = self.sql, self.limit, self.anomalies
+        sql, limit = self.sql, self.limit
         # the longest reads run at once: the suspect scan (every cell of every row) in
         # two halves (_SuspectScan); the receipt log, extents and skeletons here
         forked = self._plan if self._plan is not None and limit >= self._plan.min_events \
             else None
         scan = _SuspectScan(sql, limit, forked)
+        skeletons: _Skeletons | None = None
         try:
             load, self._load_receipts = self._load_receipts, None  # (it holds the bytes)
             if load is not None:
                 self.receipt_log = load()
             extents = sql.task_extents(limit)
-            skeletons, sums, unpacked = self._read_skeletons()
+            totals, rows = sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS)
+            skeletons = _Skeletons(rows, totals.calls, totals.ready)
             suspects = scan.result()
+        except BaseException:
+            if skeletons is not None:
+                skeletons.close()
+            raise
         finally:
             scan.close()  # (on a failure, the other half and the scans stop at once)
+        try:
+            self._check(suspects, extents, totals)
+        except BaseException:
+            skeletons.close()
+            raise
+        self._skeletons = skeletons
+
+    def _check(self, suspects: _Suspects, extents: list[tuple[str, int, int, int, int]],
+               totals: SkeletonTotals) -> None:
+        """What the scans found, before any call is produced: FastPathUnfit where the
+        ledger must be read event by event, else the anomalies and extents they give."""
+        sql, limit, an = self.sql, self.limit, self.anomalies
         if suspects.odd:
             raise FastPathUnfit(f"{suspects.odd} id or kind cell(s) of types the ledger schema "
                                 "does not give them")
         if suspects.odd_text_seq is not None:
             raise FastPathUnfit(f"seq {suspects.odd_text_seq} holds an id or time that is "
                                 "not plain text")
-        if _index_print(sums, extents) != suspects.table:
+        if _index_print(totals.index_print, extents) != suspects.table:
             # verdicts from what the index says would be no verdicts: the event path
             # reads the table, and the projection flags the ledger (services/projection)
             raise FastPathUnfit(INDEX_DISAGREES)
@@ -467,38 +528,30 @@ class Gathered:
                 an.add(seq, _DUP, duplicate_id_problem(event_id, first), call_id, True)
         for seq, kind in sql.call_events_without_id(limit, CALL_EVENT_KINDS):
             an.add(seq, _FOLD, f"{kind} without call_id")
-        # the skeletons are read before anything is produced: ids that cannot be
-        # decoded send the ledger down the event path while that is still possible
-        if unpacked is not None:
-            raise FastPathUnfit(f"an id of call {unpacked[:40]!r} holds a control character")
-        skeletons.seal()
-        self._skeletons = skeletons
-
-    def _read_skeletons(self) -> tuple[_Skeletons, tuple[int, int, int], str | None]:
-        """The call skeletons in columns, the sums of their print columns (the index's
-        side of the call print), and the first call id whose skeleton does not split
-        into its events (None: all do)."""
-        skeletons = _Skeletons()
-        events = seqs = kinds = 0
-        unpacked: str | None = None
-        for cid, first, ready, packed, count, seq_sum, kind_sum in self.sql.call_skeletons(
-                self.limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS):
-            events, seqs, kinds = events + int(count), seqs + int(seq_sum), kinds + int(kind_sum)
-            if unpacked is None and not well_packed(packed, count):
-                unpacked = cid
-            skeletons.append(cid, first, ready, packed)
-        return skeletons, (events, seqs, kinds), unpacked
+        # the skeletons' totals are read before anything is produced: ids that cannot
+        # be decoded send the ledger down the event path while that is still possible
+        if totals.unpacked is not None:
+            raise FastPathUnfit(f"an id of call {totals.unpacked[:40]!r} holds a control "
+                                "character")
 
     # ---- calls, in first-seq order
 
     @property
     def call_count(self) -> int:
         """How many calls `calls()` (or `call_lines`) will produce, until it begins."""
-        return len(self._skeletons)
+        return self._skeletons.calls if self._skeletons is not None else 0
+
+    def _take_skeletons(self) -> _Skeletons:
+        """The skeletons' rows, for the one pass over the calls (none after it)."""
+        skeletons, self._skeletons = self._skeletons, None
+        return skeletons if skeletons is not None else _Skeletons(iter(()), 0, 0)
 
     def calls(self) -> Iterator[CallState]:
-        skeletons, self._skeletons = self._skeletons, _Skeletons()  # (on the first `next`)
-        yield from self._calls_between(skeletons, 0, len(skeletons), 0, others=True)
+        skeletons = self._take_skeletons()  # (on the first `next`)
+        try:
+            yield from self._calls_between(skeletons, 0, others=True)
+        finally:
+            skeletons.close()
 
     def call_lines(self, render: Callable[[CallState], str],
                    plan: HelperPlan | None = None) -> Iterator[str]:
@@ -507,34 +560,54 @@ class Gathered:
         helper renders the later calls meanwhile (`plan.share` of them, a little over
         half: services/forked.py); what its calls add to the rest is merged before
         `finish`."""
-        skeletons, self._skeletons = self._skeletons, _Skeletons()
-        n = len(skeletons)
+        skeletons = self._take_skeletons()
+        n = skeletons.calls
         self.coverage = self._receipt_coverage()
 
         def line(state: CallState) -> str:
             self.tool_counts.add(state)
             return render(state)
 
-        mid = plan.split(n) if plan is not None and n >= 2 else n // 2
-        after = skeletons.first(mid) - 1 if n else 0  # every event of the later calls is past it
-        helper: Helper[_HalfSummary] | None = None
-        if plan is not None and n >= max(2, plan.min_calls):
-            with contextlib.suppress(OSError):  # no process to be had: all here
-                helper = Helper(lambda lines: self._helper_half(skeletons, mid, n, after,
-                                                                line, lines))
-        if helper is None:
-            for state in self._calls_between(skeletons, 0, n, 0, others=True):
-                yield line(state)
+        if plan is None or n < max(2, plan.min_calls):
+            try:
+                for state in self._calls_between(skeletons, 0, others=True):
+                    yield line(state)
+            finally:
+                skeletons.close()
             return
-        assert plan is not None  # (a helper runs only with one)
+        # the rows go to a file both processes read their half from (neither holds them)
+        try:
+            spool = _Spool(iter(skeletons.take, None), plan.split(n))
+        finally:
+            skeletons.close()
+        try:
+            yield from self._lines_in_halves(spool, line, plan)
+        finally:
+            spool.close()
+
+    def _lines_in_halves(self, spool: _Spool, line: Callable[[CallState], str],
+                         plan: HelperPlan) -> Iterator[str]:
+        """The calls' lines, the second half rendered by a forked helper meanwhile."""
+        # every event of the later calls is past `after`
+        after = spool.mid_first - 1 if spool.mid_first is not None else self.limit
+        helper: Helper[_HalfSummary] | None = None
+        with contextlib.suppress(OSError):  # no process to be had: all here
+            helper = Helper(lambda lines: self._helper_half(spool.part(True), after,
+                                                            line, lines))
+        if helper is None:
+            for part, others in ((spool.part(False), True), (spool.part(True), False)):
+                for state in self._calls_between(part, after if not others else 0,
+                                                 others=others):
+                    yield line(state)
+            return
         try:
             started = time.monotonic()
-            for state in self._calls_between(skeletons, 0, mid, 0, others=True):
+            for state in self._calls_between(spool.part(False), 0, others=True):
                 yield line(state)
             grace = max(plan.grace, 2 * (time.monotonic() - started))
             summary = helper.summary() if helper.ended_well(grace) else None
             if summary is None:  # the helper failed: its half is done here
-                for state in self._calls_between(skeletons, mid, n, after, others=False):
+                for state in self._calls_between(spool.part(True), after, others=False):
                     yield line(state)
                 return
             self._merge(summary)
@@ -542,18 +615,17 @@ class Gathered:
         finally:
             helper.close()
 
-    def _helper_half(self, skeletons: _Skeletons, lo: int,
-                     hi: int, after: int, line: Callable[[CallState], str],
-                     lines: LineWriter) -> _HalfSummary:
-        """In the forked helper: the calls lo..hi rendered (and counted) on a connection
-        of its own (an SQLite connection must not be used across a fork), and what they
-        add."""
+    def _helper_half(self, skeletons: _Skeletons, after: int,
+                     line: Callable[[CallState], str], lines: LineWriter) -> _HalfSummary:
+        """In the forked helper: the calls of `skeletons` rendered (and counted) on a
+        connection of its own (an SQLite connection must not be used across a fork),
+        and what they add."""
         self.sql = EvidenceSQL(self.sql.path)
         an = self.anomalies
         an.items, an.calls = [], set()
         self.rollups, self.coverage, self.tool_counts = {}, self._receipt_coverage(), \
             ToolCounts()
-        for state in self._calls_between(skeletons, lo, hi, after, others=False):
+        for state in self._calls_between(skeletons, after, others=False):
             lines.write(line(state))
         return _HalfSummary([(seq, phase, a) for seq, phase, _n, a in an.items], an.calls,
                             self.rollups, self.coverage, self.tool_counts)
@@ -570,37 +642,34 @@ class Gathered:
         merge_coverage(self.coverage, half.coverage)
         self.tool_counts.merge(half.tool_counts)
 
-    def _calls_between(self, skeletons: _Skeletons, lo: int,
-                       hi: int, after: int, *, others: bool) -> Iterator[CallState]:
-        """The calls at positions lo..hi, from the payload rows past `after`. `others`:
-        also fold the task and compilation events and report events naming no call (the
-        whole ledger's, so exactly one caller does)."""
+    def _calls_between(self, skeletons: _Skeletons, after: int, *,
+                       others: bool) -> Iterator[CallState]:
+        """The calls of `skeletons` (positions from `skeletons.lo`), from the payload
+        rows past `after`. `others`: also fold the task and compilation events and report
+        events naming no call (the whole ledger's, so exactly one caller does)."""
         sql, limit, an = self.sql, self.limit, self.anomalies
         done: dict[int, CallState] = {}
-        # per position from lo: 1 while the call waits for the payload of its ready seq
-        waits = bytearray(hi - lo)
-        waiting = 0
+        waiting = skeletons.ready  # calls waiting for the payload of their ready seq
         payloads: dict[int, dict[int, Any]] = {}  # position -> payloads read (seq order)
-        # call id -> position of the waiting calls begun by the row read (rows come in
-        # seq order, calls in first-seq order: the calls in flight, not all of them)
-        begun: dict[str, int] = {}
-        next_in = lo
-        next_out = lo
-        for pos in range(lo, hi):
-            if skeletons.ready(pos) is None:
-                done[pos] = self._assemble(pos, skeletons[pos], {}, None)
-            else:
-                waits[pos - lo] = 1
-                waiting += 1
-        while next_out in done:
-            yield self._emit(done.pop(next_out))
-            next_out += 1
+        # call id -> (position, skeleton) of the waiting calls begun by the row read (rows
+        # come in seq order, calls in first-seq order: the calls in flight, not all)
+        begun: dict[str, tuple[int, _SkeletonRow]] = {}
+        upcoming = skeletons.take()  # the next call not begun
+        next_in = next_out = skeletons.lo
+
+        def begin_upto(seq: int) -> None:
+            """Begin every call whose first seq is at or below `seq`."""
+            nonlocal upcoming, next_in
+            while upcoming is not None and upcoming[0] <= seq:
+                if upcoming[2] is None:  # no payload to wait for
+                    done[next_in] = self._assemble(next_in, upcoming, {}, None)
+                else:
+                    begun[upcoming[1]] = (next_in, upcoming)
+                next_in += 1
+                upcoming = skeletons.take()
+
         tasks: dict[int, str] = {}  # position -> task_id of its call.requested
-        readys: dict[int, int] = {}  # position -> ready seq, of the calls in `begun`
         loads, dict_ = orjson.loads, dict
-        first_of, ready_of = skeletons.first, skeletons.ready
-        # the first seq of the next call to begin (past every seq once none is left)
-        next_first = first_of(next_in) if next_in < hi else ALL_SEQS + 1
         rows: Generator[_PayloadRow, None, None] | None = None
         if others:
             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS, after,
@@ -610,14 +679,13 @@ class Gathered:
         while rows is not None:
             source, rows = rows, None
             for seq, call_id, kind, task_id, comp_id, raw in source:
-                while next_first <= seq:
-                    if waits[next_in - lo]:
-                        begun[skeletons.call_id(next_in)] = next_in
-                        readys[next_in] = ready_of(next_in)  # type: ignore[assignment]
-                    next_in += 1
-                    next_first = first_of(next_in) if next_in < hi else ALL_SEQS + 1
-                at = begun.get(call_id) if kind is None and call_id else None
-                mine = at is not None
+                if upcoming is not None and upcoming[0] <= seq:
+                    begin_upto(seq)
+                    while next_out in done:
+                        yield self._emit(done.pop(next_out))
+                        next_out += 1
+                got = begun.get(call_id) if kind is None and call_id else None
+                mine = got is not None
                 if not mine and kind is None and (call_id or not others):
                     continue  # another half's call, or naming none (`others` reports it)
                 try:  # the common case without parse_payload's wrapping (same parser)
@@ -642,29 +710,32 @@ class Gathered:
                            call_id, True)
                 if not mine:
                     continue  # "without call_id" was reported from the index
-                pos: int = at  # type: ignore[assignment]  # (mine: a position)
+                pos, skeleton = got  # type: ignore[misc]  # (mine: a position)
                 if task_id is not None and pos not in tasks:
                     tasks[pos] = task_id
-                got = payloads.get(pos)
-                if got is None:
-                    got = payloads[pos] = {}
-                got[seq] = payload or {}
-                if seq == readys[pos]:
-                    waits[pos - lo] = 0
+                got_payloads = payloads.get(pos)
+                if got_payloads is None:
+                    got_payloads = payloads[pos] = {}
+                got_payloads[seq] = payload or {}
+                if seq == skeleton[2]:
                     waiting -= 1
                     del begun[call_id]  # type: ignore[arg-type]
-                    del readys[pos]
-                    done[pos] = self._assemble(pos, skeletons[pos], payloads.pop(pos),
-                                               tasks.pop(pos, None))  # type: ignore[arg-type]
+                    done[pos] = self._assemble(pos, skeleton, payloads.pop(pos),
+                                               tasks.pop(pos, None))
                     while next_out in done:
                         yield self._emit(done.pop(next_out))
                         next_out += 1
                     if not waiting:  # every call here is out: the rest is not theirs
+                        begin_upto(ALL_SEQS)  # (those left wait for nothing)
+                        while next_out in done:
+                            yield self._emit(done.pop(next_out))
+                            next_out += 1
                         if others:
                             rows = sql.payload_rows(limit, PAYLOAD_CALL_KINDS, OTHER_KINDS,
                                                     seq, orphans_only=True)
                         break
             source.close()  # (a statement left behind by `break` is reset now)
+        begin_upto(ALL_SEQS)  # (calls that wait for nothing, past the last row read)
         while next_out in done:
             yield self._emit(done.pop(next_out))
             next_out += 1
@@ -685,9 +756,9 @@ class Gathered:
             comp = self.compilations[comp_id] = CompilationEvidence(comp_id, task_id, seq)
         fold_compilation_event(comp, is_new, kind, seq, payload, report)
 
-    def _assemble(self, pos: int, skeleton: tuple[int, str, int | None, str],
+    def _assemble(self, pos: int, skeleton: _SkeletonRow,
                   payloads: dict[int, dict[str, Any]], task_id: str | None) -> CallState:
-        first, cid, _ready, packed = skeleton
+        first, cid, _ready, packed, _count = skeleton
         events = unpack(packed, cid, CALL_EVENT_KINDS)
         if task_id is None or events[0][1] != "call.requested":
             task_id = self.sql.task_of(first)  # the call did not start with call.requested

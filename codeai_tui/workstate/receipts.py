@@ -406,24 +406,43 @@ class ReceiptCoverage:
 
     def __reduce__(self) -> tuple[type[CoverageUpdates], tuple[bytes, bytes, str, bytes]]:
         """Pickled (a helper process hands its half back) as its covered positions only,
-        without the log (the parent has it): a CoverageUpdates to `merge`."""
-        refs = self._refs
-        at = [i for i in range(len(refs)) if refs[i] >= 0]
-        ids = [self._ids[refs[i]] for i in at]
-        return CoverageUpdates, (array("q", at).tobytes(),
-                                 array("q", [self._seqs[i] for i in at]).tobytes(),
-                                 "".join(ids), array("q", map(len, ids)).tobytes())
+        without the log (the parent has it): a CoverageUpdates to `merge`. Built in
+        arrays and joined pieces: lists of an int and a str per covered receipt took
+        ~170 bytes a receipt at once (~120 MB for the 720,000 receipts of half a
+        10M-event ledger, the helper's peak)."""
+        refs, seqs, ids = self._refs, self._seqs, self._ids
+        at, cover_seqs, lengths = array("q"), array("q"), array("q")
+        pieces: list[str] = []
+        piece: list[str] = []
+        for i, ref in enumerate(refs):
+            if ref >= 0:
+                attempt_id = ids[ref]
+                at.append(i)
+                cover_seqs.append(seqs[i])
+                lengths.append(len(attempt_id))
+                piece.append(attempt_id)
+                if len(piece) == _PIECE:
+                    pieces.append("".join(piece))
+                    piece = []
+        pieces.append("".join(piece))
+        return CoverageUpdates, (at.tobytes(), cover_seqs.tobytes(), "".join(pieces),
+                                 lengths.tobytes())
+
+
+_PIECE = 4096  # attempt ids joined at once while a coverage is pickled
 
 
 class CoverageUpdates:
     """A ReceiptCoverage's covered receipts (position, started seq, attempt id) as
-    pickled: four flat values, not an object per receipt."""
+    pickled: four flat values, not an object per receipt, read in place (no copy of
+    what was unpickled)."""
 
     __slots__ = ("_ids", "_lengths", "_positions", "_seqs")
 
     def __init__(self, positions: bytes, seqs: bytes, ids: str, lengths: bytes) -> None:
-        self._positions, self._seqs = array("q", positions), array("q", seqs)
-        self._ids, self._lengths = ids, array("q", lengths)
+        self._positions = memoryview(positions).cast("q")
+        self._seqs = memoryview(seqs).cast("q")
+        self._ids, self._lengths = ids, memoryview(lengths).cast("q")
 
     def items(self) -> Iterator[tuple[int, int, str]]:
         at = 0
