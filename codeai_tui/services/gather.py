@@ -808,7 +808,9 @@ class Gathered:
         tasks = tuple(classify_task(t, self.rollups.get(t.task_id)) for t in self.tasks.values())
         log, index = self._cut_receipts()
         anomalies = ledger_anomalies(self.sql.schema.notes) + self.anomalies.ordered()
-        return anomalies, tasks, comps, check_log(log, self.coverage, index)
+        # a document's coverage (`call_lines`) is done once its calls are: read in place
+        settled = isinstance(self.coverage, ReceiptCoverage)
+        return anomalies, tasks, comps, check_log(log, self.coverage, index, settled=settled)
 
     def receipt_index(self) -> ReceiptIndex:
         """The receipts as of this projection's cut-off, indexed: known before any call

@@ -17,7 +17,14 @@ from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import parse_receipt_lines
 from codeai_tui.services.gather import Gathered
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
-from codeai_tui.workstate.receipts import ByKey, ReceiptCoverage, add_coverage, covering
+from codeai_tui.workstate.receipts import (
+    ByKey,
+    ReceiptCoverage,
+    add_coverage,
+    check_log,
+    covering,
+    index_for,
+)
 from tests.support import held_by
 
 N = 3 * BLOCK + 17  # three sealed blocks and an open one
@@ -136,3 +143,23 @@ def test_a_coverage_handed_back_by_a_helper_costs_little_more_than_it_pickles_to
     fresh = ReceiptCoverage(ByKey(log.receipts))
     fresh.merge(pickle.loads(data))
     assert [fresh.cover_at(i) for i in range(N)] == [coverage.cover_at(i) for i in range(N)]
+
+
+def test_the_check_of_a_finished_document_reads_its_coverage_in_place() -> None:
+    """The document's coverage is done once its calls are: its check reads the covers
+    where the coverage keeps them. A column of its own held every covering attempt's id
+    again (~30 bytes a receipt at once, `inspect --json`'s peak as it finished on a
+    10M-event ledger). Both checks say the same."""
+    log = parse_receipt_lines(_log_lines())
+    coverage = ReceiptCoverage(ByKey(log.receipts))
+    for call in _calls():
+        add_coverage(coverage, call)
+    index = index_for(log, coverage.by_key)  # (the document's, built before its calls)
+    copied, held_copied = held_by(lambda: check_log(log, coverage, index))
+    check, held = held_by(lambda: check_log(log, coverage, index, settled=True))
+    assert check == copied
+    assert list(check.covered_by.attempts) == list(copied.covered_by.attempts)
+    assert check.covered_by.attempts[-1] == copied.covered_by.attempts[-1]
+    assert 0 < len(check.uncovered) < N
+    # (what both hold is the check's own answer: the uncovered and duplicate ids)
+    assert held_copied - held > 12 * N, (held / N, held_copied / N)
