@@ -29,6 +29,7 @@ from codeai_tui.ledger import (
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
+from codeai_tui.services.forked import helper_plan
 from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building, freeze_heap, release_frozen
 from codeai_tui.services.projection import flag_index, gather
@@ -329,8 +330,10 @@ class CaseFollower:
                 self._flag_index()
             return
         try:
-            # a live projection's settled calls go into columns as they are gathered
-            projector = projector_from(got, self._history if self.keep else None)
+            # a live projection's settled calls go into columns as they are gathered,
+            # the later half by a forked helper on the other core where there is one
+            projector = projector_from(got, self._history if self.keep else None,
+                                       helper_plan() if self.keep else None)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return

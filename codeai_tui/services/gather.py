@@ -40,6 +40,7 @@ from codeai_tui.ledger.table_check import Print, add_prints
 from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
+from codeai_tui.services.watched_fork import Beat, WatchedFork
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -63,7 +64,7 @@ from codeai_tui.workstate import (
 )
 from codeai_tui.workstate.columns import CallLoader, settles
 from codeai_tui.workstate.evidence import ReceiptIndex, _intern, ledger_anomalies
-from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
+from codeai_tui.workstate.projector import TakenCalls, duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
     ByKey,
     Coverage,
@@ -750,11 +751,14 @@ class Gathered:
                          tasks, calls, comps, receipts, gathered="sql")
 
 
-def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
+def projector_from(g: Gathered, load: CallLoader | None = None,
+                   plan: HelperPlan | None = None) -> Projector:
     """The gathered projection as an incremental projector (the console follows appends
     from there, event by event). `load`: settled calls go into columns as they are
     produced (workstate/columns.py), each derived again from its events by `load` when
-    asked; the ledger's calls are then never all held as objects at once."""
+    asked; the ledger's calls are then never all held as objects at once. `plan` (with
+    `load`): from `plan.min_calls` calls on, a forked helper gathers the later half of
+    the calls into columns meanwhile (`_take_calls_in_halves`)."""
     if load is None:
         calls = list(g.calls())
         anomalies, tasks, comps, _receipts = g.finish()
@@ -767,9 +771,84 @@ def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
     g.coverage = p.coverage  # (the columns answer for the calls they keep)
     if g.share is not None:
         g.share = replace(g.share, columns=True)
-    p.take_calls(g.calls(), expected=g.call_count)
+    if plan is not None and g.call_count >= max(2, plan.min_calls):
+        _take_calls_in_halves(p, g, plan)
+    else:
+        p.take_calls(g.calls(), expected=g.call_count)
     anomalies, tasks, comps, _receipts = g.finish()
     p.take_rest(compilations=g.compilations.values(), tasks=g.tasks.values(),
                 anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
                 last_seq=g.as_of_seq, task_states=tasks, compilation_states=comps)
     return p
+
+
+@dataclass(slots=True)
+class _ColumnsHalf:
+    """What a helper's half of the calls adds: the calls as its projector took them,
+    and (as `_HalfSummary`) the anomalies it found, the calls they flag, task rollups."""
+
+    calls: TakenCalls
+    anomalies: list[tuple[int, int, Anomaly]]
+    flagged: set[str]
+    rollups: dict[str, TaskRollup]
+
+
+def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan) -> None:
+    """`p.take_calls(g.calls())`, the later half of the calls gathered into columns by a
+    forked child meanwhile (WatchedFork: the console forks from a thread of its own). A
+    child that fails, dies, hangs or gathers what cannot be taken as it is (a receipt
+    key covered in both halves) leaves its half to this process."""
+    skeletons, g._skeletons = g._skeletons, _Skeletons()
+    n = len(skeletons)
+    mid = n // 2
+    after = skeletons.first(mid) - 1  # every event of the later calls is past it
+    try:
+        helper: WatchedFork[_ColumnsHalf] | None = WatchedFork(
+            lambda beat: _columns_half(g, skeletons, mid, n, after, beat))
+    except OSError:  # no process to be had: all here
+        helper = None
+    if helper is None:
+        p.take_calls(g._calls_between(skeletons, 0, n, 0, others=True), expected=n)
+        return
+    try:
+        started = time.monotonic()
+        p.take_calls(g._calls_between(skeletons, 0, mid, 0, others=True), expected=n)
+        half = helper.result(max(plan.grace, 2 * (time.monotonic() - started)))
+        if isinstance(half, _ColumnsHalf) and p.take_half(half.calls):
+            g._merge(_HalfSummary(half.anomalies, half.flagged, half.rollups, {},
+                                  ToolCounts()))
+            return
+        p.take_calls(g._calls_between(skeletons, mid, n, after, others=False))
+    finally:
+        helper.close()
+
+
+def _columns_half(g: Gathered, skeletons: _Skeletons, lo: int, hi: int, after: int,
+                  beat: Beat) -> _ColumnsHalf:
+    """In the forked child: the calls lo..hi into a projector's columns, on a connection
+    of its own (an SQLite connection must not be used across a fork), stopped once the
+    parent is gone; what they add besides."""
+    parent = os.getppid()
+    g.sql = EvidenceSQL(g.sql.path)
+    g.sql.abort_when(lambda: os.getppid() != parent)
+    an = g.anomalies
+    flagged_before = set(an.calls)
+    an.items = []
+    g.rollups = {}
+    taker = Projector.gathering(_not_in_helper)
+    g.coverage = taker.coverage
+
+    def counted() -> Iterator[CallState]:
+        for done, state in enumerate(g._calls_between(skeletons, lo, hi, after,
+                                                       others=False)):
+            if not done & 255:
+                beat(done)
+            yield state
+    taker.take_calls(counted(), expected=hi - lo)
+    return _ColumnsHalf(taker.taken_calls(), [(seq, phase, a) for seq, phase, _n, a in an.items],
+                        an.calls - flagged_before, g.rollups)
+
+
+def _not_in_helper(call_id: str, _upto: int, _position: int) -> CallEvidence | None:
+    """A helper's columns derive no call (the parent that takes them has its own)."""
+    raise LookupError(f"call {call_id[:70]!r} is not derived in a helper process")

@@ -248,6 +248,59 @@ class SettledCalls:
             self._keyed += 1
         return slot
 
+    def cover_keys(self) -> Iterator[str]:
+        """The keys whose covering attempt is kept here."""
+        for slot, form in enumerate(self.cover_form):
+            if form != _NONE:
+                yield self.key_of(slot)  # type: ignore[misc]  # (a cover has a key)
+
+    def extend(self, other: SettledCalls, shift: int) -> None:
+        """Append `other`'s slots in order (columns settled in another process, of calls
+        whose positions follow this projection's: each moved by `shift`), as if each had
+        been `add`ed here. Both read seqs by position (`share_seqs`): the lender's seqs
+        of those positions must be in place. None of `other`'s keys may be covered here
+        already (the caller checks: the receipt check keeps one cover a key)."""
+        if not (self._by_position and other._by_position) or other._gone:
+            raise ValueError("only columns lent seqs by position, none taken back, extend")
+        base, added = len(self.positions), len(other.positions)
+        covered = [slot + base for slot, form in enumerate(other.cover_form) if form != _NONE]
+        # (both indexes grown first: growing places every slot the columns hold)
+        self.reserve(added)
+        while (self._keyed + len(covered)) * 2 > len(self._key_index):
+            self._grow_keys()
+        self.ids.extend(other.ids)
+        self.keys.extend(other.keys)
+        self.has_key.extend(other.has_key)
+        self.has_manifest.extend(other.has_manifest)
+        tasks = [self._code_of(self._tasks, self._task_of, t) for t in other._tasks]
+        self.task.extend(array(_SMALL, [tasks[t] for t in other.task]))
+        self.positions.extend(array(_SMALL, [p + shift for p in other.positions]))
+        self.completed.extend(other.completed)
+        self.attempts.extend(other.attempts)
+        statuses = [self._code(self._statuses, s) for s in other._statuses]
+        self.status.extend(array("h", [statuses[c] if c >= 0 else -1 for c in other.status]))
+        codes = [self._code(self._codes, v) for v in other._codes]
+        self.verdicts.extend(array("h", [codes[c] for c in other.verdicts]))
+        self.cover_attempt.extend(other.cover_attempt)
+        self.cover_form.extend(other.cover_form)
+        self.cover_seq.extend(other.cover_seq)
+        self.cover_sha.extend(other.cover_sha)
+        index, place = self._index, self._place_in
+        for slot, call_id in enumerate(other.ids, base):
+            place(index, call_id, slot, 0)
+        self._live += added
+        for slot, key in zip(covered, other.cover_keys(), strict=True):
+            self._place_key(key, slot)
+        self._keyed += len(covered)
+
+    @staticmethod
+    def _code_of(table: list[str], codes: dict[str, int], value: str) -> int:
+        code = codes.get(value)
+        if code is None:
+            code = codes[value] = len(table)
+            table.append(value)
+        return code
+
     @staticmethod
     def can_cover(att: AttemptEvidence) -> bool:
         """True when the columns can keep what coverage reads of `att` (a request hash

@@ -1,0 +1,220 @@
+"""A gathered start whose later half of the calls a forked helper puts into columns
+(services/gather.py `projector_from` with a plan, services/watched_fork.py): at every
+seq of random and hostile ledgers the projection equals the oracle and the projection
+gathered in one process, follows on event by event the same, and a helper that fails,
+dies, hangs or gathers a receipt key the earlier half covers too leaves its half to
+the parent, with the same result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ledgerfactory import write_ledger
+
+import codeai_tui.services.gather as gather_module
+from codeai_tui.ledger import LedgerReader
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.services.forked import HelperPlan
+from codeai_tui.services.gather import projector_from
+from codeai_tui.services.projection import gather
+from codeai_tui.services.time_travel import CallHistory
+from codeai_tui.workstate import Projector, WorkState, project
+from tests.core.test_call_columns import _calls_facts, lifecycles
+from tests.core.test_fast_path import _write, ledgers
+from tests.core.test_time_travel import assert_kept_sets_as_counted
+from tests.support import examples
+
+EVERY_CALL = HelperPlan(min_calls=2, grace=10.0)
+
+
+def _facts(state: WorkState) -> tuple[object, ...]:
+    return state.as_json("x"), _calls_facts(state)
+
+
+@contextmanager
+def _opened(case: Path) -> Iterator[tuple[EvidenceSQL, CallHistory]]:
+    sql, history = EvidenceSQL(case), CallHistory(case / "ledger.sqlite3")
+    try:
+        yield sql, history
+    finally:
+        sql.close()
+        history.close()
+
+
+def _started(sql: EvidenceSQL, history: CallHistory, upto: int | None,
+             plan: HelperPlan | None) -> Projector:
+    got = gather(sql, upto, read_receipts(sql.path.parent))
+    assert not isinstance(got, str), got
+    return projector_from(got, history, plan)
+
+
+def _helper_start_equals_the_oracle(case: Path) -> None:
+    """At every cut: gathered with a helper = gathered alone = the oracle; then the rest
+    followed event by event equals the oracle, and every call is found by id."""
+    log = read_receipts(case)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    with _opened(case) as (sql, history):
+        for cut in range(1, len(events) + 1):
+            helped = _started(sql, history, events[cut - 1].seq, EVERY_CALL)
+            alone = _started(sql, history, events[cut - 1].seq, None)
+            first = helped.snapshot(log)
+            oracle = project(events[:cut], log)
+            assert _facts(first) == _facts(alone.snapshot(log)) == _facts(oracle), cut
+            assert first.effect_unknown_set() == oracle.effect_unknown_set(), cut
+            assert_kept_sets_as_counted(first)
+            for pos, call in enumerate(first.calls):
+                assert helped.position_of(call.call_id) == pos, cut
+            held = _facts(first)
+            helped.feed(events[cut:])
+            assert _facts(helped.snapshot(log)) == _facts(project(events, log)), cut
+            assert _facts(first) == held, cut  # the snapshot handed out never moved
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(lifecycles(), ledgers()))
+def test_a_helper_gathered_start_equals_the_oracle_at_every_seq(ledger: Any) -> None:
+    """Lifecycles (most calls settle) and random ledgers (hostile shapes), with unique
+    event ids as a gathered start needs (few examples: each cut forks a helper; the
+    columns' own properties, in test_call_columns.py, draw more without forking)."""
+    events, receipts = ledger
+    with tempfile.TemporaryDirectory() as tmp:
+        _helper_start_equals_the_oracle(_write(Path(tmp), events, receipts, True))
+
+
+def _events(calls: int, shared: dict[int, tuple[str, str]] | None = None
+            ) -> list[dict[str, Any]]:
+    """Calls of two tasks, five at a time with their events interleaved; the fourth and
+    the last four stop after their attempt started (effect unknown), so both halves
+    hold unresolved calls. `shared`: call number -> (its key, its request hash) instead
+    of its own."""
+    per_call: list[list[dict[str, Any]]] = []
+    for i in range(calls):
+        call = f"c{i:03d}"
+        key, sha = (shared or {}).get(i, (f"k{i}", "ab" * 32))
+        kinds = ["call.requested", "call.manifest", "attempt.started"]
+        if i < calls - 4 and i != 3:
+            kinds += ["attempt.observed", "attempt.interpreted", "attempt.completed",
+                      "call.completed"]
+        per_call.append([{"kind": kind, "task_id": f"t{i % 2}", "call_id": call,
+                          "attempt_id": f"{call}-a1" if kind.startswith("attempt.") else None,
+                          "payload": {"idempotency_key": key, "status": "succeeded",
+                                      "request_sha256": sha, "outcome": "success",
+                                      "transport": {"status": 200}, "response_sha256": sha,
+                                      "adopted_attempt_id": f"{call}-a1"}}
+                         for kind in kinds])
+    events: list[dict[str, Any]] = []
+    for first in range(0, calls, 5):
+        group = per_call[first:first + 5]
+        for step in range(max(len(c) for c in group)):
+            events += [c[step] for c in group if step < len(c)]
+    for seq, event in enumerate(events, 1):
+        event["seq"] = seq
+    return events
+
+
+def _case(root: Path, calls: int = 40, shared: dict[int, tuple[str, str]] | None = None,
+          receipts: list[tuple[str, str]] = ()) -> Path:  # type: ignore[assignment]
+    logged = [{"receipt_id": f"r{i}", "received_at": "2026-09-13T12:00:00Z",
+               "idempotency_key": f"k{i}", "body_sha256": "ab" * 32, "bytes": 1}
+              for i in range(0, calls, 3)]
+    logged += [{"receipt_id": f"s{n}", "received_at": "2026-09-13T12:00:00Z",
+                "idempotency_key": key, "body_sha256": sha, "bytes": 1}
+               for n, (key, sha) in enumerate(receipts)]
+    return write_ledger(root / "case", _events(calls, shared), receipts=logged).parent
+
+
+@contextmanager
+def _folds_seen(monkeypatch: pytest.MonkeyPatch, act: Callable[[], object] | None = None
+                ) -> Iterator[Path]:
+    """Every call event folded while gathering, as "pid call_id" lines in a file the
+    helper writes too; `act` runs in place of a fold in any other process than this."""
+    parent = os.getpid()
+    fold = gather_module.fold_call_event
+    with tempfile.TemporaryDirectory() as tmp, monkeypatch.context() as patch:
+        seen = Path(tmp) / "folds"
+
+        def watched(call: Any, *args: Any) -> None:
+            if act is not None and os.getpid() != parent:
+                act()
+            with seen.open("a") as out:
+                out.write(f"{os.getpid()} {call.call_id}\n")
+            fold(call, *args)
+        patch.setattr(gather_module, "fold_call_event", watched)
+        yield seen
+
+
+def _by_process(seen: Path) -> dict[int, set[str]]:
+    folded: dict[int, set[str]] = {}
+    for line in seen.read_text().splitlines():
+        pid, call = line.split()
+        folded.setdefault(int(pid), set()).add(call)
+    return folded
+
+
+def _whole(case: Path) -> tuple[object, ...]:
+    with LedgerReader(case) as reader:
+        return _facts(project(reader.events(), read_receipts(case)))
+
+
+def test_the_helper_gathers_the_later_half_in_another_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = _case(tmp_path)
+    with _opened(case) as (sql, history), _folds_seen(monkeypatch) as seen:
+        projector = _started(sql, history, None, EVERY_CALL)
+        folded = _by_process(seen)
+    assert folded.pop(os.getpid()) == {f"c{i:03d}" for i in range(20)}
+    assert list(folded.values()) == [{f"c{i:03d}" for i in range(20, 40)}]  # one helper
+    state = projector.snapshot(read_receipts(case))
+    assert _facts(state) == _whole(case)
+    assert projector.settled_count == 35  # both halves' completed calls, in columns
+    assert state.effect_unknown_set() == {"c003", "c036", "c037", "c038", "c039"}
+
+
+def _fail() -> None:
+    raise RuntimeError("the helper fails")
+
+
+@pytest.mark.parametrize("act", [_fail, lambda: os.kill(os.getpid(), signal.SIGKILL),
+                                 lambda: time.sleep(60)], ids=["fails", "dies", "hangs"])
+def test_a_helper_that_fails_dies_or_hangs_leaves_its_half_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, act: Callable[[], object]) -> None:
+    case = _case(tmp_path)
+    started = time.monotonic()
+    with _opened(case) as (sql, history), _folds_seen(monkeypatch, act) as seen:
+        projector = _started(sql, history, None, EVERY_CALL)
+        folded = _by_process(seen)
+    assert time.monotonic() - started < 8  # a hung helper is given up within seconds
+    assert folded[os.getpid()] == {f"c{i:03d}" for i in range(40)}
+    assert _facts(projector.snapshot(read_receipts(case))) == _whole(case)
+
+
+def test_a_key_both_halves_cover_leaves_the_later_half_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls 5 and 30 share a key under two request hashes: which attempt covers each
+    (key, hash) depends on both halves, so the helper's half is not taken as it is."""
+    other = "cd" * 32
+    shared = {5: ("kshared", "ab" * 32), 30: ("kshared", other)}
+    case = _case(tmp_path, shared=shared, receipts=[("kshared", "ab" * 32),
+                                                     ("kshared", other)])
+    with _opened(case) as (sql, history), _folds_seen(monkeypatch) as seen:
+        projector = _started(sql, history, None, EVERY_CALL)
+        folded = _by_process(seen)
+    assert folded.pop(os.getpid()) == {f"c{i:03d}" for i in range(40)}
+    assert list(folded.values()) == [{f"c{i:03d}" for i in range(20, 40)}]  # its work unused
+    state = projector.snapshot(read_receipts(case))
+    assert _facts(state) == _whole(case)
+    # both receipts of the shared key are covered (c005's and c030's attempts); only
+    # call 30's own key, which it does not use, has a receipt nothing covers
+    assert state.receipts.as_json()["uncovered"] == ["r30"]
