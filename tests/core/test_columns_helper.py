@@ -7,9 +7,11 @@ the parent, with the same result."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,12 +24,14 @@ from hypothesis import strategies as st
 from ledgerfactory import write_ledger
 
 import codeai_tui.services.gather as gather_module
+from codeai_tui.console.model import CaseFollower
+from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger import LedgerReader
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.receipts import read_receipts
-from codeai_tui.services.forked import HelperPlan
+from codeai_tui.services.forked import HelperPlan, helper_plan
 from codeai_tui.services.gather import projector_from
-from codeai_tui.services.projection import gather
+from codeai_tui.services.projection import gather, project_case
 from codeai_tui.services.time_travel import CallHistory
 from codeai_tui.workstate import Projector, WorkState, project
 from tests.core.test_call_columns import _calls_facts, lifecycles
@@ -218,3 +222,44 @@ def test_a_key_both_halves_cover_leaves_the_later_half_to_the_parent(
     # both receipts of the shared key are covered (c005's and c030's attempts); only
     # call 30's own key, which it does not use, has a receipt nothing covers
     assert state.receipts.as_json()["uncovered"] == ["r30"]
+
+
+def _children_while(act: Callable[[], object]) -> set[int]:
+    """The pids of this process's children seen while `act` ran (Linux lists each
+    thread's children under /proc)."""
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for listing in Path("/proc/self/task").glob("*/children"):
+                with contextlib.suppress(OSError):
+                    seen.update(int(pid) for pid in listing.read_text().split())
+            time.sleep(0.002)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        act()
+    finally:
+        done.set()
+        watcher.join()
+    return seen
+
+
+@pytest.mark.skipif(helper_plan() is None, reason="needs fork and two cores")
+def test_a_live_followers_big_start_gathers_half_in_a_helper_as_the_events_say(
+        tmp_path: Path) -> None:
+    """From 10,000 calls on, where two cores are ours, the console's follower (a thread
+    of a process with other threads) folds the later half of the calls in a helper: its
+    snapshot is the projection of the events one by one."""
+    case = tmp_path / "big"
+    write_bench_ledger(case, 80_000, writers=20, tasks=40)
+    follower = CaseFollower(case)
+    try:
+        children = _children_while(follower.catch_up)
+        state = follower.snapshot().state
+    finally:
+        follower.close()
+    assert follower.gathered == "sql" and len(children) == 1
+    assert len(state.calls) > 10_000
+    assert state.as_json("x") == project_case(case, fast=False).as_json("x")
