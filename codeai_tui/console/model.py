@@ -347,7 +347,8 @@ class CaseFollower:
                             skeleton.calls.ids if skeleton is not None else ())
         try:
             # a live projection's settled calls go into columns as they are gathered
-            projector = projector_from(got, self._history if self.keep else None, plan)
+            projector = projector_from(got, self._history if self.keep else None, plan,
+                                       self.stopped)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return

@@ -752,13 +752,15 @@ class Gathered:
 
 
 def projector_from(g: Gathered, load: CallLoader | None = None,
-                   plan: HelperPlan | None = None) -> Projector:
+                   plan: HelperPlan | None = None,
+                   stop: Callable[[], bool] | None = None) -> Projector:
     """The gathered projection as an incremental projector (the console follows appends
     from there, event by event). `load`: settled calls go into columns as they are
     produced (workstate/columns.py), each derived again from its events by `load` when
     asked; the ledger's calls are then never all held as objects at once. `plan` (with
     `load`): from `plan.min_calls` calls on, a forked helper gathers the later half of
-    the calls into columns meanwhile (`_take_calls_in_halves`)."""
+    the calls into columns meanwhile (`_take_calls_in_halves`); `stop`: when it turns
+    true, waiting for that helper ends at once (the reads stop on their own)."""
     if load is None:
         calls = list(g.calls())
         anomalies, tasks, comps, _receipts = g.finish()
@@ -772,7 +774,7 @@ def projector_from(g: Gathered, load: CallLoader | None = None,
     if g.share is not None:
         g.share = replace(g.share, columns=True)
     if plan is not None and g.call_count >= max(2, plan.min_calls):
-        _take_calls_in_halves(p, g, plan)
+        _take_calls_in_halves(p, g, plan, stop)
     else:
         p.take_calls(g.calls(), expected=g.call_count)
     # (the projector checks the receipts against its own coverage when asked: a check
@@ -796,7 +798,8 @@ class _ColumnsHalf:
     rollups: dict[str, TaskRollup]
 
 
-def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan) -> None:
+def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan,
+                          stop: Callable[[], bool] | None) -> None:
     """`p.take_calls(g.calls())`, the later half of the calls gathered into columns by a
     forked child meanwhile (WatchedFork: the console forks from a thread of its own). A
     child that fails, dies, hangs or gathers what cannot be taken as it is (a receipt
@@ -816,7 +819,7 @@ def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan) -> None:
     try:
         started = time.monotonic()
         p.take_calls(g._calls_between(skeletons, 0, mid, 0, others=True), expected=n)
-        half = helper.result(max(plan.grace, 2 * (time.monotonic() - started)))
+        half = helper.result(max(plan.grace, 2 * (time.monotonic() - started)), stop=stop)
         if isinstance(half, _ColumnsHalf) and p.take_half(half.calls):
             g._merge(_HalfSummary(half.anomalies, half.flagged, half.rollups, {},
                                   ToolCounts()))

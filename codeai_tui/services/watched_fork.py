@@ -56,12 +56,14 @@ class WatchedFork(Generic[S]):
         if self._pid == 0:  # the child: never returns
             _run_child(work, self._counter, self._out, parent)
 
-    def result(self, grace: float, stall: float = STALL_S) -> S | None:
+    def result(self, grace: float, stall: float = STALL_S,
+               stop: Callable[[], bool] | None = None) -> S | None:
         """What the work returned; None (the child killed) when it failed, died, did not
-        move for `stall` seconds or did not end within `grace` seconds."""
+        move for `stall` seconds, did not end within `grace` seconds, or `stop()` turned
+        true meanwhile (the caller is told to stop: a console quitting)."""
         import pickle
 
-        status = self._wait(grace, stall)
+        status = self._wait(grace, stall, stop)
         if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             return None
         self._out.seek(0)
@@ -71,7 +73,8 @@ class WatchedFork(Generic[S]):
             return None
         return got
 
-    def _wait(self, grace: float, stall: float) -> int | None:
+    def _wait(self, grace: float, stall: float, stop: Callable[[], bool] | None
+              ) -> int | None:
         pid = self._pid
         if pid is None:
             return None
@@ -86,7 +89,7 @@ class WatchedFork(Generic[S]):
             progress = self._progress()
             if progress != seen:
                 seen, moved = progress, now
-            if now >= deadline or now - moved >= stall:
+            if now >= deadline or now - moved >= stall or (stop is not None and stop()):
                 self.stop()
                 return None
             time.sleep(_POLL_S)

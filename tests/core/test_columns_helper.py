@@ -33,6 +33,7 @@ from codeai_tui.services.forked import HelperPlan, helper_plan
 from codeai_tui.services.gather import projector_from
 from codeai_tui.services.projection import gather, project_case
 from codeai_tui.services.time_travel import CallHistory
+from codeai_tui.services.watched_fork import STALL_S
 from codeai_tui.workstate import Projector, WorkState, project
 from tests.core.test_call_columns import _calls_facts, lifecycles
 from tests.core.test_fast_path import _write, ledgers
@@ -263,3 +264,17 @@ def test_a_live_followers_big_start_gathers_half_in_a_helper_as_the_events_say(
     assert follower.gathered == "sql" and len(children) == 1
     assert len(state.calls) > 10_000
     assert state.as_json("x") == project_case(case, fast=False).as_json("x")
+
+
+def test_a_stop_ends_the_wait_for_a_hung_helper_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A console told to stop (it quits) does not wait for its helper to be taken for
+    hung: the wait ends at the first look, sooner than a stall is noticed."""
+    case = _case(tmp_path)
+    with _opened(case) as (sql, history), _folds_seen(monkeypatch, lambda: time.sleep(60)):
+        got = gather(sql, None, read_receipts(case))
+        assert not isinstance(got, str), got
+        started = time.monotonic()
+        projector = projector_from(got, history, EVERY_CALL, lambda: True)
+        assert time.monotonic() - started < STALL_S
+    assert _facts(projector.snapshot(read_receipts(case))) == _whole(case)
