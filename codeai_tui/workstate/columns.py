@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, overload
 
-from codeai_tui.ledger.blocks import ValueSequence
+from codeai_tui.ledger.blocks import BLOCK, ValueSequence
 from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.ladder import Contribution
@@ -269,8 +270,8 @@ class SettledCalls:
         self.reserve(added)
         while (self._keyed + len(covered)) * 2 > len(self._key_index):
             self._grow_keys()
-        self.ids.extend(other.ids)
-        self.keys.extend(other.keys)
+        _extend_text(self.ids, other.ids)
+        _extend_text(self.keys, other.keys)
         self.has_key.extend(other.has_key)
         self.has_manifest.extend(other.has_manifest)
         tasks = [self._code_of(self._tasks, self._task_of, t) for t in other._tasks]
@@ -282,7 +283,7 @@ class SettledCalls:
         self.status.extend(array("h", [statuses[c] if c >= 0 else -1 for c in other.status]))
         codes = [self._code(self._codes, v) for v in other._codes]
         self.verdicts.extend(array("h", [codes[c] for c in other.verdicts]))
-        self.cover_attempt.extend(other.cover_attempt)
+        _extend_text(self.cover_attempt, other.cover_attempt)
         self.cover_form.extend(other.cover_form)
         self.cover_seq.extend(other.cover_seq)
         self.cover_sha.extend(other.cover_sha)
@@ -401,6 +402,14 @@ class SettledCalls:
         if ev is None:
             raise LookupError(f"the events of settled call {call_id[:70]!r} cannot be read")
         return ev
+
+
+def _extend_text(column: TextColumn, texts: Iterable[str]) -> None:
+    """Append `texts` a block at a time: a column's `extend` lists everything it is
+    given before it seals blocks (70,000 ids: ~6 MB of str objects at once)."""
+    it = iter(texts)
+    while chunk := list(islice(it, BLOCK)):
+        column.extend(chunk)
 
 
 _HEX = frozenset("0123456789abcdef")
