@@ -320,6 +320,10 @@ class SettledCalls:
                 self._place_key(self.key_of(slot), slot, index)  # type: ignore[arg-type]
         self._key_index = index
 
+    def covers(self, key: str) -> bool:
+        """Whether an attempt kept here covers `key` (`cover`, no Cover made)."""
+        return self._look_up(self._key_index, key, self.key_of) is not None
+
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any. (`_look_up`, `key_of` and
         `cover_attempt_id` written out, the call id read once: a first snapshot asks
@@ -441,6 +445,10 @@ class SettledCoverage(dict):  # type: ignore[type-arg]
     def __init__(self, started: dict[str, Any], cols: SettledCalls) -> None:
         super().__init__(started)
         self.cols = cols
+
+    def covers(self, key: str) -> bool:
+        """Whether some attempt covers `key` (here or in the columns)."""
+        return dict.__contains__(self, key) or self.cols.covers(key)
 
     def get(self, key: str, default: Any = None) -> Any:
         have = dict.get(self, key)

@@ -358,9 +358,9 @@ class Projector:
         if any(st.evidence.position != base + pos for pos, st in half.kept) or not (
                 len(half.firsts) == len(half.lasts) == count):
             return False
-        for key in (*half.coverage, *half.settled.cover_keys()):
-            if pairs.get(key) is not None:
-                return False
+        covers = pairs.covers
+        if any(map(covers, half.coverage)) or any(map(covers, half.settled.cover_keys())):
+            return False
         slot_base = len(cols)
         self._firsts.extend(half.firsts)
         self._lasts.extend(half.lasts)
