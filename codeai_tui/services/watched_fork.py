@@ -19,6 +19,7 @@ import os
 import signal
 import struct
 import time
+import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -49,7 +50,12 @@ class WatchedFork(Generic[S]):
             raise
         parent = os.getpid()
         try:
-            self._pid = os.fork()
+            with warnings.catch_warnings():
+                # (Python 3.12 on warns that a child forked from a process with threads
+                # may deadlock: what the watch is for; the warning would land on the
+                # console's screen)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._pid = os.fork()
         except OSError:
             self.close()
             raise
