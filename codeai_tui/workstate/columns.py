@@ -12,6 +12,7 @@ to: a snapshot that reads a settled call sees what it saw when it was taken.
 
 from __future__ import annotations
 
+import copy
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -250,6 +251,15 @@ class SettledCalls:
             self._keyed += 1
         return slot
 
+    def to_extend(self) -> SettledCalls:
+        """These columns (shared, not copied) without their indexes, for another
+        process's `extend`, which places every slot in its own indexes: 8 bytes a call
+        fewer handed over, and held at once by the taker."""
+        shipped = copy.copy(self)
+        shipped._index = array(_SMALL, [_EMPTY])
+        shipped._key_index = array(_SMALL, [_EMPTY])
+        return shipped
+
     def cover_keys(self) -> Iterator[str]:
         """The keys whose covering attempt is kept here."""
         for slot, form in enumerate(self.cover_form):
@@ -275,14 +285,14 @@ class SettledCalls:
         self.has_key.extend(other.has_key)
         self.has_manifest.extend(other.has_manifest)
         tasks = [self._code_of(self._tasks, self._task_of, t) for t in other._tasks]
-        self.task.extend(array(_SMALL, [tasks[t] for t in other.task]))
-        self.positions.extend(array(_SMALL, [p + shift for p in other.positions]))
+        self.task.extend(array(_SMALL, (tasks[t] for t in other.task)))
+        self.positions.extend(array(_SMALL, (p + shift for p in other.positions)))
         self.completed.extend(other.completed)
         self.attempts.extend(other.attempts)
         statuses = [self._code(self._statuses, s) for s in other._statuses]
-        self.status.extend(array("h", [statuses[c] if c >= 0 else -1 for c in other.status]))
+        self.status.extend(array("h", (statuses[c] if c >= 0 else -1 for c in other.status)))
         codes = [self._code(self._codes, v) for v in other._codes]
-        self.verdicts.extend(array("h", [codes[c] for c in other.verdicts]))
+        self.verdicts.extend(array("h", (codes[c] for c in other.verdicts)))
         _extend_text(self.cover_attempt, other.cover_attempt)
         self.cover_form.extend(other.cover_form)
         self.cover_seq.extend(other.cover_seq)

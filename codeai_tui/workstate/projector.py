@@ -343,7 +343,7 @@ class Projector:
             raise ValueError("only a projector settling in columns hands its calls over")
         kept = [(pos, st) for pos, st in enumerate(self._states) if st is not None]
         return TakenCalls(self._firsts, self._lasts, self._slot_of, self._task_calls,
-                          self._extent, self._settled, kept, dict(self._pairs))
+                          self._extent, self._settled.to_extend(), kept, dict(self._pairs))
 
     def take_half(self, half: TakenCalls) -> bool:
         """Take the calls that follow those taken so far, as another projector took them
@@ -365,13 +365,13 @@ class Projector:
         self._firsts.extend(half.firsts)
         self._lasts.extend(half.lasts)
         cols.extend(half.settled, base)
-        self._slot_of.extend(array("i", [s + slot_base if s >= 0 else -1 for s in half.slots]))
+        self._slot_of.extend(array("i", (s + slot_base if s >= 0 else -1 for s in half.slots)))
         self._ids.extend([None] * count)
         self._states.extend([None] * count)
         task_calls, extent = self._task_calls, self._extent
         for task_id, positions in half.task_calls.items():
             task_calls.setdefault(task_id, array("q")).extend(
-                array("q", [p + base for p in positions]))
+                array("q", (p + base for p in positions)))
         for task_id, last in half.extent.items():
             if extent.get(task_id, 0) < last:
                 extent[task_id] = last
