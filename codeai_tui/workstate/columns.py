@@ -247,8 +247,7 @@ class SettledCalls:
         if cover is not None:
             if (self._keyed + 1) * 2 > len(self._key_index):
                 self._grow_keys()
-            self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
-            self._keyed += 1
+            self._keyed += self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
         return slot
 
     def to_extend(self) -> SettledCalls:
@@ -302,8 +301,7 @@ class SettledCalls:
             place(index, call_id, slot, 0)
         self._live += added
         for slot, key in zip(covered, other.cover_keys(), strict=True):
-            self._place_key(key, slot)
-        self._keyed += len(covered)
+            self._keyed += self._place_key(key, slot)
 
     @staticmethod
     def _code_of(table: list[str], codes: dict[str, int], value: str) -> int:
@@ -320,8 +318,21 @@ class SettledCalls:
         sha = att.request_sha256
         return att.started_seq is not None and sha is not None and _is_hex(sha)
 
-    def _place_key(self, key: str, slot: int, index: array[int] | None = None) -> None:
-        self._place_in(self._key_index if index is None else index, key, slot, _EMPTY + 1)
+    def _place_key(self, key: str, slot: int, index: array[int] | None = None) -> bool:
+        """Let `slot` cover `key`: in place of a slot that covered it before (a call
+        whose attempt started earlier, settled after the one that covered: the cover
+        moves to it, as the coverage moved), else in the first empty entry. True when
+        the key is new to the index."""
+        index = self._key_index if index is None else index
+        mask = len(index) - 1
+        at = hash(key) & mask
+        while (held := index[at]) != _EMPTY:
+            if held >= 0 and self.key_of(held) == key:
+                index[at] = slot
+                return False
+            at = (at + 1) & mask
+        index[at] = slot
+        return True
 
     def _grow_keys(self) -> None:
         index = array(_SMALL, [_EMPTY]) * (len(self._key_index) * 2)

@@ -8,6 +8,7 @@ the parent, with the same result."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import tempfile
@@ -36,7 +37,7 @@ from codeai_tui.services.time_travel import CallHistory
 from codeai_tui.services.watched_fork import STALL_S
 from codeai_tui.workstate import Projector, WorkState, project
 from tests.core.test_call_columns import _calls_facts, lifecycles
-from tests.core.test_fast_path import _write, ledgers
+from tests.core.test_fast_path import SHA, _write, ledgers
 from tests.core.test_time_travel import assert_kept_sets_as_counted
 from tests.support import examples
 
@@ -278,3 +279,39 @@ def test_a_stop_ends_the_wait_for_a_hung_helper_at_once(
         projector = projector_from(got, history, EVERY_CALL, lambda: True)
         assert time.monotonic() - started < STALL_S
     assert _facts(projector.snapshot(read_receipts(case))) == _whole(case)
+
+
+def _life(call: str) -> list[tuple[str, str, str | None, dict[str, Any]]]:
+    attempt = f"{call}-a"
+    return [("call.requested", call, None, {"idempotency_key": "K"}),
+            ("call.manifest", call, None, {"idempotency_key": "K", "request_sha256": SHA}),
+            ("attempt.started", call, attempt, {"request_sha256": SHA}),
+            ("attempt.observed", call, attempt,
+             {"transport": {"status": 200}, "response_sha256": SHA}),
+            ("attempt.interpreted", call, attempt, {"outcome": "success"}),
+            ("attempt.completed", call, attempt, {"status": "succeeded"}),
+            ("call.completed", call, None, {"status": "succeeded", "adopted_attempt_id": attempt})]
+
+
+@pytest.mark.parametrize("plan", [None, EVERY_CALL], ids=["alone", "helped"])
+def test_the_key_of_two_settled_calls_is_covered_by_the_attempt_that_started_first(
+        tmp_path: Path, plan: HelperPlan | None) -> None:
+    """Two calls with one key and request hash, both settled: c0 began first but c1's
+    attempt started first, so c1's covers the key's receipt, in columns as in the
+    oracle (the columns kept both covers and answered with the first settled)."""
+    first, second = _life("c0"), _life("c1")
+    order = [*first[:2], *second[:3], *first[2:], *second[3:]]
+    rows = [{"seq": seq, "event_id": f"e{seq}", "recorded_at": f"2026-09-13T12:00:{seq:02d}Z",
+             "kind": kind, "task_id": "t1", "call_id": call, "attempt_id": attempt,
+             "compilation_id": None, "payload": json.dumps(payload)}
+            for seq, (kind, call, attempt, payload) in enumerate(order, 1)]
+    receipts = [{"receipt_id": "r1", "received_at": "2026-09-13T12:00:59Z",
+                 "idempotency_key": "K", "body_sha256": SHA, "bytes": 1}]
+    case = _write(tmp_path, rows, receipts, True)
+    log = read_receipts(case)
+    with _opened(case) as (sql, history):
+        projector = _started(sql, history, None, plan)
+        assert projector.settled_count == 2
+        state = projector.snapshot(log)
+    assert list(state.receipts.covered_by.attempts) == ["c1-a"]
+    assert _facts(state) == _whole(case)
