@@ -29,6 +29,7 @@ from codeai_tui.ledger import (
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.errors import INDEX_DISAGREES
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
+from codeai_tui.services.forked import HelperPlan, helper_plan
 from codeai_tui.services.gather import Sharing, projector_from
 from codeai_tui.services.heap import building, freeze_heap, release_frozen
 from codeai_tui.services.projection import flag_index, gather
@@ -63,6 +64,17 @@ TIMELINE_PAGE = 256
 RECEIPTS_EVERY = 1.0
 
 Progress = Callable[[int, int], None]
+
+# the console waits this long at least for a helper process once its own part is done
+# (services/forked.py: twice that part's time when longer); a helper forked from the
+# console's thread that stops moving is given up sooner (services/watched_fork.py)
+CONSOLE_HELPER_GRACE = 3.0
+
+
+def console_plan() -> HelperPlan | None:
+    """The console's helper processes: as `inspect`'s where a second core is ours."""
+    plan = helper_plan()
+    return replace(plan, grace=CONSOLE_HELPER_GRACE) if plan is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +319,7 @@ class CaseFollower:
         table alone, so the verdicts are the table's)."""
         if (self.projector.last_seq or not self.projector.event_ids_unique
                 or self.max_seq < FAST_START_MIN):
+            _ = self.receipts  # (before the events: see catch_up)
             try:
                 disagrees = self.sql.index_disagrees(self.max_seq, CALL_EVENT_KINDS)
             except FastPathUnfit:  # (text that cannot be read: nothing to compare)
@@ -314,18 +327,23 @@ class CaseFollower:
             if disagrees:
                 self._flag_index()
             return
-        # the calls keep the receipt log's key and hash strings (the skeleton's ids are
-        # joined texts: no object to share)
-        share = Sharing(by_key_of(self.receipts))
-        got = gather(self.sql, self.max_seq, None, share)
+        # a live projection (read for long: worth a process) scans for suspect rows and
+        # folds the later half of the calls in forked helpers where a second core is ours
+        plan = console_plan() if self.keep else None
+        # the receipt log is read while the scans run
+        got = gather(self.sql, self.max_seq, None, plan=plan, load_receipts=lambda: self.receipts)
         if isinstance(got, str):
             self.gathered = f"events ({got})"
             if got == INDEX_DISAGREES:
                 self._flag_index()
             return
+        # the calls keep the receipt log's key and hash strings (the skeleton's ids are
+        # joined texts: no object to share)
+        got.share = Sharing(by_key_of(self.receipts))
         try:
             # a live projection's settled calls go into columns as they are gathered
-            projector = projector_from(got, self._history if self.keep else None)
+            projector = projector_from(got, self._history if self.keep else None, plan,
+                                       self.stopped)
         except FastPathUnfit as exc:
             self.gathered = f"events ({exc})"
             return
@@ -344,12 +362,13 @@ class CaseFollower:
         """Feed every event after the projector's last seq; returns how many were fed."""
         before = self.projector.event_count
         if not before:
-            # the first projection reads the receipt log first (read after the projection
-            # it left the heap 25 MB larger), so time travel and the first snapshot never
-            # pay for it, and the fast path shares its strings
-            _ = self.receipts
+            # the first projection reads the receipt log before it folds any call (read
+            # after the projection it left the heap 25 MB larger), so time travel and the
+            # first snapshot never pay for it, and the fast path shares its strings; the
+            # fast path reads it while its scans run
             with building(freeze=self.keep):
                 self._fast_start()
+            _ = self.receipts
         fed = self.projector.event_count - before
         if fed and progress is not None:
             progress(self.projector.event_count, max(self.event_count, self.projector.event_count))

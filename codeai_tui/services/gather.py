@@ -44,6 +44,7 @@ from codeai_tui.ledger.schema import (
 from codeai_tui.ledger.table_check import Print, add_prints
 from codeai_tui.services.forked import Helper, HelperPlan, LineWriter
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
+from codeai_tui.services.watched_fork import Beat, WatchedFork
 from codeai_tui.workstate import (
     Anomaly,
     CallEvidence,
@@ -67,7 +68,7 @@ from codeai_tui.workstate import (
 )
 from codeai_tui.workstate.columns import CallLoader, settles
 from codeai_tui.workstate.evidence import ReceiptIndex, _intern, ledger_anomalies
-from codeai_tui.workstate.projector import duplicate_id_problem, seq_problem
+from codeai_tui.workstate.projector import TakenCalls, duplicate_id_problem, seq_problem
 from codeai_tui.workstate.receipts import (
     ByKey,
     Coverage,
@@ -838,11 +839,16 @@ class Gathered:
                          tasks, calls, comps, receipts, gathered="sql")
 
 
-def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
+def projector_from(g: Gathered, load: CallLoader | None = None,
+                   plan: HelperPlan | None = None,
+                   stop: Callable[[], bool] | None = None) -> Projector:
     """The gathered projection as an incremental projector (the console follows appends
     from there, event by event). `load`: settled calls go into columns as they are
     produced (workstate/columns.py), each derived again from its events by `load` when
-    asked; the ledger's calls are then never all held as objects at once."""
+    asked; the ledger's calls are then never all held as objects at once. `plan` (with
+    `load`): from `plan.min_calls` calls on, a forked helper gathers the later half of
+    the calls into columns meanwhile (`_take_calls_in_halves`); `stop`: when it turns
+    true, waiting for that helper ends at once (the reads stop on their own)."""
     if load is None:
         calls = list(g.calls())
         anomalies, tasks, comps, _receipts = g.finish()
@@ -855,9 +861,90 @@ def projector_from(g: Gathered, load: CallLoader | None = None) -> Projector:
     g.coverage = p.coverage  # (the columns answer for the calls they keep)
     if g.share is not None:
         g.share = replace(g.share, columns=True)
-    p.take_calls(g.calls(), expected=g.call_count)
+    if plan is not None and g.call_count >= max(2, plan.min_calls):
+        _take_calls_in_halves(p, g, plan, stop)
+    else:
+        p.take_calls(g.calls(), expected=g.call_count)
+    # (the projector checks the receipts against its own coverage when asked: a check
+    # here would be thrown away)
+    g.receipt_log = None
     anomalies, tasks, comps, _receipts = g.finish()
     p.take_rest(compilations=g.compilations.values(), tasks=g.tasks.values(),
                 anomalies=anomalies, unknown=g.unknown_seqs, event_count=g.event_count,
                 last_seq=g.as_of_seq, task_states=tasks, compilation_states=comps)
     return p
+
+
+@dataclass(slots=True)
+class _ColumnsHalf:
+    """What a helper's half of the calls adds: the calls as its projector took them,
+    and (as `_HalfSummary`) the anomalies it found, the calls they flag, task rollups."""
+
+    calls: TakenCalls
+    anomalies: list[tuple[int, int, Anomaly]]
+    flagged: set[str]
+    rollups: dict[str, TaskRollup]
+
+
+def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan,
+                          stop: Callable[[], bool] | None) -> None:
+    """`p.take_calls(g.calls())`, the later calls (`plan.share` of them) gathered into
+    columns by a forked child meanwhile (WatchedFork: the console forks from a thread of
+    its own). A child that fails, dies, hangs or gathers what cannot be taken as it is
+    (a receipt key covered in both halves) leaves its half to this process. The
+    skeletons go to a spool both processes read their part from (`call_lines`')."""
+    skeletons = g._take_skeletons()
+    n = skeletons.calls
+    try:
+        spool = _Spool(iter(skeletons.take, None), plan.split(n))
+    finally:
+        skeletons.close()
+    # every event of the later calls is past `after`
+    after = spool.mid_first - 1 if spool.mid_first is not None else g.limit
+    helper: WatchedFork[_ColumnsHalf] | None = None
+    try:
+        with contextlib.suppress(OSError):  # no process to be had: all here
+            helper = WatchedFork(lambda beat: _columns_half(g, spool.part(True), after, beat))
+        started = time.monotonic()
+        p.take_calls(g._calls_between(spool.part(False), 0, others=True), expected=n)
+        if helper is not None:
+            half = helper.result(max(plan.grace, 2 * (time.monotonic() - started)), stop=stop)
+            if isinstance(half, _ColumnsHalf) and p.take_half(half.calls):
+                g._merge(_HalfSummary(half.anomalies, half.flagged, half.rollups, {},
+                                      ToolCounts()))
+                return
+        p.take_calls(g._calls_between(spool.part(True), after, others=False))
+    finally:
+        if helper is not None:
+            helper.close()
+        spool.close()
+
+
+def _columns_half(g: Gathered, skeletons: _Skeletons, after: int,
+                  beat: Beat) -> _ColumnsHalf:
+    """In the forked child: the calls of `skeletons` into a projector's columns, on a
+    connection of its own (an SQLite connection must not be used across a fork),
+    stopped once the parent is gone; what they add besides."""
+    parent = os.getppid()
+    g.sql = EvidenceSQL(g.sql.path)
+    g.sql.abort_when(lambda: os.getppid() != parent)
+    an = g.anomalies
+    flagged_before = set(an.calls)
+    an.items = []
+    g.rollups = {}
+    taker = Projector.gathering(_not_in_helper)
+    g.coverage = taker.coverage
+
+    def counted() -> Iterator[CallState]:
+        for done, state in enumerate(g._calls_between(skeletons, after, others=False)):
+            if not done & 255:
+                beat(done)
+            yield state
+    taker.take_calls(counted(), expected=skeletons.calls)
+    return _ColumnsHalf(taker.taken_calls(), [(seq, phase, a) for seq, phase, _n, a in an.items],
+                        an.calls - flagged_before, g.rollups)
+
+
+def _not_in_helper(call_id: str, _upto: int, _position: int) -> CallEvidence | None:
+    """A helper's columns derive no call (the parent that takes them has its own)."""
+    raise LookupError(f"call {call_id[:70]!r} is not derived in a helper process")

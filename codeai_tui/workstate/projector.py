@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
@@ -154,6 +154,24 @@ class _CallTally:
             rollup.take((None, (self.succeeded[0], self.succeeded[2]), None))
         if self.tools_done is not None:
             rollup.take((None, None, (self.tools_done[0], self.tools_done[2])))
+
+
+@dataclass(slots=True)
+class TakenCalls:
+    """The calls one projector took (`Projector.taken_calls`), by position from 0: each
+    position's first and last seq, slot in `settled` (-1: kept as objects), the
+    positions of each task's calls and each task's last seq among them; the verdicts
+    kept as objects (by position) and what receipt coverage their attempts and the
+    settled calls' other attempts give (the settled calls' covers are in `settled`)."""
+
+    firsts: array[int]
+    lasts: array[int]
+    slots: array[int]
+    task_calls: dict[str, array[int]]
+    extent: dict[str, int]
+    settled: SettledCalls
+    kept: list[tuple[int, CallState]]
+    coverage: Coverage
 
 
 _NO_CALLS = _CallTally()  # the share of a task with no call (never updated: not kept)
@@ -317,6 +335,54 @@ class Projector:
             self._states.append(st)
             self._slot_of.append(-1)
             self._track(pos, st)
+
+    def taken_calls(self) -> TakenCalls:
+        """What `take_calls` took, for the projector that took the calls before them
+        (`take_half`): a helper process gathers the later half of a ledger's calls."""
+        if self._settled is None or type(self._pairs) is not SettledCoverage:
+            raise ValueError("only a projector settling in columns hands its calls over")
+        kept = [(pos, st) for pos, st in enumerate(self._states) if st is not None]
+        return TakenCalls(self._firsts, self._lasts, self._slot_of, self._task_calls,
+                          self._extent, self._settled.to_extend(), kept, dict(self._pairs))
+
+    def take_half(self, half: TakenCalls) -> bool:
+        """Take the calls that follow those taken so far, as another projector took them
+        (`taken_calls`), as if `take_calls` had taken them here: their columns are
+        appended, the few kept as objects are tracked. False (nothing taken) where that
+        would not be the same: a receipt key both halves' attempts cover (which attempt
+        covers it depends on both), or positions that do not follow on."""
+        cols, pairs = self._settled, self._pairs
+        if cols is None or type(pairs) is not SettledCoverage:
+            return False
+        base, count = len(self._states), len(half.slots)
+        if any(st.evidence.position != base + pos for pos, st in half.kept) or not (
+                len(half.firsts) == len(half.lasts) == count):
+            return False
+        covers = pairs.covers
+        if any(map(covers, half.coverage)) or any(map(covers, half.settled.cover_keys())):
+            return False
+        slot_base = len(cols)
+        self._firsts.extend(half.firsts)
+        self._lasts.extend(half.lasts)
+        cols.extend(half.settled, base)
+        self._slot_of.extend(array("i", (s + slot_base if s >= 0 else -1 for s in half.slots)))
+        self._ids.extend([None] * count)
+        self._states.extend([None] * count)
+        task_calls, extent = self._task_calls, self._extent
+        for task_id, positions in half.task_calls.items():
+            task_calls.setdefault(task_id, array("q")).extend(
+                array("q", (p + base for p in positions)))
+        for task_id, last in half.extent.items():
+            if extent.get(task_id, 0) < last:
+                extent[task_id] = last
+        for pos, st in half.kept:
+            pos += base
+            self.calls[st.call_id] = st.evidence
+            self._ids[pos] = st.call_id
+            self._states[pos] = st
+            self._track(pos, st)
+        dict.update(pairs, half.coverage)
+        return True
 
     def take_rest(
         self,
