@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeai_tui.app.glibc_malloc import fix_mmap_threshold, limit_malloc_arenas
 from codeai_tui.console.head_start import HeadStart, single_case
+from codeai_tui.services.glibc_malloc import fix_mmap_threshold, limit_malloc_arenas
 
 if TYPE_CHECKING:  # (importing these costs ~0.1 s the head start would wait for)
     from collections.abc import Mapping

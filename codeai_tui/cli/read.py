@@ -25,7 +25,10 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from codeai_tui.read.inspection import write_json, write_table
     from codeai_tui.services.forked import helper_plan
+    from codeai_tui.services.glibc_malloc import fix_mmap_threshold, limit_malloc_arenas
 
+    limit_malloc_arenas()  # (before the first thread or helper: as the console does)
+    fix_mmap_threshold()
     # streamed: calls are written (the table: spooled) as the projection finishes them;
     # a big case's calls are rendered by two processes where two cores are ours
     write = write_json if args.json else write_table

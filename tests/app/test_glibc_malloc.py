@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeai_tui.app.glibc_malloc import (
+from codeai_tui.services.glibc_malloc import (
     limit_malloc_arenas,
     malloc_free_bytes,
     release_free_memory,
@@ -101,7 +101,7 @@ async def test_the_console_gives_free_pages_back_once_a_projection_is_built(
 _BIG_BLOCKS = """
 import sys
 from pathlib import Path
-from codeai_tui.app.glibc_malloc import fix_mmap_threshold
+from codeai_tui.services.glibc_malloc import fix_mmap_threshold
 def rss_kb():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -139,7 +139,7 @@ def test_big_blocks_freed_go_back_once_the_threshold_is_fixed() -> None:
 
 
 def test_a_threshold_the_operator_set_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codeai_tui.app.glibc_malloc import fix_mmap_threshold
+    from codeai_tui.services.glibc_malloc import fix_mmap_threshold
 
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     assert fix_mmap_threshold() is False

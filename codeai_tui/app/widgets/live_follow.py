@@ -25,7 +25,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from codeai_tui.app import messages as m
 from codeai_tui.app.constants import POLL_S, REOPEN_S
-from codeai_tui.app.glibc_malloc import release_free_memory
 from codeai_tui.app.widgets.lifecycle import finish_own_workers
 from codeai_tui.console.evidence import warm
 from codeai_tui.console.head_start import HeadStart
@@ -42,6 +41,7 @@ from codeai_tui.console.session import CaseSession
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
+from codeai_tui.services.glibc_malloc import release_free_memory
 
 PROGRESS_EVERY_S = 0.1
 

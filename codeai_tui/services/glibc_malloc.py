@@ -1,5 +1,8 @@
-"""The console's memory, told to glibc's malloc: fewer arenas, big blocks mapped on their
-own, and free pages given back.
+"""A long projection's memory, told to glibc's malloc: fewer arenas, big blocks mapped on
+their own, and (the console) free pages given back. The console and `inspect` set the
+first two before their first thread; the figures below are the console's. `inspect
+--json` on a 10M-event ledger peaked at 276.5 MB (its helper 253.6 MB) without them,
+251.9 MB (245.7 MB) with them.
 
 glibc gives threads malloc arenas of their own (up to 8 per core), and memory a thread
 frees stays in its arena for that thread to reuse. The console's work moves between
