@@ -706,7 +706,28 @@ def _share_hash(rs: Receipts, i: int, att: AttemptEvidence) -> None:
 NO_COVER = (1 << 63) - 1
 
 
-class CoversInPlace(Sequence["str | None"]):
+class _CoversView(Sequence["str | None"]):
+    """Covers by receipt position read through `_at` (an IndexError past the end,
+    negative positions from it)."""
+
+    __slots__ = ()
+
+    def _at(self, j: int) -> str | None:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str | None]: ...
+
+    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(len(self))[i]]
+        return self._at(range(len(self))[i])
+
+
+class CoversInPlace(_CoversView):
     """A settled coverage's covers read where it keeps them (`check_coverage`'s
     `settled`): a column of its own held every covering attempt's id a second time
     (~47 MB at once for the 1.44M receipts of a 10M-event ledger, `inspect --json`'s
@@ -720,23 +741,11 @@ class CoversInPlace(Sequence["str | None"]):
     def __len__(self) -> int:
         return len(self._coverage.receipts)
 
-    @overload
-    def __getitem__(self, i: int) -> str | None: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str | None]: ...
-
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
-        if isinstance(i, slice):
-            return [self._coverage.attempt_at(j) for j in range(len(self))[i]]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._coverage.attempt_at(i)
+    def _at(self, j: int) -> str | None:
+        return self._coverage.attempt_at(j)
 
 
-class CoversAsOf(Sequence["str | None"]):
+class CoversAsOf(_CoversView):
     """A cut's covers as a view of the whole log's column (which its owner then copies
     before it changes it): the cover at each taken position, None where it had not
     started yet (`blank`). A column of its own cost a pass appending 10^5 covers on
@@ -752,19 +761,8 @@ class CoversAsOf(Sequence["str | None"]):
     def __len__(self) -> int:
         return self._len
 
-    @overload
-    def __getitem__(self, i: int) -> str | None: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str | None]: ...
-
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._len))]
-        j = range(self._len)[i]  # (IndexError beyond the cut, negatives from its end)
-        if j in self._blank:
-            return None
-        return self._covers[self._positions[j]]
+    def _at(self, j: int) -> str | None:
+        return None if j in self._blank else self._covers[self._positions[j]]
 
 
 class LiveReceiptCheck:
