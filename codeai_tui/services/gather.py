@@ -254,20 +254,13 @@ class _SuspectScan:
 @dataclass(frozen=True, slots=True)
 class Sharing:
     """What a long-lived projection keeps instead of equal copies: the receipt log's key
-    and hash strings, and the skeleton's call ids (same first-seq order: 8 MB at 137,000
-    calls while the console holds both)."""
+    and hash strings. (The skeleton painted first keeps its call ids as joined texts:
+    there is no id object to share.)"""
 
     receipts: ByKey
-    call_ids: Sequence[str] = ()
     # the projection keeps settled calls in columns (their own copies of the strings):
     # only the calls kept as objects share
     columns: bool = False
-
-    def call_id(self, position: int, call_id: str) -> str:
-        ids = self.call_ids
-        if position < len(ids) and ids[position] == call_id:
-            return ids[position]
-        return call_id
 
 
 def fold_call_rows(call_id: str, rows: list[tuple[int, str, str, str | None, str | None, str]],
@@ -763,9 +756,6 @@ class Gathered:
         events = unpack(packed, cid, CALL_EVENT_KINDS)
         if task_id is None or events[0][1] != "call.requested":
             task_id = self.sql.task_of(first)  # the call did not start with call.requested
-        share = self.share
-        if share is not None:
-            cid = share.call_id(pos, cid)
         call = CallEvidence(cid, _intern(task_id), first, pos)
         an = self.anomalies
         empty: dict[str, Any] = {}
@@ -785,6 +775,7 @@ class Gathered:
             if full is not None:
                 call = full
                 state = classify_call(full, anomalous=cid in an.calls)
+        share = self.share
         if share is not None and not (share.columns and settles(state, False)):
             # the verdict reads its key from the evidence: shared too
             share_receipt_strings(call, share.receipts)

@@ -4,7 +4,6 @@ instead of equal copies: only equal text is ever swapped."""
 from __future__ import annotations
 
 from codeai_tui.ledger.receipts import Receipt
-from codeai_tui.services.gather import Sharing
 from codeai_tui.workstate.evidence import CallEvidence, fold_call_event
 from codeai_tui.workstate.receipts import ByKey, share_receipt_strings
 
@@ -44,11 +43,3 @@ def test_a_call_with_another_key_keeps_its_own_strings() -> None:
     mine = call.request_sha256
     share_receipt_strings(call, ByKey([r]))
     assert call.request_sha256 is mine
-
-
-def test_call_ids_are_shared_only_where_equal() -> None:
-    ids = ["".join(["c", "1"]), "c2"]
-    share = Sharing(ByKey([]), ids)
-    assert share.call_id(0, "c1") is ids[0]
-    assert share.call_id(1, "c9") == "c9"
-    assert share.call_id(5, "c3") == "c3"
