@@ -38,6 +38,7 @@ from codeai_tui.services.watched_fork import STALL_S
 from codeai_tui.workstate import Projector, WorkState, project
 from tests.core.test_call_columns import _calls_facts, lifecycles
 from tests.core.test_fast_path import SHA, _write, ledgers
+from tests.core.test_helper_process import interleaved_in_fives
 from tests.core.test_time_travel import assert_kept_sets_as_counted
 from tests.support import examples
 
@@ -120,14 +121,7 @@ def _events(calls: int, shared: dict[int, tuple[str, str]] | None = None
                                       "transport": {"status": 200}, "response_sha256": sha,
                                       "adopted_attempt_id": f"{call}-a1"}}
                          for kind in kinds])
-    events: list[dict[str, Any]] = []
-    for first in range(0, calls, 5):
-        group = per_call[first:first + 5]
-        for step in range(max(len(c) for c in group)):
-            events += [c[step] for c in group if step < len(c)]
-    for seq, event in enumerate(events, 1):
-        event["seq"] = seq
-    return events
+    return interleaved_in_fives(per_call)
 
 
 def _case(root: Path, calls: int = 40, shared: dict[int, tuple[str, str]] | None = None,

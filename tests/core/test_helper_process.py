@@ -126,14 +126,7 @@ def _events(calls: int) -> list[dict[str, Any]]:
                           "payload": {"idempotency_key": f"k{i}", "status": "succeeded",
                                       "request_sha256": "ab" * 32}} for kind in kinds])
     per_call[-6][1]["payload"] = "{"
-    events: list[dict[str, Any]] = []
-    for first in range(0, calls, 5):
-        group = per_call[first:first + 5]
-        for step in range(max(len(c) for c in group)):
-            events += [c[step] for c in group if step < len(c)]
-    for seq, event in enumerate(events, 1):
-        event["seq"] = seq
-    return events
+    return interleaved_in_fives(per_call)
 
 
 def _case(root: Path, calls: int = 40) -> Path:
@@ -332,3 +325,16 @@ def test_the_helper_takes_a_little_over_half_the_calls() -> None:
         assert 1 <= mid <= calls - 1
         assert calls - mid >= mid
     assert 0.5 < (137_000 - plan.split(137_000)) / 137_000 < 0.6
+
+
+def interleaved_in_fives(per_call: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The calls' events five calls at a time, a step of each in turn (as concurrent
+    writers append them), numbered from seq 1."""
+    events: list[dict[str, Any]] = []
+    for first in range(0, len(per_call), 5):
+        group = per_call[first:first + 5]
+        for step in range(max(len(c) for c in group)):
+            events += [c[step] for c in group if step < len(c)]
+    for seq, event in enumerate(events, 1):
+        event["seq"] = seq
+    return events
