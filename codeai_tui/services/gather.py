@@ -319,20 +319,21 @@ class _Skeletons:
     ~130 bytes a call (180 MB at 1.37 million calls). `calls`: how many there are,
     `ready`: how many of them wait for the payload of an event."""
 
-    __slots__ = ("_rows", "calls", "lo", "ready")
+    __slots__ = ("_rows", "_source", "calls", "lo", "ready")
 
     def __init__(self, rows: Iterator[_SkeletonRow], calls: int, ready: int,
-                 lo: int = 0) -> None:
-        self._rows = rows
+                 lo: int = 0, *, checked: bool = False) -> None:
+        """`checked`: the rows passed `_checked` already (a spool's, read back)."""
+        self._source = rows
+        self._rows = rows if checked else map(_checked, rows)
         self.calls, self.ready, self.lo = calls, ready, lo
 
     def take(self) -> _SkeletonRow | None:
         """The next call's row (None: no more)."""
-        row = next(self._rows, None)
-        return None if row is None else _checked(row)
+        return next(self._rows, None)
 
     def close(self) -> None:
-        close = getattr(self._rows, "close", None)
+        close = getattr(self._source, "close", None)
         if close is not None:
             close()
 
@@ -347,6 +348,7 @@ class _Spool:
     directory, a full disk), the batches left are held here, pickled (~50 bytes a call)."""
 
     def __init__(self, rows: Iterator[_SkeletonRow], mid: int) -> None:
+        """`rows`: checked already (a `_Skeletons`' `take`)."""
         import pickle  # (here: only a big ledger's document spools)
         import tempfile
 
@@ -361,7 +363,7 @@ class _Spool:
         batch: list[_SkeletonRow] = []
         try:
             for row in rows:
-                batch.append(_checked(row))
+                batch.append(row)
                 if self.count == mid:
                     self.mid_first = row[0]
                 if row[2] is not None:
@@ -395,7 +397,7 @@ class _Spool:
     def part(self, second: bool) -> _Skeletons:
         """The rows before `mid`, or (`second`) from it."""
         lo, hi = (self.mid, self.count) if second else (0, min(self.mid, self.count))
-        return _Skeletons(self._read(lo, hi), hi - lo, self._ready[second], lo)
+        return _Skeletons(self._read(lo, hi), hi - lo, self._ready[second], lo, checked=True)
 
     def _batch(self, b: int) -> bytes:
         offsets = self._offsets
@@ -411,6 +413,10 @@ class _Spool:
             batch: list[_SkeletonRow] = pickle.loads(self._batch(b))
             base = b * _SPOOL_BATCH
             yield from batch[max(lo - base, 0):min(hi - base, len(batch))]
+
+    def after(self, limit: int) -> int:
+        """A seq every event of the second part's calls is past (`limit`: the last)."""
+        return self.mid_first - 1 if self.mid_first is not None else limit
 
     def close(self) -> None:
         if self._file is not None:
@@ -540,6 +546,15 @@ class Gathered:
         skeletons, self._skeletons = self._skeletons, None
         return skeletons if skeletons is not None else _Skeletons(iter(()), 0, 0)
 
+    def _spool_skeletons(self, plan: HelperPlan) -> _Spool:
+        """The skeletons' rows in a spool split where `plan` splits them: a forked
+        helper and this process each read their part (neither holds the rows)."""
+        skeletons = self._take_skeletons()
+        try:
+            return _Spool(iter(skeletons.take, None), plan.split(skeletons.calls))
+        finally:
+            skeletons.close()
+
     def calls(self) -> Iterator[CallState]:
         skeletons = self._take_skeletons()  # (on the first `next`)
         try:
@@ -554,26 +569,21 @@ class Gathered:
         helper renders the later calls meanwhile (`plan.share` of them, a little over
         half: services/forked.py); what its calls add to the rest is merged before
         `finish`."""
-        skeletons = self._take_skeletons()
-        n = skeletons.calls
         self.coverage = self._receipt_coverage()
 
         def line(state: CallState) -> str:
             self.tool_counts.add(state)
             return render(state)
 
-        if plan is None or n < max(2, plan.min_calls):
+        if plan is None or self.call_count < max(2, plan.min_calls):
+            skeletons = self._take_skeletons()
             try:
                 for state in self._calls_between(skeletons, 0, others=True):
                     yield line(state)
             finally:
                 skeletons.close()
             return
-        # the rows go to a file both processes read their half from (neither holds them)
-        try:
-            spool = _Spool(iter(skeletons.take, None), plan.split(n))
-        finally:
-            skeletons.close()
+        spool = self._spool_skeletons(plan)
         try:
             yield from self._lines_in_halves(spool, line, plan)
         finally:
@@ -582,8 +592,7 @@ class Gathered:
     def _lines_in_halves(self, spool: _Spool, line: Callable[[CallState], str],
                          plan: HelperPlan) -> Iterator[str]:
         """The calls' lines, the second half rendered by a forked helper meanwhile."""
-        # every event of the later calls is past `after`
-        after = spool.mid_first - 1 if spool.mid_first is not None else self.limit
+        after = spool.after(self.limit)
         helper: Helper[_HalfSummary] | None = None
         with contextlib.suppress(OSError):  # no process to be had: all here
             helper = Helper(lambda lines: self._helper_half(spool.part(True), after,
@@ -884,14 +893,9 @@ def _take_calls_in_halves(p: Projector, g: Gathered, plan: HelperPlan,
     its own). A child that fails, dies, hangs or gathers what cannot be taken as it is
     (a receipt key covered in both halves) leaves its half to this process. The
     skeletons go to a spool both processes read their part from (`call_lines`')."""
-    skeletons = g._take_skeletons()
-    n = skeletons.calls
-    try:
-        spool = _Spool(iter(skeletons.take, None), plan.split(n))
-    finally:
-        skeletons.close()
-    # every event of the later calls is past `after`
-    after = spool.mid_first - 1 if spool.mid_first is not None else g.limit
+    n = g.call_count
+    spool = g._spool_skeletons(plan)
+    after = spool.after(g.limit)
     helper: WatchedFork[_ColumnsHalf] | None = None
     try:
         with contextlib.suppress(OSError):  # no process to be had: all here
