@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import overload
+from pickle import PickleBuffer
+from typing import SupportsIndex, overload
 
 from codeai_tui.ledger.blocks import Blocks
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
@@ -334,17 +335,22 @@ class ReceiptCoverage:
     not kept (no receipt of this log can read it): a `Coverage` dict kept an attempt
     object, its key, hash and id strings per call (~440 bytes a call: 600 MB at 1.4
     million calls); these cost 16 bytes a receipt and each covering attempt's id, joined.
-    `get` answers as a `Coverage` does, for the keys the log holds."""
+    `get` answers as a `Coverage` does, for the keys the log holds.
 
-    __slots__ = ("_by_key", "_ids", "_refs", "_seqs", "receipts")
+    A cover's reference is where its attempt id is: n >= 0 in `_ids` (the attempts
+    added here), n <= -2 in `_theirs` at -2 - n (the ids a helper's coverage brought:
+    kept as they came, not copied in), -1 none."""
+
+    __slots__ = ("_by_key", "_ids", "_refs", "_seqs", "_theirs", "receipts")
 
     def __init__(self, by_key: ByKey) -> None:
         self._by_key = by_key
         self.receipts = by_key.receipts
         n = len(self.receipts)
         self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where refs >= 0
-        self._refs = array("i", [-1]) * n  # where the cover's id is in `_ids`; -1: none
+        self._refs = array("i", [-1]) * n  # where the cover's attempt id is; -1: none
         self._ids = TextColumn()
+        self._theirs: Sequence[str] = ()
 
     def add_call(self, call: CallEvidence) -> list[Pair]:
         """`add_coverage` for this log's pairs: the pairs whose covering attempt changed."""
@@ -368,13 +374,16 @@ class ReceiptCoverage:
         seqs, refs = self._seqs, self._refs
         ref = -1
         for i in positions:
-            if refs[i] >= 0 and seq >= seqs[i]:
+            if refs[i] != -1 and seq >= seqs[i]:
                 continue
             if ref < 0:
                 ref = len(self._ids)
                 self._ids.append(attempt_id)
             seqs[i], refs[i] = seq, ref
         return ref >= 0
+
+    def _id_at(self, ref: int) -> str:
+        return self._ids[ref] if ref >= 0 else self._theirs[-2 - ref]
 
     @property
     def by_key(self) -> ByKey:
@@ -384,16 +393,16 @@ class ReceiptCoverage:
     def cover_at(self, i: int) -> tuple[str | None, int]:
         """Receipt i's cover: (attempt id, started seq), or (None, NO_COVER)."""
         ref = self._refs[i]
-        return (self._ids[ref], self._seqs[i]) if ref >= 0 else (None, NO_COVER)
+        return (self._id_at(ref), self._seqs[i]) if ref != -1 else (None, NO_COVER)
 
     def attempt_at(self, i: int) -> str | None:
         """The id of the attempt covering receipt i (None: none does)."""
         ref = self._refs[i]
-        return self._ids[ref] if ref >= 0 else None
+        return self._id_at(ref) if ref != -1 else None
 
     def uncovered(self) -> list[int]:
         """The positions of the receipts no attempt covers, rising."""
-        return [i for i, ref in enumerate(self._refs) if ref < 0]
+        return [i for i, ref in enumerate(self._refs) if ref == -1]
 
     def get(self, key: str, default: object = None) -> object:
         """The attempt covering `key` (a Cover), or by request hash when the key has
@@ -409,55 +418,56 @@ class ReceiptCoverage:
         return next(iter(found.values())) if len(found) == 1 else found
 
     def merge(self, later: CoverageUpdates) -> None:
-        """Add what another ReceiptCoverage of the same log held (`merge_coverage`)."""
-        for i, seq, attempt_id in later.items():
-            self._cover((i,), seq, attempt_id)
+        """Add what another ReceiptCoverage of the same log held (`merge_coverage`): the
+        first one merged lends its ids column (~16 bytes a covered receipt not copied:
+        1.4 million receipts' ids were the parent's peak as `inspect --json` finished)."""
+        if self._theirs:  # (a second: its ids are copied in)
+            for i, seq, ref in later.covers():
+                self._cover((i,), seq, later.ids[ref])
+            return
+        self._theirs = later.ids
+        seqs, refs = self._seqs, self._refs
+        for i, seq, ref in later.covers():
+            if refs[i] == -1 or seq < seqs[i]:
+                seqs[i], refs[i] = seq, -2 - ref
 
-    def __reduce__(self) -> tuple[type[CoverageUpdates], tuple[bytes, bytes, str, bytes]]:
-        """Pickled (a helper process hands its half back) as its covered positions only,
-        without the log (the parent has it): a CoverageUpdates to `merge`. Built in
-        arrays and joined pieces: lists of an int and a str per covered receipt took
-        ~170 bytes a receipt at once (~120 MB for the 720,000 receipts of half a
-        10M-event ledger, the helper's peak)."""
-        refs, seqs, ids = self._refs, self._seqs, self._ids
-        at, cover_seqs, lengths = array("q"), array("q"), array("q")
-        pieces: list[str] = []
-        piece: list[str] = []
-        for i, ref in enumerate(refs):
-            if ref >= 0:
-                attempt_id = ids[ref]
-                at.append(i)
-                cover_seqs.append(seqs[i])
-                lengths.append(len(attempt_id))
-                piece.append(attempt_id)
-                if len(piece) == _PIECE:
-                    pieces.append("".join(piece))
-                    piece = []
-        pieces.append("".join(piece))
-        return CoverageUpdates, (at.tobytes(), cover_seqs.tobytes(), "".join(pieces),
-                                 lengths.tobytes())
-
-
-_PIECE = 4096  # attempt ids joined at once while a coverage is pickled
+    def __reduce_ex__(self, protocol: SupportsIndex
+                      ) -> tuple[type[CoverageUpdates], tuple[object, object, TextColumn]]:
+        """Pickled (a helper process hands its half back) as its own columns, without
+        the log (the parent has it): a CoverageUpdates to `merge`. With protocol 5 the
+        two arrays are written from where they are: building a copy of the covered
+        receipts to pickle (arrays, joined ids, then their bytes) took ~55 MB at once in
+        the helper of a 10M-event ledger, its peak."""
+        refs, ids = self._refs, self._ids
+        if self._theirs:  # (merged: one column of ids again, rare)
+            ids = TextColumn(ids)
+            base = len(ids)
+            ids.extend(self._theirs)
+            refs = array("i", [r if r >= -1 else base - 2 - r for r in refs])
+        if int(protocol) >= 5:
+            return CoverageUpdates, (PickleBuffer(refs), PickleBuffer(self._seqs), ids)
+        return CoverageUpdates, (refs.tobytes(), self._seqs.tobytes(), ids)
 
 
 class CoverageUpdates:
-    """A ReceiptCoverage's covered receipts (position, started seq, attempt id) as
-    pickled: four flat values, not an object per receipt, read in place (no copy of
-    what was unpickled)."""
+    """A ReceiptCoverage's columns as pickled: read in place (no copy of what was
+    unpickled), each covered receipt's (position, started seq, attempt id) in turn."""
 
-    __slots__ = ("_ids", "_lengths", "_positions", "_seqs")
+    __slots__ = ("_refs", "_seqs", "ids")
 
-    def __init__(self, positions: bytes, seqs: bytes, ids: str, lengths: bytes) -> None:
-        self._positions = memoryview(positions).cast("q")
+    def __init__(self, refs: bytes | bytearray, seqs: bytes | bytearray,
+                 ids: Sequence[str]) -> None:
+        self._refs = memoryview(refs).cast("i")
         self._seqs = memoryview(seqs).cast("q")
-        self._ids, self._lengths = ids, memoryview(lengths).cast("q")
+        self.ids = ids
 
-    def items(self) -> Iterator[tuple[int, int, str]]:
-        at = 0
-        for i, seq, n in zip(self._positions, self._seqs, self._lengths, strict=True):
-            yield i, seq, self._ids[at:at + n]
-            at += n
+    def covers(self) -> Iterator[tuple[int, int, int]]:
+        """(position, started seq, where its attempt id is in `ids`) of each covered
+        receipt."""
+        seqs = self._seqs
+        for i, ref in enumerate(self._refs):
+            if ref >= 0:
+                yield i, seqs[i], ref
 
 
 def covering(started: Coverage, key: str, sha: str) -> AttemptEvidence | None:
@@ -599,8 +609,8 @@ def check_coverage(
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, uncovered),
-        duplicates=_group_ids(rs, duplicate_groups if duplicate_groups is not None
-                              else _repeat_groups(rs, by_key)),
+        duplicates=_group_ids(rs, duplicate_groups.values() if duplicate_groups is not None
+                              else (g for _sha, g in _hash_groups(rs, _shared_keys(rs, by_key)))),
         covered_by=Covers(rs, covers),
         problems=tuple(problems),
         log_present=log_present,
@@ -633,36 +643,51 @@ def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
 
 def _repeat_groups(rs: Receipts, by_key: ByKey | None) -> dict[Pair, list[int]]:
     """The positions, in log order, of the receipts of every (key, body hash) that two
-    or more hold (a duplicate effect). Only keys that repeat are looked at: from the key
-    table when there is one (no transient per receipt at the projection's peak), else
-    from a count of the keys (time travel)."""
+    or more hold (a duplicate effect)."""
     keys = rs.keys
+    return {(keys[g[0]], sha): g for sha, g in _hash_groups(rs, _shared_keys(rs, by_key))}
+
+
+def _shared_keys(rs: Receipts, by_key: ByKey | None) -> Iterable[list[int]]:
+    """The positions of the receipts of each key that two or more hold, key by key, in
+    log order: from the key table when there is one (one key's at a time), else from a
+    count of the keys (time travel)."""
     if by_key is not None:
-        shared: Iterable[list[int]] = [by_key.positions(k) for k in by_key.repeated_keys()]
-    else:
-        repeated = {k for k, n in Counter(keys).items() if n > 1}
-        found: dict[str, list[int]] = {}
-        for i in [i for i, k in enumerate(keys) if k in repeated]:
-            found.setdefault(keys[i], []).append(i)
-        shared = found.values()
-    return _duplicate_groups(rs, shared)
+        return (by_key.positions(k) for k in by_key.repeated_keys())
+    keys = rs.keys
+    repeated = {k for k, n in Counter(keys).items() if n > 1}
+    found: dict[str, list[int]] = {}
+    for i in [i for i, k in enumerate(keys) if k in repeated]:
+        found.setdefault(keys[i], []).append(i)
+    return found.values()
+
+
+def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[str, list[int]]]:
+    """Of receipts sharing a key (`shared`: positions per key, in log order), those of
+    each body hash that two or more hold, with the hash: one key's receipts grouped at a
+    time, so only the duplicates are held (a group per (key, hash) of every shared key,
+    kept until the end, was ~40 MB at once at 1.4 million receipts)."""
+    shas = rs.shas
+    for positions in shared:
+        by_sha: dict[str, list[int]] = {}
+        for i in positions:
+            by_sha.setdefault(shas[i], []).append(i)
+        if len(by_sha) < len(positions):
+            for sha, group in by_sha.items():
+                if len(group) > 1:
+                    yield sha, group
 
 
 def _duplicate_groups(rs: Receipts, shared: Iterable[list[int]]) -> dict[Pair, list[int]]:
-    """Of receipts sharing a key (`shared`: positions per key, in log order), those of
-    each (key, body hash) that two or more hold."""
-    keys, shas = rs.keys, rs.shas
-    pairs: dict[Pair, list[int]] = {}
-    for positions in shared:
-        for i in positions:
-            pairs.setdefault((keys[i], shas[i]), []).append(i)
-    return {pair: g for pair, g in pairs.items() if len(g) > 1}
+    """Of receipts sharing a key, those of each (key, body hash) that two or more hold."""
+    keys = rs.keys
+    return {(keys[g[0]], sha): g for sha, g in _hash_groups(rs, shared)}
 
 
-def _group_ids(rs: Receipts, groups: dict[Pair, list[int]]) -> tuple[tuple[str, ...], ...]:
+def _group_ids(rs: Receipts, groups: Iterable[list[int]]) -> tuple[tuple[str, ...], ...]:
     """The groups' receipt ids, the groups ordered by their first receipt's place."""
-    return tuple(tuple(rs.ids[i] for i in g)
-                 for g in sorted(groups.values(), key=lambda g: g[0]))
+    ids = rs.ids
+    return tuple(tuple(ids[i] for i in g) for g in sorted(groups, key=lambda g: g[0]))
 
 
 def check_receipts(
@@ -848,7 +873,7 @@ class LiveReceiptCheck:
         grouped = _duplicate_groups(rs, [table.positions(k) for k in keys])
         if any(self._duplicate_groups.get(pair) != g for pair, g in grouped.items()):
             self._duplicate_groups.update(grouped)
-            self._duplicates = _group_ids(rs, self._duplicate_groups)
+            self._duplicates = _group_ids(rs, self._duplicate_groups.values())
         known = self._index  # (never kept by the next index: that would chain them all)
         self._index = index_receipts(
             rs, log.problems, log.exists, table,
@@ -899,7 +924,7 @@ class LiveReceiptCheck:
         return ReceiptCheck(
             count=k,
             uncovered=_ids_at(rs, blank),
-            duplicates=_group_ids(rs, groups),
+            duplicates=_group_ids(rs, groups.values()),
             covered_by=Covers(rs, CoversAsOf(self._covers, positions, set(blank), k)),
             problems=problems,
             log_present=log.exists,

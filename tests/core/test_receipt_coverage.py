@@ -65,17 +65,24 @@ def test_columns_give_the_dicts_check_and_covers(drawn: Any, data: st.DataObject
     log = ReceiptLog(True, Receipts(receipts))
     table = ByKey(log.receipts)
     whole = coverage_pairs(calls)
-    # the first calls here, the rest in a "helper" whose coverage comes back pickled
+    # the first calls here, the rest in "helpers" whose coverages come back pickled (at
+    # the helpers' protocol and at pickle's default)
     mid = data.draw(st.integers(0, len(calls)))
-    here, helper = ReceiptCoverage(table), ReceiptCoverage(table)
-    for call in calls[:mid]:
-        add_coverage(here, call)
-    for call in calls[mid:]:
-        add_coverage(helper, call)
-    merge_coverage(here, pickle.loads(pickle.dumps(helper)))  # type: ignore[arg-type]
+    end = data.draw(st.integers(mid, len(calls)))
+    here, helper, second = (ReceiptCoverage(table) for _ in range(3))
+    for part, coverage in ((calls[:mid], here), (calls[mid:end], helper),
+                           (calls[end:], second)):
+        for call in part:
+            add_coverage(coverage, call)
+    merge_coverage(here, pickle.loads(pickle.dumps(helper, protocol=5)))  # type: ignore[arg-type]
+    merge_coverage(here, pickle.loads(pickle.dumps(second)))  # type: ignore[arg-type]
+    # and a merged coverage pickled on (all its covers in one column again)
+    again = ReceiptCoverage(table)
+    merge_coverage(again, pickle.loads(pickle.dumps(here, protocol=5)))  # type: ignore[arg-type]
 
     for upto in (None, data.draw(st.integers(0, 200))):
         assert check_log(log, here, upto=upto) == check_log(log, whole, upto=upto), upto
+        assert check_log(log, again, upto=upto) == check_log(log, whole, upto=upto), upto
     for r in receipts:
         pair = (r.idempotency_key, r.body_sha256)
         assert _cover_of(covering(here, *pair)) == _cover_of(covering(whole, *pair)), pair
