@@ -30,7 +30,6 @@ from codeai_tui.workstate.evidence import (
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
-    _intern,
     attempt_key,
     fold_call_event,
     fold_compilation_event,
@@ -463,8 +462,11 @@ class Projector:
         if task is None:
             task = self.tasks[ev.task_id] = TaskEvidence(ev.task_id, ev.seq)
         task.last_seq = ev.seq
-        self._extent[ev.task_id] = ev.seq
-        self._dirty_tasks.add(ev.task_id)
+        # (the task's id is one object wherever it is kept: its evidence's, not each
+        # event's, and not interned either: an interned table's entry cost ~100 bytes
+        # a task while following)
+        self._extent[task.task_id] = ev.seq
+        self._dirty_tasks.add(task.task_id)
         if ev.payload is None:
             # Shown and flagged; the event still counts as evidence of its kind (an
             # attempt.started with a broken payload still means an attempt started).
@@ -508,7 +510,8 @@ class Projector:
         is_new = call is None
         if call is None:
             pos = len(self._states)
-            call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, pos)
+            call = self.calls[cid] = CallEvidence(cid, self.tasks[ev.task_id].task_id, ev.seq,
+                                                  pos)
             self._task_calls.setdefault(call.task_id, array("i")).append(pos)
             self._ids.append(cid)
             self._states.append(None)
