@@ -8,6 +8,11 @@ evidence and verdict as Python objects cost ~1,300). Its reason, evidence and JS
 derived again when asked, through the same ladder, from the call's own events read by
 the injected function time travel uses (`CallBefore`). The columns are only appended
 to: a snapshot that reads a settled call sees what it saw when it was taken.
+
+A call in flight that has been quiet for a while (`rests`: no tool operations, no
+anomaly, never resumed) is kept here too, its verdict as the ladder judged it: most
+such calls wait for good on a crash or a lost provider. The projector takes it back to
+objects, derived from its events, when its next event comes.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ _SMALL_MAX = (1 << 31) - 1
 # to the call id; an attempt id that begins with it)
 _NONE, _KEPT, _SAME_AS_ID = 0, 1, 2
 _AFTER_ID = 2
+# how a slot came to be kept (`rest`): settled for good, or a call at rest (not settled)
+# with or without its call.completed
+_SETTLED, _RESTING_DONE, _RESTING = 0, 1, 2
 
 
 def settles(st: CallState, anomalous: bool) -> bool:
@@ -51,6 +59,16 @@ def settles(st: CallState, anomalous: bool) -> bool:
             and not anomalous and not v.anomalous and ev.tools is None
             and ev.rare is None and ev.completed_seq is not None
             and len(ev.attempts) <= _SMALL_MAX and ev.position <= _SMALL_MAX)
+
+
+def rests(st: CallState, anomalous: bool) -> bool:
+    """True when `st`, not settled, can be kept in columns while it is quiet: what the
+    columns hold of it is its verdict and facts as for a settled call (no tool
+    operations, no anomaly, never resumed), and its next event takes it back."""
+    ev = st.evidence
+    return (not anomalous and not st.verdict.anomalous and ev.tools is None
+            and ev.rare is None and len(ev.attempts) <= _SMALL_MAX
+            and ev.position <= _SMALL_MAX)
 
 
 class SettledCalls:
@@ -66,7 +84,7 @@ class SettledCalls:
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
-                 "_gone_lasts", "cover_form")
+                 "_gone_lasts", "cover_form", "rest")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
@@ -84,7 +102,9 @@ class SettledCalls:
         self._lasts = array("q")
         self._by_position = False
         self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
-        self.completed = array("q")
+        self.completed = array("q")  # (0 where `rest` says there is none)
+        # _SETTLED, or a call at rest (see `rests`) with or without a completion
+        self.rest = bytearray()
         self.attempts = array(_SMALL)
         self.status = array("h")  # index into `_statuses` (-1: none)
         self._statuses: list[str] = []
@@ -200,10 +220,12 @@ class SettledCalls:
 
     # ---- the columns
 
-    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None) -> int:
-        """Keep `st` (which `settles`) in columns; returns its slot. `cover`: the started
-        attempt that covers the call's key in the receipt check, kept here instead of in
-        the coverage dict (the caller removes it there); None if it cannot be."""
+    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None,
+            resting: bool = False) -> int:
+        """Keep `st` (which `settles`, or `rests` where `resting`) in columns; returns its
+        slot. `cover`: the started attempt that covers the call's key in the receipt
+        check, kept here instead of in the coverage dict (the caller removes it there);
+        None if it cannot be."""
         ev = st.evidence
         slot = len(self.positions)
         self.ids.append(st.call_id)
@@ -224,7 +246,10 @@ class SettledCalls:
         if not self._by_position:
             self._firsts.append(ev.first_seq)
             self._lasts.append(ev.last_seq)
-        self.completed.append(ev.completed_seq)  # type: ignore[arg-type]  # (settles)
+        done = ev.completed_seq
+        self.completed.append(done if done is not None else 0)
+        self.rest.append(_SETTLED if not resting else
+                         _RESTING if done is None else _RESTING_DONE)
         self.attempts.append(st.attempts)
         self.status.append(self._code(self._statuses, ev.status))
         self.verdicts.append(self._code(self._codes, st.verdict))
@@ -287,6 +312,7 @@ class SettledCalls:
         self.task.extend(array(_SMALL, (tasks[t] for t in other.task)))
         self.positions.extend(array(_SMALL, (p + shift for p in other.positions)))
         self.completed.extend(other.completed)
+        self.rest.extend(other.rest)
         self.attempts.extend(other.attempts)
         statuses = [self._code(self._statuses, s) for s in other._statuses]
         self.status.extend(array("h", (statuses[c] if c >= 0 else -1 for c in other.status)))
@@ -386,6 +412,8 @@ class SettledCalls:
         best = -1
         completed, status, statuses = self.completed, self.status, self._statuses
         for slot in slots:
+            if self.rest[slot] != _SETTLED:
+                raise ValueError("a call at rest gives what its verdict gives: add it")
             code = status[slot]
             if code >= 0 and statuses[code] == "succeeded" and (
                     best < 0 or completed[slot] > completed[best]):
@@ -409,6 +437,13 @@ class SettledCalls:
         """The id of the attempt covering the call's key (see `add`)."""
         kept = self.cover_attempt[slot]
         return self.ids[slot] + kept if self.cover_form[slot] == _AFTER_ID else kept
+
+    def settled(self, slot: int) -> bool:
+        """Whether the call in `slot` settled for good (not a call at rest)."""
+        return self.rest[slot] == _SETTLED
+
+    def completed_seq(self, slot: int) -> int | None:
+        return self.completed[slot] if self.rest[slot] != _RESTING else None
 
     def verdict(self, slot: int) -> CallVerdict:
         return self._codes[self.verdicts[slot]]
@@ -546,7 +581,7 @@ class ColumnCallState(CallState):
 
     @property
     def completed_seq(self) -> int | None:
-        return self._cols.completed[self._slot]
+        return self._cols.completed_seq(self._slot)
 
     @property
     def has_manifest(self) -> bool:
@@ -562,7 +597,8 @@ class ColumnCallState(CallState):
 
     @property
     def settled(self) -> bool:
-        return True
+        return self._cols.settled(self._slot) or \
+            self.verdict.next_operation is NextOperation.NONE
 
     def as_json(self, receipts: ReceiptIndex | None = None,
                 tool_receipts: ToolReceipts | None = None, *,
@@ -621,4 +657,4 @@ def calls_of(states: Sequence[CallState | None], cols: SettledCalls | None,
 
 
 __all__ = ["CallLoader", "CallsView", "ColumnCallState", "Cover", "SettledCalls",
-           "SettledCoverage", "calls_of", "settles"]
+           "SettledCoverage", "calls_of", "rests", "settles"]
