@@ -102,7 +102,9 @@ class SettledCalls:
         self._lasts = array("q")
         self._by_position = False
         self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
-        self.completed = array("q")  # (0 where `rest` says there is none)
+        # a call's completion and its cover's start as seqs after its first: 4 bytes
+        # each, 8 in a column where one does not fit (`_append_off`; a hostile ledger's)
+        self.completed = array(_SMALL)  # (0 where `rest` says there is none)
         # _SETTLED, or a call at rest (see `rests`) with or without a completion
         self.rest = bytearray()
         self.attempts = array(_SMALL)
@@ -120,7 +122,7 @@ class SettledCalls:
         # names attempts: `cover_form`)
         self.cover_attempt = TextColumn()
         self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
-        self.cover_seq = array("q")
+        self.cover_seq = array(_SMALL)  # (after the call's first seq, as `completed`)
         self.cover_sha = bytearray()
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
@@ -246,8 +248,8 @@ class SettledCalls:
         if not self._by_position:
             self._firsts.append(ev.first_seq)
             self._lasts.append(ev.last_seq)
-        done = ev.completed_seq
-        self.completed.append(done if done is not None else 0)
+        first, done = ev.first_seq, ev.completed_seq
+        self._append_off("completed", done - first if done is not None else 0)
         self.rest.append(_SETTLED if not resting else
                          _RESTING if done is None else _RESTING_DONE)
         self.attempts.append(st.attempts)
@@ -266,7 +268,8 @@ class SettledCalls:
         else:
             self.cover_attempt.append(cover.attempt_id)
             self.cover_form.append(_KEPT)
-        self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
+        self._append_off("cover_seq", cover.started_seq - first  # type: ignore[operator]
+                         if cover is not None else 0)
         self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
                               else bytes(32))  # type: ignore[arg-type]
         if cover is not None:
@@ -274,6 +277,27 @@ class SettledCalls:
                 self._grow_keys()
             self._keyed += self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
         return slot
+
+    def _append_off(self, column: str, off: int) -> None:
+        """Append `off` to an offsets column, made 8 bytes wide first where it does not
+        fit in 4 (checked, never wrapped)."""
+        values: array[int] = getattr(self, column)
+        try:
+            values.append(off)
+        except OverflowError:
+            values = array("q", values)
+            values.append(off)
+            setattr(self, column, values)
+
+    def _extend_offs(self, column: str, more: array[int]) -> None:
+        """Extend an offsets column by another's (either may have been widened)."""
+        values: array[int] = getattr(self, column)
+        if values.typecode != more.typecode:
+            if values.typecode != "q":
+                values = array("q", values)
+                setattr(self, column, values)
+            more = array("q", more)
+        values.extend(more)
 
     def to_extend(self) -> SettledCalls:
         """These columns (shared, not copied) without their indexes, for another
@@ -311,7 +335,7 @@ class SettledCalls:
         tasks = [self._code_of(self._tasks, self._task_of, t) for t in other._tasks]
         self.task.extend(array(_SMALL, (tasks[t] for t in other.task)))
         self.positions.extend(array(_SMALL, (p + shift for p in other.positions)))
-        self.completed.extend(other.completed)
+        self._extend_offs("completed", other.completed)
         self.rest.extend(other.rest)
         self.attempts.extend(other.attempts)
         statuses = [self._code(self._statuses, s) for s in other._statuses]
@@ -320,7 +344,7 @@ class SettledCalls:
         self.verdicts.extend(array("h", (codes[c] for c in other.verdicts)))
         _extend_text(self.cover_attempt, other.cover_attempt)
         self.cover_form.extend(other.cover_form)
-        self.cover_seq.extend(other.cover_seq)
+        self._extend_offs("cover_seq", other.cover_seq)
         self.cover_sha.extend(other.cover_sha)
         index, place = self._index, self._place_in
         for slot, call_id in enumerate(other.ids, base):
@@ -387,7 +411,7 @@ class SettledCalls:
                     attempt = self.cover_attempt[slot]
                     if self.cover_form[slot] == _AFTER_ID:
                         attempt = (call_id if call_id is not None else ids[slot]) + attempt
-                    return Cover(attempt, self.cover_seq[slot],
+                    return Cover(attempt, self.cover_seq[slot] + self.first_seq(slot),
                                  self.cover_sha[slot * 32:slot * 32 + 32].hex())
             at = (at + 1) & mask
         return None
@@ -409,18 +433,19 @@ class SettledCalls:
         its status is succeeded, and of those the rollup keeps the latest. Read from the
         columns: time travel asks this of every call of a task in flight (the time
         travel tests check it against projecting the prefix)."""
-        best = -1
+        best, best_done = -1, 0
         completed, status, statuses = self.completed, self.status, self._statuses
         for slot in slots:
             if self.rest[slot] != _SETTLED:
                 raise ValueError("a call at rest gives what its verdict gives: add it")
             code = status[slot]
-            if code >= 0 and statuses[code] == "succeeded" and (
-                    best < 0 or completed[slot] > completed[best]):
-                best = slot
+            if code >= 0 and statuses[code] == "succeeded":
+                done = completed[slot] + self.first_seq(slot)
+                if best < 0 or done > best_done:
+                    best, best_done = slot, done
         if best < 0:
             return (None, None, None)
-        return (None, (completed[best], self.ids[best]), None)
+        return (None, (best_done, self.ids[best]), None)
 
     def state(self, slot: int) -> ColumnCallState:
         """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""
@@ -443,7 +468,9 @@ class SettledCalls:
         return self.rest[slot] == _SETTLED
 
     def completed_seq(self, slot: int) -> int | None:
-        return self.completed[slot] if self.rest[slot] != _RESTING else None
+        if self.rest[slot] == _RESTING:
+            return None
+        return self.completed[slot] + self.first_seq(slot)
 
     def verdict(self, slot: int) -> CallVerdict:
         return self._codes[self.verdicts[slot]]
