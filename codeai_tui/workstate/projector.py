@@ -555,9 +555,11 @@ class Projector:
         """Keep each call judged from now on that settles (see `columns.settles`) in
         columns instead of objects, from the next snapshot on; `load` derives its
         evidence from its own events when its reason or evidence is asked for (the same
-        function time travel uses). The calls judged already (a fast start's) stay
-        objects: moving them costs the first snapshot ~12 µs a call, and the memory
-        they free stays with the process, so the columns would only add to it."""
+        function time travel uses). A call not settled whose last event is
+        `rest_after` seqs behind is kept there too while it stays quiet (`_rest`).
+        The calls judged already (a fast start's) stay objects: moving them costs the
+        first snapshot ~12 µs a call, and the memory they free stays with the process,
+        so the columns would only add to it."""
         if self._settled is None:
             self._settled = SettledCalls(load)
             self._settled.share_seqs(self._firsts, self._lasts)
