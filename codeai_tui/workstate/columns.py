@@ -8,6 +8,11 @@ evidence and verdict as Python objects cost ~1,300). Its reason, evidence and JS
 derived again when asked, through the same ladder, from the call's own events read by
 the injected function time travel uses (`CallBefore`). The columns are only appended
 to: a snapshot that reads a settled call sees what it saw when it was taken.
+
+A call in flight that has been quiet for a while (`rests`: no tool operations, no
+anomaly, never resumed) is kept here too, its verdict as the ladder judged it: most
+such calls wait for good on a crash or a lost provider. The projector takes it back to
+objects, derived from its events, when its next event comes.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ _SMALL_MAX = (1 << 31) - 1
 # to the call id; an attempt id that begins with it)
 _NONE, _KEPT, _SAME_AS_ID = 0, 1, 2
 _AFTER_ID = 2
+# how a slot came to be kept (`rest`): settled for good, or a call at rest (not settled)
+# with or without its call.completed
+_SETTLED, _RESTING_DONE, _RESTING = 0, 1, 2
 
 
 def settles(st: CallState, anomalous: bool) -> bool:
@@ -51,6 +59,16 @@ def settles(st: CallState, anomalous: bool) -> bool:
             and not anomalous and not v.anomalous and ev.tools is None
             and ev.rare is None and ev.completed_seq is not None
             and len(ev.attempts) <= _SMALL_MAX and ev.position <= _SMALL_MAX)
+
+
+def rests(st: CallState, anomalous: bool) -> bool:
+    """True when `st`, not settled, can be kept in columns while it is quiet: what the
+    columns hold of it is its verdict and facts as for a settled call (no tool
+    operations, no anomaly, never resumed), and its next event takes it back."""
+    ev = st.evidence
+    return (not anomalous and not st.verdict.anomalous and ev.tools is None
+            and ev.rare is None and len(ev.attempts) <= _SMALL_MAX
+            and ev.position <= _SMALL_MAX)
 
 
 class SettledCalls:
@@ -66,7 +84,7 @@ class SettledCalls:
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
-                 "_gone_lasts", "cover_form")
+                 "_gone_lasts", "cover_form", "rest")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
@@ -84,7 +102,11 @@ class SettledCalls:
         self._lasts = array("q")
         self._by_position = False
         self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
-        self.completed = array("q")
+        # a call's completion and its cover's start as seqs after its first: 4 bytes
+        # each, 8 in a column where one does not fit (`_append_off`; a hostile ledger's)
+        self.completed = array(_SMALL)  # (0 where `rest` says there is none)
+        # _SETTLED, or a call at rest (see `rests`) with or without a completion
+        self.rest = bytearray()
         self.attempts = array(_SMALL)
         self.status = array("h")  # index into `_statuses` (-1: none)
         self._statuses: list[str] = []
@@ -100,7 +122,7 @@ class SettledCalls:
         # names attempts: `cover_form`)
         self.cover_attempt = TextColumn()
         self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
-        self.cover_seq = array("q")
+        self.cover_seq = array(_SMALL)  # (after the call's first seq, as `completed`)
         self.cover_sha = bytearray()
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
@@ -200,10 +222,12 @@ class SettledCalls:
 
     # ---- the columns
 
-    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None) -> int:
-        """Keep `st` (which `settles`) in columns; returns its slot. `cover`: the started
-        attempt that covers the call's key in the receipt check, kept here instead of in
-        the coverage dict (the caller removes it there); None if it cannot be."""
+    def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None,
+            resting: bool = False) -> int:
+        """Keep `st` (which `settles`, or `rests` where `resting`) in columns; returns its
+        slot. `cover`: the started attempt that covers the call's key in the receipt
+        check, kept here instead of in the coverage dict (the caller removes it there);
+        None if it cannot be."""
         ev = st.evidence
         slot = len(self.positions)
         self.ids.append(st.call_id)
@@ -224,7 +248,10 @@ class SettledCalls:
         if not self._by_position:
             self._firsts.append(ev.first_seq)
             self._lasts.append(ev.last_seq)
-        self.completed.append(ev.completed_seq)  # type: ignore[arg-type]  # (settles)
+        first, done = ev.first_seq, ev.completed_seq
+        self._append_off("completed", done - first if done is not None else 0)
+        self.rest.append(_SETTLED if not resting else
+                         _RESTING if done is None else _RESTING_DONE)
         self.attempts.append(st.attempts)
         self.status.append(self._code(self._statuses, ev.status))
         self.verdicts.append(self._code(self._codes, st.verdict))
@@ -241,7 +268,8 @@ class SettledCalls:
         else:
             self.cover_attempt.append(cover.attempt_id)
             self.cover_form.append(_KEPT)
-        self.cover_seq.append(cover.started_seq if cover is not None else 0)  # type: ignore[arg-type]
+        self._append_off("cover_seq", cover.started_seq - first  # type: ignore[operator]
+                         if cover is not None else 0)
         self.cover_sha.extend(bytes.fromhex(cover.request_sha256) if cover is not None
                               else bytes(32))  # type: ignore[arg-type]
         if cover is not None:
@@ -249,6 +277,27 @@ class SettledCalls:
                 self._grow_keys()
             self._keyed += self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
         return slot
+
+    def _append_off(self, column: str, off: int) -> None:
+        """Append `off` to an offsets column, made 8 bytes wide first where it does not
+        fit in 4 (checked, never wrapped)."""
+        values: array[int] = getattr(self, column)
+        try:
+            values.append(off)
+        except OverflowError:
+            values = array("q", values)
+            values.append(off)
+            setattr(self, column, values)
+
+    def _extend_offs(self, column: str, more: array[int]) -> None:
+        """Extend an offsets column by another's (either may have been widened)."""
+        values: array[int] = getattr(self, column)
+        if values.typecode != more.typecode:
+            if values.typecode != "q":
+                values = array("q", values)
+                setattr(self, column, values)
+            more = array("q", more)
+        values.extend(more)
 
     def to_extend(self) -> SettledCalls:
         """These columns (shared, not copied) without their indexes, for another
@@ -286,7 +335,8 @@ class SettledCalls:
         tasks = [self._code_of(self._tasks, self._task_of, t) for t in other._tasks]
         self.task.extend(array(_SMALL, (tasks[t] for t in other.task)))
         self.positions.extend(array(_SMALL, (p + shift for p in other.positions)))
-        self.completed.extend(other.completed)
+        self._extend_offs("completed", other.completed)
+        self.rest.extend(other.rest)
         self.attempts.extend(other.attempts)
         statuses = [self._code(self._statuses, s) for s in other._statuses]
         self.status.extend(array("h", (statuses[c] if c >= 0 else -1 for c in other.status)))
@@ -294,7 +344,7 @@ class SettledCalls:
         self.verdicts.extend(array("h", (codes[c] for c in other.verdicts)))
         _extend_text(self.cover_attempt, other.cover_attempt)
         self.cover_form.extend(other.cover_form)
-        self.cover_seq.extend(other.cover_seq)
+        self._extend_offs("cover_seq", other.cover_seq)
         self.cover_sha.extend(other.cover_sha)
         index, place = self._index, self._place_in
         for slot, call_id in enumerate(other.ids, base):
@@ -361,7 +411,7 @@ class SettledCalls:
                     attempt = self.cover_attempt[slot]
                     if self.cover_form[slot] == _AFTER_ID:
                         attempt = (call_id if call_id is not None else ids[slot]) + attempt
-                    return Cover(attempt, self.cover_seq[slot],
+                    return Cover(attempt, self.cover_seq[slot] + self.first_seq(slot),
                                  self.cover_sha[slot * 32:slot * 32 + 32].hex())
             at = (at + 1) & mask
         return None
@@ -383,16 +433,19 @@ class SettledCalls:
         its status is succeeded, and of those the rollup keeps the latest. Read from the
         columns: time travel asks this of every call of a task in flight (the time
         travel tests check it against projecting the prefix)."""
-        best = -1
+        best, best_done = -1, 0
         completed, status, statuses = self.completed, self.status, self._statuses
         for slot in slots:
+            if self.rest[slot] != _SETTLED:
+                raise ValueError("a call at rest gives what its verdict gives: add it")
             code = status[slot]
-            if code >= 0 and statuses[code] == "succeeded" and (
-                    best < 0 or completed[slot] > completed[best]):
-                best = slot
+            if code >= 0 and statuses[code] == "succeeded":
+                done = completed[slot] + self.first_seq(slot)
+                if best < 0 or done > best_done:
+                    best, best_done = slot, done
         if best < 0:
             return (None, None, None)
-        return (None, (completed[best], self.ids[best]), None)
+        return (None, (best_done, self.ids[best]), None)
 
     def state(self, slot: int) -> ColumnCallState:
         """The verdict kept in `slot`, as a CallState (its evidence derived when read)."""
@@ -409,6 +462,15 @@ class SettledCalls:
         """The id of the attempt covering the call's key (see `add`)."""
         kept = self.cover_attempt[slot]
         return self.ids[slot] + kept if self.cover_form[slot] == _AFTER_ID else kept
+
+    def settled(self, slot: int) -> bool:
+        """Whether the call in `slot` settled for good (not a call at rest)."""
+        return self.rest[slot] == _SETTLED
+
+    def completed_seq(self, slot: int) -> int | None:
+        if self.rest[slot] == _RESTING:
+            return None
+        return self.completed[slot] + self.first_seq(slot)
 
     def verdict(self, slot: int) -> CallVerdict:
         return self._codes[self.verdicts[slot]]
@@ -546,7 +608,7 @@ class ColumnCallState(CallState):
 
     @property
     def completed_seq(self) -> int | None:
-        return self._cols.completed[self._slot]
+        return self._cols.completed_seq(self._slot)
 
     @property
     def has_manifest(self) -> bool:
@@ -562,7 +624,8 @@ class ColumnCallState(CallState):
 
     @property
     def settled(self) -> bool:
-        return True
+        return self._cols.settled(self._slot) or \
+            self.verdict.next_operation is NextOperation.NONE
 
     def as_json(self, receipts: ReceiptIndex | None = None,
                 tool_receipts: ToolReceipts | None = None, *,
@@ -621,4 +684,4 @@ def calls_of(states: Sequence[CallState | None], cols: SettledCalls | None,
 
 
 __all__ = ["CallLoader", "CallsView", "ColumnCallState", "Cover", "SettledCalls",
-           "SettledCoverage", "calls_of", "settles"]
+           "SettledCoverage", "calls_of", "rests", "settles"]

@@ -574,8 +574,10 @@ class TaskEvidence:
     title: str | None = None
     objective: str | None = None
     claimed_by: str | None = None
-    accepted: list[tuple[int, str, str | None]] = field(default_factory=list)  # seq, acc, call
-    completed: list[tuple[int, str | None]] = field(default_factory=list)  # seq, acceptance
+    # (seq, acceptance, call) and (seq, acceptance): an empty tuple until the first is
+    # folded, not a list per task (two empty lists: ~110 bytes a task while following)
+    accepted: list[tuple[int, str, str | None]] | tuple[()] = ()
+    completed: list[tuple[int, str | None]] | tuple[()] = ()
     # the seqs title, objective and claimed_by were written at (0: never), and whether
     # one was written twice: the evidence as of a seq is then a filter (`task_as_of`)
     title_seq: int = 0
@@ -668,8 +670,12 @@ def fold_task_event(task: TaskEvidence, kind: str, seq: int, p: dict[str, Any],
         if acc is None:
             report("task.accepted without acceptance_id")
             acc = f"seq-{seq}"
+        if not task.accepted:
+            task.accepted = []
         task.accepted.append((seq, acc, _s(p, "call_id")))
     elif kind == "task.completed":
+        if not task.completed:
+            task.completed = []
         task.completed.append((seq, _s(p, "acceptance_id")))
 
 
@@ -689,8 +695,8 @@ def task_as_of(task: TaskEvidence, n: int, first_seq: int, last_seq: int
     objective, objective_seq = at(task.objective, task.objective_seq)
     claimed_by, claimed_seq = at(task.claimed_by, task.claimed_seq)
     return TaskEvidence(task.task_id, first_seq, last_seq, title, objective, claimed_by,
-                        [a for a in task.accepted if a[0] <= n],
-                        [c for c in task.completed if c[0] <= n],
+                        [a for a in task.accepted if a[0] <= n] or (),
+                        [c for c in task.completed if c[0] <= n] or (),
                         title_seq, objective_seq, claimed_seq)
 
 
@@ -734,7 +740,9 @@ def fold_call_event(call: CallEvidence, is_new: bool, kind: str, seq: int,
             report(f"second call.requested for call {cid}")
         else:
             call.requested_off = seq - call.first_seq
-        call.idempotency_key = call.idempotency_key or _s(p, "idempotency_key")
+        key = _s(p, "idempotency_key")
+        # (a key equal to the call id, as most writers make it, is the id's object)
+        call.idempotency_key = call.idempotency_key or (cid if key == cid else key)
         call.purpose = _word(p, "purpose")
         call.model = _word(p, "model")
         call.resumed_from = _s(p, "resumed_from")

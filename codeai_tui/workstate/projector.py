@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +23,7 @@ from codeai_tui.workstate.columns import (
     SettledCalls,
     SettledCoverage,
     calls_of,
+    rests,
     settles,
 )
 from codeai_tui.workstate.evidence import (
@@ -30,7 +32,6 @@ from codeai_tui.workstate.evidence import (
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
-    _intern,
     attempt_key,
     fold_call_event,
     fold_compilation_event,
@@ -75,6 +76,10 @@ TaskBefore = Callable[[str, int], TaskEvidence]
 _COVERAGE_KINDS = frozenset({"call.requested", "call.manifest", "attempt.started"})
 # calls settled in columns at most per snapshot (~12 µs each)
 SETTLE_BATCH = 8192
+# a call in flight whose last event is this many seqs behind the projection's is kept in
+# columns while it stays quiet (`columns.rests`): ~20 s of a writer at 1,000 events/s,
+# longer than most calls take, so few are taken back to objects by a later event
+REST_AFTER = 20_000
 
 
 def seq_problem(seq: int, last_seq: int) -> str | None:
@@ -193,6 +198,10 @@ class Projector:
         self._slot_of = array("i")  # (4 bytes: see columns.settles)
         self._to_settle: list[int] = []
         self._revived: set[int] = set()
+        # calls judged not settled, with their last seq then: kept in columns at rest
+        # once that is `rest_after` seqs behind and they have not changed since
+        self._to_rest: deque[tuple[int, int]] = deque()
+        self.rest_after = REST_AFTER
         self.compilations: dict[str, CompilationEvidence] = {}
         self.tasks: dict[str, TaskEvidence] = {}
         self.anomalies: list[Anomaly] = []
@@ -463,8 +472,11 @@ class Projector:
         if task is None:
             task = self.tasks[ev.task_id] = TaskEvidence(ev.task_id, ev.seq)
         task.last_seq = ev.seq
-        self._extent[ev.task_id] = ev.seq
-        self._dirty_tasks.add(ev.task_id)
+        # (the task's id is one object wherever it is kept: its evidence's, not each
+        # event's, and not interned either: an interned table's entry cost ~100 bytes
+        # a task while following)
+        self._extent[task.task_id] = ev.seq
+        self._dirty_tasks.add(task.task_id)
         if ev.payload is None:
             # Shown and flagged; the event still counts as evidence of its kind (an
             # attempt.started with a broken payload still means an attempt started).
@@ -508,7 +520,8 @@ class Projector:
         is_new = call is None
         if call is None:
             pos = len(self._states)
-            call = self.calls[cid] = CallEvidence(cid, _intern(ev.task_id), ev.seq, pos)
+            call = self.calls[cid] = CallEvidence(cid, self.tasks[ev.task_id].task_id, ev.seq,
+                                                  pos)
             self._task_calls.setdefault(call.task_id, array("i")).append(pos)
             self._ids.append(cid)
             self._states.append(None)
@@ -542,9 +555,11 @@ class Projector:
         """Keep each call judged from now on that settles (see `columns.settles`) in
         columns instead of objects, from the next snapshot on; `load` derives its
         evidence from its own events when its reason or evidence is asked for (the same
-        function time travel uses). The calls judged already (a fast start's) stay
-        objects: moving them costs the first snapshot ~12 µs a call, and the memory
-        they free stays with the process, so the columns would only add to it."""
+        function time travel uses). A call not settled whose last event is
+        `rest_after` seqs behind is kept there too while it stays quiet (`_rest`).
+        The calls judged already (a fast start's) stay objects: moving them costs the
+        first snapshot ~12 µs a call, and the memory they free stays with the process,
+        so the columns would only add to it."""
         if self._settled is None:
             self._settled = SettledCalls(load)
             self._settled.share_seqs(self._firsts, self._lasts)
@@ -567,25 +582,57 @@ class Projector:
         batch = self._to_settle[:SETTLE_BATCH]
         self._to_settle = self._to_settle[SETTLE_BATCH:]
         states, slots, flagged = self._states, self._slot_of, self.call_anomalies
-        pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         for pos in batch:
             st = states[pos]
             if st is None or slots[pos] != -1 or pos in self._revived or pos in self._stale:
                 continue
             if not settles(st, st.call_id in flagged):
                 continue
-            # its attempt's receipt coverage goes to the columns too, when it is the one
-            # covering its key (it never changes once started)
-            key, held = st.evidence.key, st.evidence.held
-            cover = held if (pairs is not None and key is not None
-                             and type(held) is AttemptEvidence
-                             and dict.get(pairs, key) is held and cols.can_cover(held)) else None
-            slots[pos] = cols.add(st, pos, cover)  # type: ignore[arg-type]
-            if cover is not None:
-                del pairs[key]  # type: ignore[index, arg-type]
-            states[pos] = None
-            self._ids[pos] = None
-            del self.calls[st.call_id]
+            self._into_columns(cols, pos, st, False)
+
+    def _rest(self) -> None:
+        """Keep in columns the calls not settled whose last event is `rest_after` seqs
+        behind (and judged since: see `call_state`), at most SETTLE_BATCH a snapshot; a
+        call whose next event comes is taken back (`_live_call`). Its task is judged
+        again, so that no verdict kept holds the call's objects."""
+        cols, queue = self._settled, self._to_rest
+        if cols is None or not queue:
+            return
+        horizon = self.last_seq - self.rest_after
+        states, slots, lasts, flagged = self._states, self._slot_of, self._lasts, \
+            self.call_anomalies
+        moved = 0
+        while queue and queue[0][1] <= horizon and moved < SETTLE_BATCH:
+            pos, last = queue.popleft()
+            st = states[pos]
+            if (st is None or lasts[pos] != last or slots[pos] != -1 or pos in self._stale
+                    or pos in self._revived or not rests(st, st.call_id in flagged)):
+                continue  # (changed since, kept already, or what columns cannot hold)
+            moved += 1
+            slot = self._into_columns(cols, pos, st, True)
+            task_id = st.task_id
+            tally = self._tallies.get(task_id)
+            if tally is not None and not tally.stale:
+                tally.update(pos, contribution(cols.state(slot)))
+            self._dirty_tasks.add(task_id)
+
+    def _into_columns(self, cols: SettledCalls, pos: int, st: CallState, resting: bool
+                      ) -> int:
+        """Move the call at `pos` (current verdict `st`) from objects into the columns;
+        its attempt's receipt coverage goes with it, when it is the one covering its key
+        (it never changes once started). Returns its slot."""
+        pairs = self._pairs if type(self._pairs) is SettledCoverage else None
+        key, held = st.evidence.key, st.evidence.held
+        cover = held if (pairs is not None and key is not None
+                         and type(held) is AttemptEvidence
+                         and dict.get(pairs, key) is held and cols.can_cover(held)) else None
+        slot = self._slot_of[pos] = cols.add(st, pos, cover, resting)  # type: ignore[arg-type]
+        if cover is not None:
+            del pairs[key]  # type: ignore[index, arg-type]
+        self._states[pos] = None
+        self._ids[pos] = None
+        del self.calls[st.call_id]
+        return slot
 
     def _state_at(self, pos: int) -> CallState:
         """The verdict at `pos` (current), from the objects or the columns."""
@@ -655,6 +702,8 @@ class Projector:
             self._track(pos, st)
             self._states[pos] = st
             self._stale.discard(pos)
+            if self._settled is not None and not st.settled and pos not in self._revived:
+                self._to_rest.append((pos, self._lasts[pos]))
         return st
 
     def _track(self, pos: int, st: CallState) -> None:
@@ -779,6 +828,7 @@ class Projector:
             receipt_log = receipts_before(receipt_log, next_recorded_at)
         self._refresh_tasks()  # (every call's verdict first)
         self._settle()
+        self._rest()
         calls = calls_of(self._states, self._settled, self._slot_of)  # (all fresh)
         return WorkState(
             as_of_seq=self.last_seq,
@@ -863,7 +913,7 @@ class Projector:
                 if pos >= k:
                     break  # begun after n, as are the rest (all calls, as of an early n)
                 st = calls[pos]
-                if st is None and slot_of[pos] >= 0:
+                if st is None and slot_of[pos] >= 0 and cols.settled(slot_of[pos]):  # type: ignore[union-attr]
                     settled.append(slot_of[pos])  # (its live verdict, read in columns)
                 else:
                     rollup.add(st or at(pos))
@@ -931,13 +981,12 @@ class Projector:
         not `redone` has its live verdict. Without them each pane and count would pass
         over every call of the as-of snapshot (~40 ms each at 70,000 calls)."""
         k = len(calls)
-        mine = self.calls  # (effect-unknown calls are never settled in columns)
-
         def live(positions: Iterable[int]) -> list[int]:
             return [p for p in positions if p < k and p not in redone]
 
+        # (an effect-unknown call may be at rest in columns: found by id there)
         unknown_ids = {cid for cid in self._unknown_ids
-                       if (p := mine[cid].position) < k and p not in redone}
+                       if (p := self.position_of(cid)) < k and p not in redone}  # type: ignore[operator]
         unknown_ids.update(calls[p].call_id for p in redone if calls[p].effect_unknown)
         tools_unknown = sum(v for p, v in self._tool_unknown.items()
                             if p < k and p not in redone)

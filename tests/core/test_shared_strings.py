@@ -43,3 +43,40 @@ def test_a_call_with_another_key_keeps_its_own_strings() -> None:
     mine = call.request_sha256
     share_receipt_strings(call, ByKey([r]))
     assert call.request_sha256 is mine
+
+
+def test_a_followed_task_keeps_one_id_object_and_no_empty_lists() -> None:
+    """Each event read from SQLite brings its own copy of the task id (and a writer's key
+    is the call id again): a projection that follows keeps the task's evidence's id for
+    its calls and dicts, the call id for an equal key, and no list for a task that was
+    never accepted or completed (three copies and two empty lists cost ~300 bytes a
+    task of ten calls)."""
+    from codeai_tui.ledger.schema import Event
+    from codeai_tui.workstate import Projector
+
+    def own(text: str) -> str:
+        return "".join(list(text))  # an equal string, a distinct object
+
+    p = Projector(event_ids_unique=True)
+    rows = [("task.created", None, {"title": "t"}),
+            ("call.requested", "c1", {"idempotency_key": own("c1")}),
+            ("task.claimed", None, {"worker": "w"}),
+            ("call.requested", "c2", {"idempotency_key": "k2"})]
+    for seq, (kind, call, payload) in enumerate(rows, 1):
+        p.add(Event(seq, f"e{seq}", "2026-01-01T00:00:00Z", kind, own("task-1"),
+                    own(call) if call else None, payload=payload))
+    snap = p.snapshot()
+    task = p.tasks["task-1"]
+    assert [c.task_id for c in snap.calls] == ["task-1", "task-1"]
+    assert all(c.task_id is task.task_id for c in snap.calls)
+    assert snap.tasks[0].task_id is task.task_id
+    assert snap.calls[0].idempotency_key is snap.calls[0].call_id
+    assert snap.calls[1].idempotency_key == "k2"
+    assert not isinstance(task.accepted, list) and not isinstance(task.completed, list)
+    # accepting and completing still folds as before
+    p.add(Event(5, "e5", "2026-01-01T00:00:00Z", "task.accepted", "task-1",
+                payload={"acceptance_id": "acc", "call_id": "c1"}))
+    p.add(Event(6, "e6", "2026-01-01T00:00:00Z", "task.completed", "task-1",
+                payload={"acceptance_id": "acc"}))
+    assert task.accepted == [(5, "acc", "c1")] and task.completed == [(6, "acc")]
+    assert p.snapshot().tasks[0].next_operation.value == "none"
