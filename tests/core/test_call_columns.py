@@ -153,6 +153,15 @@ def test_calls_in_columns_equal_the_oracle_on_random_ledgers(ledger: Any,
         _follow_in_columns(_write(Path(tmp), events, receipts, unique_ids), unique_ids)
 
 
+def _resting(history: CallHistory, unique_ids: bool, *, rest_after: int) -> Projector:
+    """A projector that settles calls in columns and keeps there the calls in flight
+    quiet for `rest_after` seqs."""
+    projector = Projector(event_ids_unique=unique_ids)
+    projector.settle_in_columns(history)
+    projector.rest_after = rest_after
+    return projector
+
+
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(lifecycles(), ledgers()), st.booleans())
 def test_calls_at_rest_in_columns_equal_the_oracle_at_every_seq(ledger: Any,
@@ -169,9 +178,7 @@ def test_calls_at_rest_in_columns_equal_the_oracle_at_every_seq(ledger: Any,
             read = reader.events()
         history, sql = CallHistory(case / "ledger.sqlite3"), EvidenceSQL(case)
         try:
-            projector = Projector(event_ids_unique=unique_ids)
-            projector.settle_in_columns(history)
-            projector.rest_after = 0
+            projector = _resting(history, unique_ids, rest_after=0)
             for ev in read:
                 projector.add(ev)
                 projector.snapshot(log)
@@ -223,9 +230,7 @@ def test_calls_in_flight_that_stay_quiet_are_kept_in_columns_not_objects(
                          "payload": json.dumps(e.payload)} for e in events], [], True)
     history = CallHistory(case / "ledger.sqlite3")
     try:
-        projector = Projector(event_ids_unique=True)
-        projector.settle_in_columns(history)
-        projector.rest_after = 50
+        projector = _resting(history, True, rest_after=50)
         for ev in events:
             projector.add(ev)
             if ev.seq % 10 == 0:
