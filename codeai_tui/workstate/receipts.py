@@ -347,7 +347,7 @@ class ReceiptCoverage:
         self._by_key = by_key
         self.receipts = by_key.receipts
         n = len(self.receipts)
-        self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where refs >= 0
+        self._seqs = array("q", bytes(8 * n))  # the cover's started seq, where one is
         self._refs = array("i", [-1]) * n  # where the cover's attempt id is; -1: none
         self._ids = TextColumn()
         self._theirs: Sequence[str] = ()
@@ -644,8 +644,7 @@ def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
 def _repeat_groups(rs: Receipts, by_key: ByKey | None) -> dict[Pair, list[int]]:
     """The positions, in log order, of the receipts of every (key, body hash) that two
     or more hold (a duplicate effect)."""
-    keys = rs.keys
-    return {(keys[g[0]], sha): g for sha, g in _hash_groups(rs, _shared_keys(rs, by_key))}
+    return _duplicate_groups(rs, _shared_keys(rs, by_key))
 
 
 def _shared_keys(rs: Receipts, by_key: ByKey | None) -> Iterable[list[int]]:
