@@ -38,7 +38,7 @@ from codeai_tui.services.watched_fork import STALL_S
 from codeai_tui.workstate import Projector, WorkState, project
 from tests.core.test_call_columns import _calls_facts, lifecycles
 from tests.core.test_fast_path import SHA, _write, ledgers
-from tests.core.test_helper_process import interleaved_in_fives
+from tests.core.test_helper_process import calls_of_two_tasks, interleaved_in_fives
 from tests.core.test_time_travel import assert_kept_sets_as_counted
 from tests.support import examples
 
@@ -102,26 +102,15 @@ def test_a_helper_gathered_start_equals_the_oracle_at_every_seq(ledger: Any) -> 
 
 def _events(calls: int, shared: dict[int, tuple[str, str]] | None = None
             ) -> list[dict[str, Any]]:
-    """Calls of two tasks, five at a time with their events interleaved; the fourth and
-    the last four stop after their attempt started (effect unknown), so both halves
-    hold unresolved calls. `shared`: call number -> (its key, its request hash) instead
-    of its own."""
-    per_call: list[list[dict[str, Any]]] = []
-    for i in range(calls):
-        call = f"c{i:03d}"
+    """Calls of two tasks, five at a time with their events interleaved
+    (`calls_of_two_tasks`: unresolved calls in both halves). `shared`: call number ->
+    (its key, its request hash) instead of its own."""
+    def payload(i: int, call: str) -> dict[str, Any]:
         key, sha = (shared or {}).get(i, (f"k{i}", "ab" * 32))
-        kinds = ["call.requested", "call.manifest", "attempt.started"]
-        if i < calls - 4 and i != 3:
-            kinds += ["attempt.observed", "attempt.interpreted", "attempt.completed",
-                      "call.completed"]
-        per_call.append([{"kind": kind, "task_id": f"t{i % 2}", "call_id": call,
-                          "attempt_id": f"{call}-a1" if kind.startswith("attempt.") else None,
-                          "payload": {"idempotency_key": key, "status": "succeeded",
-                                      "request_sha256": sha, "outcome": "success",
-                                      "transport": {"status": 200}, "response_sha256": sha,
-                                      "adopted_attempt_id": f"{call}-a1"}}
-                         for kind in kinds])
-    return interleaved_in_fives(per_call)
+        return {"idempotency_key": key, "status": "succeeded", "request_sha256": sha,
+                "outcome": "success", "transport": {"status": 200}, "response_sha256": sha,
+                "adopted_attempt_id": f"{call}-a1"}
+    return interleaved_in_fives(calls_of_two_tasks(calls, payload))
 
 
 def _case(root: Path, calls: int = 40, shared: dict[int, tuple[str, str]] | None = None,

@@ -110,21 +110,10 @@ def test_forked_scans_find_the_same_document_at_every_as_of(ledger: Any, unique_
 
 
 def _events(calls: int) -> list[dict[str, Any]]:
-    """Calls of two tasks, five at a time with their events interleaved, each with a
-    started attempt; the fourth and the last four stop there (effect unknown), so both
-    halves hold unresolved calls and a task's verdict must name the earlier one; one
-    payload of the second half is broken (its anomaly)."""
-    per_call: list[list[dict[str, Any]]] = []
-    for i in range(calls):
-        call = f"c{i:03d}"
-        kinds = ["call.requested", "call.manifest", "attempt.started"]
-        if i < calls - 4 and i != 3:
-            kinds += ["attempt.observed", "attempt.interpreted", "attempt.completed",
-                      "call.completed"]
-        per_call.append([{"kind": kind, "task_id": f"t{i % 2}", "call_id": call,
-                          "attempt_id": f"{call}-a1" if kind.startswith("attempt.") else None,
-                          "payload": {"idempotency_key": f"k{i}", "status": "succeeded",
-                                      "request_sha256": "ab" * 32}} for kind in kinds])
+    """Calls of two tasks, five at a time with their events interleaved
+    (`calls_of_two_tasks`); one payload of the second half is broken (its anomaly)."""
+    per_call = calls_of_two_tasks(calls, lambda i, _call: {
+        "idempotency_key": f"k{i}", "status": "succeeded", "request_sha256": "ab" * 32})
     per_call[-6][1]["payload"] = "{"
     return interleaved_in_fives(per_call)
 
@@ -325,6 +314,25 @@ def test_the_helper_takes_a_little_over_half_the_calls() -> None:
         assert 1 <= mid <= calls - 1
         assert calls - mid >= mid
     assert 0.5 < (137_000 - plan.split(137_000)) / 137_000 < 0.6
+
+
+def calls_of_two_tasks(calls: int, payload: Callable[[int, str], dict[str, Any]]
+                       ) -> list[list[dict[str, Any]]]:
+    """Each call's events (`payload(i, call)` each event's payload), the calls in two
+    tasks, each with a started attempt; the fourth and the last four stop there (effect
+    unknown), so both halves hold unresolved calls and a task's verdict must name the
+    earlier one."""
+    per_call: list[list[dict[str, Any]]] = []
+    for i in range(calls):
+        call = f"c{i:03d}"
+        kinds = ["call.requested", "call.manifest", "attempt.started"]
+        if i < calls - 4 and i != 3:
+            kinds += ["attempt.observed", "attempt.interpreted", "attempt.completed",
+                      "call.completed"]
+        per_call.append([{"kind": kind, "task_id": f"t{i % 2}", "call_id": call,
+                          "attempt_id": f"{call}-a1" if kind.startswith("attempt.") else None,
+                          "payload": payload(i, call)} for kind in kinds])
+    return per_call
 
 
 def interleaved_in_fives(per_call: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
