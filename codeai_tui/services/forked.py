@@ -18,7 +18,7 @@ import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 S = TypeVar("S")
 
@@ -112,19 +112,11 @@ class Helper(Generic[S]):
     def ended_well(self, grace: float) -> bool:
         """Whether the helper exited 0 (its lines and summary are written); False when it
         failed, died or did not end within `grace` seconds (it is killed then)."""
-        status = self._wait(grace)
-        return status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        return exited_well(self._wait(grace))
 
     def summary(self) -> S | None:
         """What the helper's work returned (after `ended_well`), None if unreadable."""
-        import pickle
-
-        self._summary.seek(0)
-        try:
-            result: S = pickle.load(self._summary)
-        except Exception:  # noqa: BLE001 - whatever is wrong with it, the parent does the half
-            return None
-        return result
+        return pickled_result(self._summary)
 
     def lines(self) -> Iterator[str]:
         """The lines the helper wrote, in order (after `ended_well`)."""
@@ -156,14 +148,37 @@ class Helper(Generic[S]):
         """Kill the helper if it still runs and reap it (the caller gave up)."""
         pid, self._pid = self._pid, None
         if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            kill_and_reap(pid)
 
     def close(self) -> None:
         self.stop()
         self._lines.close()
         self._summary.close()
+
+
+def exited_well(status: int | None) -> bool:
+    """Whether a child's wait status says it exited 0 (None: it was not seen to end)."""
+    return status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def pickled_result(file: IO[bytes]) -> Any:
+    """What a child pickled into `file` (from its start), None if unreadable: whatever
+    is wrong with it, the caller does that work itself."""
+    import pickle
+
+    file.seek(0)
+    try:
+        return pickle.load(file)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def kill_and_reap(pid: int) -> None:
+    """Kill a child that may still run, and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _run_child(work: Callable[[LineWriter], object], lines: LineWriter,

@@ -23,6 +23,8 @@ import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from codeai_tui.services.forked import exited_well, kill_and_reap, pickled_result
+
 S = TypeVar("S")
 
 STALL_S = 2.0  # a child whose counter has not moved for this long is taken for hung
@@ -67,16 +69,9 @@ class WatchedFork(Generic[S]):
         """What the work returned; None (the child killed) when it failed, died, did not
         move for `stall` seconds, did not end within `grace` seconds, or `stop()` turned
         true meanwhile (the caller is told to stop: a console quitting)."""
-        import pickle
-
-        status = self._wait(grace, stall, stop)
-        if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        if not exited_well(self._wait(grace, stall, stop)):
             return None
-        self._out.seek(0)
-        try:
-            got: S = pickle.load(self._out)
-        except Exception:  # noqa: BLE001 - whatever is wrong with it, the caller does the work
-            return None
+        got: S | None = pickled_result(self._out)
         return got
 
     def _wait(self, grace: float, stall: float, stop: Callable[[], bool] | None
@@ -107,10 +102,7 @@ class WatchedFork(Generic[S]):
         """Kill the child if it still runs, and reap it."""
         pid, self._pid = self._pid, None
         if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+            kill_and_reap(pid)
 
     def close(self) -> None:
         self.stop()
