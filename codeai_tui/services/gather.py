@@ -471,23 +471,20 @@ class Gathered:
         scan = _SuspectScan(sql, limit, forked)
         skeletons: _Skeletons | None = None
         try:
-            load, self._load_receipts = self._load_receipts, None  # (it holds the bytes)
-            if load is not None:
-                self.receipt_log = load()
-            extents = sql.task_extents(limit)
-            totals, rows = sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS)
-            skeletons = _Skeletons(rows, totals.calls, totals.ready)
-            suspects = scan.result()
-        except BaseException:
-            if skeletons is not None:
-                skeletons.close()
-            raise
-        finally:
-            scan.close()  # (on a failure, the other half and the scans stop at once)
-        try:
+            try:
+                load, self._load_receipts = self._load_receipts, None  # (holds the bytes)
+                if load is not None:
+                    self.receipt_log = load()
+                extents = sql.task_extents(limit)
+                totals, rows = sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS)
+                skeletons = _Skeletons(rows, totals.calls, totals.ready)
+                suspects = scan.result()
+            finally:
+                scan.close()  # (on a failure, the other half and the scans stop at once)
             self._check(suspects, extents, totals)
         except BaseException:
-            skeletons.close()
+            if skeletons is not None:  # (its statement is reset)
+                skeletons.close()
             raise
         self._skeletons = skeletons
 
