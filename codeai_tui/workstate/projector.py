@@ -251,7 +251,7 @@ class Projector:
         # a task whose extent ends by n has its live verdict as of n
         self._extent: dict[str, int] = {}
         # task_id -> its calls and compilations, in first-seq order
-        self._task_calls: dict[str, array[int]] = {}  # (their positions)
+        self._task_calls: dict[str, array[int]] = {}  # (their positions, 4 bytes each)
         self._task_comps: dict[str, list[str]] = {}
         # task_id -> its calls' share of its verdict, made on first use, then kept
         self._tallies: dict[str, _CallTally] = {}
@@ -320,7 +320,7 @@ class Projector:
         for st in calls:
             pos = len(self._states)
             task_id = st.task_id
-            self._task_calls.setdefault(task_id, array("q")).append(pos)
+            self._task_calls.setdefault(task_id, array("i")).append(pos)  # (as `add`)
             last = st.last_seq
             self._firsts.append(st.first_seq)
             self._lasts.append(last)
@@ -379,8 +379,8 @@ class Projector:
         self._states.extend([None] * count)
         task_calls, extent = self._task_calls, self._extent
         for task_id, positions in half.task_calls.items():
-            task_calls.setdefault(task_id, array("q")).extend(
-                array("q", (p + base for p in positions)))
+            task_calls.setdefault(task_id, array("i")).extend(
+                array("i", (p + base for p in positions)))
         for task_id, last in half.extent.items():
             if extent.get(task_id, 0) < last:
                 extent[task_id] = last
