@@ -51,14 +51,11 @@ _SETTLED, _RESTING_DONE, _RESTING = 0, 1, 2
 
 
 def settles(st: CallState, anomalous: bool) -> bool:
-    """True when `st` can be kept in columns: completed, nothing left to do, no tool
-    operations, no anomaly, never resumed (what the columns cannot hold is rare)."""
-    ev, v = st.evidence, st.verdict
-    # (the attempts that started are at most all of them: counted only when stored)
+    """True when `st` can be kept in columns: completed, nothing left to do, and what a
+    call at rest needs (`rests`: no tool operations, no anomaly, never resumed)."""
+    v = st.verdict
     return (v.stage is CallStage.COMPLETED and v.next_operation is NextOperation.NONE
-            and not anomalous and not v.anomalous and ev.tools is None
-            and ev.rare is None and ev.completed_seq is not None
-            and len(ev.attempts) <= _SMALL_MAX and ev.position <= _SMALL_MAX)
+            and st.evidence.completed_seq is not None and rests(st, anomalous))
 
 
 def rests(st: CallState, anomalous: bool) -> bool:
@@ -66,6 +63,7 @@ def rests(st: CallState, anomalous: bool) -> bool:
     columns hold of it is its verdict and facts as for a settled call (no tool
     operations, no anomaly, never resumed), and its next event takes it back."""
     ev = st.evidence
+    # (the attempts that started are at most all of them: counted only when stored)
     return (not anomalous and not st.verdict.anomalous and ev.tools is None
             and ev.rare is None and len(ev.attempts) <= _SMALL_MAX
             and ev.position <= _SMALL_MAX)
