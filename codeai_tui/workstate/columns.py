@@ -237,11 +237,7 @@ class SettledCalls:
             self.keys.append(key)
             self.has_key.append(_KEPT)
         self.has_manifest.append(ev.manifest_seq is not None)
-        task = self._task_of.get(ev.task_id)
-        if task is None:
-            task = self._task_of[ev.task_id] = len(self._tasks)
-            self._tasks.append(ev.task_id)
-        self.task.append(task)
+        self.task.append(self._code_of(self._tasks, self._task_of, ev.task_id))
         self.positions.append(position)
         if not self._by_position:
             self._firsts.append(ev.first_seq)
