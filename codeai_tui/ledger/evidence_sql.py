@@ -280,9 +280,9 @@ class EvidenceSQL:
         only the rows it has not folded yet, where a Python sort had every call's row
         (~130 bytes a call) held at once. The totals come from the same grouped rows,
         so the index's side of the call print (`table_print` is the table's) and any
-        attempt id that would not unpack are known before the first call is folded. The statement runs its grouping and sort here;
-        the rows are read as they are asked for (it stays open until they all are, or
-        the iterator is closed)."""
+        attempt id that would not unpack are known before the first call is folded.
+        The statement runs its grouping and sort here; the rows are read as they are
+        asked for (it stays open until they all are, or the iterator is closed)."""
         kinds = _in(call_kinds)
         rows = self._stream(f"""
             WITH g AS MATERIALIZED (
