@@ -29,6 +29,7 @@ from codeai_tui.workstate.columns import (
 from codeai_tui.workstate.evidence import (
     Anomaly,
     AttemptEvidence,
+    Attempts,
     CallEvidence,
     CompilationEvidence,
     TaskEvidence,
@@ -95,6 +96,24 @@ def seq_problem(seq: int, last_seq: int) -> str | None:
 
 def duplicate_id_problem(event_id: str, first_seq: int) -> str:
     return f"event_id {event_id[:70]!r} was already used by seq {first_seq}"
+
+
+def column_cover(pairs: SettledCoverage | None, ev: CallEvidence, cols: SettledCalls
+                 ) -> AttemptEvidence | None:
+    """The attempt of this call's that covers its key in the receipt check, when the
+    columns can keep it (None: it stays in the coverage dict): the earliest that started
+    with the key, so a retried call's first attempt, not its last (kept as objects, the
+    covers of one call in twenty cost ~680 bytes each, 47 MB at 10M events)."""
+    key = ev.key
+    if pairs is None or key is None:
+        return None
+    have = dict.get(pairs, key)
+    if type(have) is not AttemptEvidence or not cols.can_cover(have):
+        return None
+    held = ev.held
+    if held is have or (type(held) is Attempts and held.find(have.attempt_id) is have):
+        return have
+    return None
 
 
 class _CallTally:
@@ -327,15 +346,10 @@ class Projector:
             if extent.get(task_id, 0) < last:
                 extent[task_id] = last
             if cols is not None and settles(st, False):
-                ev = st.evidence
-                key, held = ev.key, ev.held
-                cover = held if (pairs is not None and key is not None
-                                 and type(held) is AttemptEvidence
-                                 and dict.get(pairs, key) is held
-                                 and cols.can_cover(held)) else None
+                cover = column_cover(pairs, st.evidence, cols)
                 self._slot_of.append(cols.add(st, pos, cover))
                 if cover is not None:
-                    del pairs[key]  # type: ignore[index, arg-type]
+                    del pairs[st.evidence.key]  # type: ignore[index, arg-type]
                 self._ids.append(None)
                 self._states.append(None)
                 continue
@@ -622,13 +636,10 @@ class Projector:
         its attempt's receipt coverage goes with it, when it is the one covering its key
         (it never changes once started). Returns its slot."""
         pairs = self._pairs if type(self._pairs) is SettledCoverage else None
-        key, held = st.evidence.key, st.evidence.held
-        cover = held if (pairs is not None and key is not None
-                         and type(held) is AttemptEvidence
-                         and dict.get(pairs, key) is held and cols.can_cover(held)) else None
+        cover = column_cover(pairs, st.evidence, cols)
         slot = self._slot_of[pos] = cols.add(st, pos, cover, resting)  # type: ignore[arg-type]
         if cover is not None:
-            del pairs[key]  # type: ignore[index, arg-type]
+            del pairs[st.evidence.key]  # type: ignore[index, arg-type]
         self._states[pos] = None
         self._ids[pos] = None
         del self.calls[st.call_id]

@@ -33,6 +33,14 @@ _LIFE = [("call.requested", None, {"idempotency_key": "K"}),
          ("attempt.interpreted", "A", {"outcome": "success"}),
          ("attempt.completed", "A", {"status": "succeeded"}),
          ("call.completed", None, {"status": "succeeded", "adopted_attempt_id": "A"})]
+# a first attempt that failed and was retried (the call then goes on with _LIFE's "A"):
+# the columns keep the first as the key's cover, the earliest started with it; its
+# request hash the same as the second's, or another
+_RETRIED = [("attempt.started", "A1", {"request_sha256": "H"}),
+            ("attempt.observed", "A1", {"transport": {"status": 429}, "response_sha256": SHA}),
+            ("attempt.interpreted", "A1", {"outcome": "retryable_error"}),
+            ("attempt.retry_decided", "A1", {"decision": "retry", "reason": "429"}),
+            ("attempt.completed", "A1", {"status": "failed"})]
 # what a hostile or odd ledger adds after a call completed: each names the call again
 _LATE = [("attempt.started", "A2", {"request_sha256": SHA}),
          ("call.completed", None, {"status": "failed"}),
@@ -54,6 +62,11 @@ def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, An
         key = draw(st.sampled_from([f"k{c}", call]))
         att_of = draw(st.sampled_from([call, f"x{c}"]))
         life = _LIFE[:draw(st.sampled_from([7, 7, 7, 3, 5]))]
+        if len(life) > 2 and draw(st.booleans()):
+            first_sha = draw(st.sampled_from([SHA, "b" * 64]))
+            life = [*life[:2], *[(kind, a, {k: first_sha if v == "H" else v
+                                            for k, v in p.items()})
+                                 for kind, a, p in _RETRIED], *life[2:]]
         script = [(kind, call, f"{att_of}-{a}" if a else None,
                    {k: (key if v == "K" else f"{att_of}-A" if v == "A" else v)
                     for k, v in p.items()}) for kind, a, p in life]
@@ -609,3 +622,47 @@ def test_a_seq_far_after_the_calls_first_widens_its_column_and_reads_back() -> N
     narrow.extend(wide.to_extend(), 1)  # (a narrow column extended by a wide one)
     assert narrow.state(0).completed_seq == far + 4
     assert narrow.contribution([0]) == (None, (far + 4, "c"), None)
+
+
+def _kept_bytes_a_call(life: list[tuple[str, str | None, dict[str, Any]]], n: int) -> float:
+    """What a projector settling in columns keeps for each of `n` calls living `life`
+    (fed as they follow, a snapshot every 64 calls), beyond their texts' characters."""
+    import gc
+    import tracemalloc
+
+    from codeai_tui.ledger.schema import Event
+    events, texts = [], 0
+    for c in range(n):
+        texts += 2 * len(f"c{c}") + 2
+        for kind, a, p in life:
+            seq = len(events) + 1
+            events.append(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, f"t{c % 7}",
+                                f"c{c}", f"c{c}-{a}" if a else None, payload={
+                                    k: (f"k{c}" if v == "K" else f"c{c}-A" if v == "A"
+                                        else SHA if v == "H" else v)
+                                    for k, v in p.items()}))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        projector = Projector(event_ids_unique=True)
+        projector.settle_in_columns(lambda call_id, n, position: None)
+        for at in range(0, len(events), 64 * len(life)):
+            projector.feed(events[at:at + 64 * len(life)])
+            projector.snapshot()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert projector.settled_count == n
+    return (kept - texts) / n
+
+
+def test_a_retried_call_settles_with_its_first_attempt_as_the_cover_in_columns() -> None:
+    """A call retried once (one in twenty, where a provider rate-limits) settles as any
+    other: the first attempt, which covers its key, is kept in the columns with it, not as
+    an object in the coverage dict (~680 bytes a call more)."""
+    n = 4096
+    once = _kept_bytes_a_call(_LIFE, n)
+    retried = _kept_bytes_a_call([*_LIFE[:2], *_RETRIED, *_LIFE[2:]], n)
+    assert retried - once < 40, (once, retried)
