@@ -577,7 +577,7 @@ def test_a_settled_call_costs_a_hundred_and_some_bytes_in_columns() -> None:
     finally:
         tracemalloc.stop()
     # 3 x 4 (text ends) + 6 x 4 (seqs kept after the call's first among them) + 2 x 2
-    # + 3 (flags) + 32 (hash) + 2 x 4 (index slots, from a quarter to half full) x 2..4:
+    # + 3 (flags) + 32 (hash) + 2 x 4 (index slots, a third to two thirds full) x 1.5..3:
     # ~95 (8 bytes more when the two seqs took 8 each)
     assert per_call <= 100, per_call
     for slot in (0, 4097, n - 1):
@@ -666,3 +666,21 @@ def test_a_retried_call_settles_with_its_first_attempt_as_the_cover_in_columns()
     once = _kept_bytes_a_call(_LIFE, n)
     retried = _kept_bytes_a_call([*_LIFE[:2], *_RETRIED, *_LIFE[2:]], n)
     assert retried - once < 40, (once, retried)
+
+
+def test_the_id_index_is_sized_up_to_two_thirds_full() -> None:
+    """The columns' index from call id to slot takes 4 bytes an entry; kept at most half
+    full, 1.37M calls took 4M entries (16 MB, and the key index as much again)."""
+    import tracemalloc
+
+    from codeai_tui.workstate.columns import SettledCalls
+    calls = 40_000  # (61% of 2^16)
+    cols = SettledCalls(lambda call_id, n, position: None)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cols.reserve(calls)
+        per_call = (tracemalloc.get_traced_memory()[0] - before) / calls
+    finally:
+        tracemalloc.stop()
+    assert per_call < 7, per_call  # 2^16 entries: 6.6 bytes a call (2^17 at half: 13.1)
