@@ -16,7 +16,7 @@ from ledgerfactory import append_to_case, write_ledger
 from codeai_tui.console.model import CaseFollower
 from codeai_tui.lab.bench import write_ledger as write_bench_ledger
 from codeai_tui.ledger.evidence_sql import EvidenceSQL, FastPathUnfit
-from codeai_tui.services.skeleton import build_skeleton
+from codeai_tui.services.skeleton import SkeletonCalls, build_skeleton
 from codeai_tui.services.stage_reads import StageReads
 from codeai_tui.workstate import CallStage
 from tests.core.test_fast_path import _ev, _oracle, _write, drawn_case, ledgers
@@ -261,5 +261,25 @@ def test_the_skeleton_keeps_its_call_ids_joined(tmp_path: Path) -> None:
             "SELECT call_id FROM events WHERE call_id IS NOT NULL GROUP BY call_id "
             "ORDER BY min(seq)")]
     assert len(sk.calls) > 4096
-    assert held / len(sk.calls) < 85, held / len(sk.calls)
+    # (a last seq after the first, and the attempts, in 4 bytes each: ~62; 8 each, ~70)
+    assert held / len(sk.calls) < 66, held / len(sk.calls)
     assert list(sk.calls.ids) == order == [c.call_id for c in sk.calls]
+    assert [c.last_seq for c in sk.calls] == last_seqs(case, order)
+
+
+def last_seqs(case: Path, order: list[str]) -> list[int]:
+    with sqlite3.connect(case / "ledger.sqlite3") as conn:
+        last = dict(conn.execute("SELECT call_id, max(seq) FROM events "
+                                 "WHERE call_id IS NOT NULL GROUP BY call_id").fetchall())
+    return [last[c] for c in order]
+
+
+def test_a_skeleton_call_beyond_four_bytes_reads_back_as_written() -> None:
+    """A hostile ledger's seqs may be 63-bit and far apart: the columns widen, never
+    wrap."""
+    calls = SkeletonCalls()
+    calls.append("a", 1, 2, 1, None)
+    calls.append("b", 5, (1 << 62) + 7, (1 << 40), None)
+    calls.append("c", -(1 << 62), 1 << 62, 3, None)
+    assert [(c.call_id, c.first_seq, c.last_seq, c.attempts) for c in calls] == [
+        ("a", 1, 2, 1), ("b", 5, (1 << 62) + 7, 1 << 40), ("c", -(1 << 62), 1 << 62, 3)]
