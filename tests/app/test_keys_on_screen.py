@@ -107,3 +107,18 @@ async def test_R_on_a_finished_tool_turn_says_nothing_to_replay(tmp_path: Path) 
         await wait_for(pilot, lambda: any("nothing to replay" in e.text
                                           for e in app.action_log.entries),
                        what="nothing to replay")
+
+
+async def test_at_80_columns_the_palette_key_ends_the_footer(tmp_path: Path) -> None:
+    """Compact, the footer's keys may overflow under the palette's key, docked right:
+    the last column is the palette key's, not a margin through which a letter of a key
+    beneath it showed."""
+    found = tool_case(tmp_path, "tool_reconciled_executed", "found")
+    app = create_app(found, clock=frozen_clock, kernel_key=tmp_path / "kernel.key")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("3", "G")
+        await wait_for(pilot, lambda: footer_writes(app) == {"replay"}, what="R in the footer")
+        await pilot.pause()
+        last, _ = app.screen.get_widget_at(79, 23)
+        assert last.has_class("-command-palette"), last  # (it was the footer's margin)

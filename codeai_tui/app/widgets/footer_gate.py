@@ -16,7 +16,16 @@ from textual.widgets import Footer
 
 class ConsoleFooter(Footer):
     """Textual's footer that, under 110 columns, drops its padding, so that the next
-    step's key, e, ? and q stay whole at 80 columns."""
+    step's key, e, ? and q stay whole at 80 columns. Compact, Textual gives every key a
+    margin on its right, the palette's too, which is docked right over keys that did not
+    fit: that column showed the letter of a key beneath it ("^p palettel")."""
+
+    DEFAULT_CSS = """
+    ConsoleFooter.-compact FooterKey.-command-palette {
+        margin-right: 0;
+        padding-right: 1;
+    }
+    """
 
     def on_resize(self) -> None:
         self.compact = self.size.width < 110
