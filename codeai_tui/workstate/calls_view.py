@@ -49,15 +49,15 @@ class CallsView(ValueSequence[CallState]):
         return st if st is not None else self._cols.state(self._slots[i])
 
     def __iter__(self) -> Iterator[CallState]:
-        kept, cols, slots = self._kept, self._cols, self._slots
-        if not kept:
-            for i in range(self._count):
-                yield cols.state(slots[i])
-            return
-        get = kept.get
-        for i in range(self._count):
-            st = get(i)
-            yield st if st is not None else cols.state(slots[i])
+        kept, state, slots = self._kept, self._cols.state, self._slots
+        at = 0
+        for pos in sorted(kept):  # (few: the runs between them are read from columns)
+            for i in range(at, pos):
+                yield state(slots[i])
+            yield kept[pos]
+            at = pos + 1
+        for i in range(at, self._count):
+            yield state(slots[i])
 
     def __repr__(self) -> str:
         return f"CallsView({self._count} calls)"
