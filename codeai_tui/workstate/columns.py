@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import copy
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, overload
+from typing import Any
 
-from codeai_tui.ledger.blocks import BLOCK, ValueSequence
+from codeai_tui.ledger.blocks import BLOCK
 from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.ladder import Contribution
@@ -649,55 +649,5 @@ class ColumnCallState(CallState):
         return CallState.as_json(self, receipts, tool_receipts, limit=limit)
 
 
-class CallsView(ValueSequence[CallState]):
-    """A snapshot's calls: the live verdicts it was handed and, where a call was settled
-    in columns (None there), its verdict read from them. What it reads never changes:
-    the columns are only appended to, and a position's slot is set once."""
-
-    __slots__ = ("_cols", "_slots", "_states")
-
-    def __init__(self, states: tuple[CallState | None, ...], cols: SettledCalls,
-                 slots: array[int]) -> None:
-        self._states = states
-        self._cols = cols
-        self._slots = slots
-
-    def __len__(self) -> int:
-        return len(self._states)
-
-    @overload
-    def __getitem__(self, i: int) -> CallState: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[CallState, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> CallState | tuple[CallState, ...]:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self._states))))
-        st = self._states[i]
-        if st is None:
-            if i < 0:
-                i += len(self._states)
-            return self._cols.state(self._slots[i])
-        return st
-
-    def __iter__(self) -> Iterator[CallState]:
-        cols, slots = self._cols, self._slots
-        for i, st in enumerate(self._states):
-            yield st if st is not None else cols.state(slots[i])
-
-    def __repr__(self) -> str:
-        return f"CallsView({len(self._states)} calls)"
-
-
-def calls_of(states: Sequence[CallState | None], cols: SettledCalls | None,
-             slots: array[int]) -> tuple[CallState, ...] | CallsView:
-    """A snapshot's calls: a plain tuple while nothing is settled in columns."""
-    kept = tuple(states)
-    if cols is None or not len(cols):
-        return kept  # type: ignore[return-value]  # (no None: nothing is in columns)
-    return CallsView(kept, cols, slots)
-
-
-__all__ = ["CallLoader", "CallsView", "ColumnCallState", "Cover", "SettledCalls",
-           "SettledCoverage", "calls_of", "rests", "settles"]
+__all__ = ["CallLoader", "ColumnCallState", "Cover", "SettledCalls", "SettledCoverage",
+           "rests", "settles"]

@@ -18,11 +18,11 @@ from typing import Any
 
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event
+from codeai_tui.workstate.calls_view import calls_of
 from codeai_tui.workstate.columns import (
     CallLoader,
     SettledCalls,
     SettledCoverage,
-    calls_of,
     rests,
     settles,
 )
@@ -248,10 +248,13 @@ class Projector:
         self._pairs_stale = False
         self._changed_pairs: list[Pair] = []
         self._live_check: LiveReceiptCheck | None = None
-        # verdicts by position (first-seq order), refreshed only where a call changed, so
-        # a snapshot costs what changed plus one tuple copy, not a pass over every call
-        self._ids: list[str | None] = []  # (None: settled in columns)
-        self._states: list[CallState | None] = []  # (None: new, or settled in columns)
+        # the calls held as objects, by position (first-seq order; `_firsts` has one
+        # item per position): their ids, and their verdicts once judged, refreshed only
+        # where a call changed. A call in columns has neither (a list slot a call was 8
+        # bytes for each of 1.37M calls, and again in every snapshot), so a snapshot
+        # copies only what objects hold
+        self._ids: dict[int, str] = {}
+        self._states: dict[int, CallState] = {}  # (absent: new, or in columns)
         self._firsts = array("q")
         # each position's last seq, kept as events arrive: time travel finds the calls in
         # flight at n without asking 137,000 verdicts (~70 ms at the middle of 1M events)
@@ -337,7 +340,7 @@ class Projector:
             cols.reserve(expected)
         pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         for st in calls:
-            pos = len(self._states)
+            pos = len(self._firsts)
             task_id = st.task_id
             self._task_calls.setdefault(task_id, array("i")).append(pos)  # (as `add`)
             last = st.last_seq
@@ -350,12 +353,10 @@ class Projector:
                 self._slot_of.append(cols.add(st, pos, cover))
                 if cover is not None:
                     del pairs[st.evidence.key]  # type: ignore[index, arg-type]
-                self._ids.append(None)
-                self._states.append(None)
                 continue
             self.calls[st.call_id] = st.evidence
-            self._ids.append(st.call_id)
-            self._states.append(st)
+            self._ids[pos] = st.call_id
+            self._states[pos] = st
             self._slot_of.append(-1)
             self._track(pos, st)
 
@@ -364,7 +365,7 @@ class Projector:
         (`take_half`): a helper process gathers the later half of a ledger's calls."""
         if self._settled is None or type(self._pairs) is not SettledCoverage:
             raise ValueError("only a projector settling in columns hands its calls over")
-        kept = [(pos, st) for pos, st in enumerate(self._states) if st is not None]
+        kept = sorted(self._states.items())
         return TakenCalls(self._firsts, self._lasts, self._slot_of, self._task_calls,
                           self._extent, self._settled.to_extend(), kept, dict(self._pairs))
 
@@ -377,7 +378,7 @@ class Projector:
         cols, pairs = self._settled, self._pairs
         if cols is None or type(pairs) is not SettledCoverage:
             return False
-        base, count = len(self._states), len(half.slots)
+        base, count = len(self._firsts), len(half.slots)
         if any(st.evidence.position != base + pos for pos, st in half.kept) or not (
                 len(half.firsts) == len(half.lasts) == count):
             return False
@@ -389,8 +390,6 @@ class Projector:
         self._lasts.extend(half.lasts)
         cols.extend(half.settled, base)
         self._slot_of.extend(array("i", (s + slot_base if s >= 0 else -1 for s in half.slots)))
-        self._ids.extend([None] * count)
-        self._states.extend([None] * count)
         task_calls, extent = self._task_calls, self._extent
         for task_id, positions in half.task_calls.items():
             task_calls.setdefault(task_id, array("i")).extend(
@@ -533,17 +532,16 @@ class Projector:
         call = self._live_call(cid)
         is_new = call is None
         if call is None:
-            pos = len(self._states)
+            pos = len(self._firsts)
             call = self.calls[cid] = CallEvidence(cid, self.tasks[ev.task_id].task_id, ev.seq,
                                                   pos)
             self._task_calls.setdefault(call.task_id, array("i")).append(pos)
-            self._ids.append(cid)
-            self._states.append(None)
+            self._ids[pos] = cid
             self._slot_of.append(-1)
             self._firsts.append(ev.seq)
             self._lasts.append(ev.seq)
         else:
-            handed = self._states[call.position]
+            handed = self._states.get(call.position)
             if handed is not None and handed.evidence is call:
                 # a verdict holding this evidence was handed out: fold into a copy
                 before, call = call, call.clone()
@@ -597,7 +595,7 @@ class Projector:
         self._to_settle = self._to_settle[SETTLE_BATCH:]
         states, slots, flagged = self._states, self._slot_of, self.call_anomalies
         for pos in batch:
-            st = states[pos]
+            st = states.get(pos)
             if st is None or slots[pos] != -1 or pos in self._revived or pos in self._stale:
                 continue
             if not settles(st, st.call_id in flagged):
@@ -618,7 +616,7 @@ class Projector:
         moved = 0
         while queue and queue[0][1] <= horizon and moved < SETTLE_BATCH:
             pos, last = queue.popleft()
-            st = states[pos]
+            st = states.get(pos)
             if (st is None or lasts[pos] != last or slots[pos] != -1 or pos in self._stale
                     or pos in self._revived or not rests(st, st.call_id in flagged)):
                 continue  # (changed since, kept already, or what columns cannot hold)
@@ -640,14 +638,13 @@ class Projector:
         slot = self._slot_of[pos] = cols.add(st, pos, cover, resting)  # type: ignore[arg-type]
         if cover is not None:
             del pairs[st.evidence.key]  # type: ignore[index, arg-type]
-        self._states[pos] = None
-        self._ids[pos] = None
+        del self._states[pos], self._ids[pos]
         del self.calls[st.call_id]
         return slot
 
     def _state_at(self, pos: int) -> CallState:
         """The verdict at `pos` (current), from the objects or the columns."""
-        st = self._states[pos]
+        st = self._states.get(pos)
         if st is None and self._settled is not None and self._slot_of[pos] >= 0:
             return self._settled.state(self._slot_of[pos])
         if st is None or pos in self._stale:
@@ -694,7 +691,7 @@ class Projector:
         cols = self._settled
         if cols is not None:
             for pos, slot in enumerate(self._slot_of):
-                if slot >= 0 and self._states[pos] is None:
+                if slot >= 0 and pos not in self._states:
                     yield cols.load(slot)
 
     # ---- verdicts
@@ -707,7 +704,7 @@ class Projector:
                 raise KeyError(call_id)
             return self._state_at(pos)
         pos = evidence.position
-        st = self._states[pos]
+        st = self._states.get(pos)
         if st is None or pos in self._stale:
             st = classify_call(evidence, anomalous=call_id in self.call_anomalies)
             self._track(pos, st)
@@ -840,7 +837,8 @@ class Projector:
         self._refresh_tasks()  # (every call's verdict first)
         self._settle()
         self._rest()
-        calls = calls_of(self._states, self._settled, self._slot_of)  # (all fresh)
+        calls = calls_of(self._states, len(self._firsts), self._settled,
+                         self._slot_of)  # (all fresh)
         return WorkState(
             as_of_seq=self.last_seq,
             event_count=self.event_count,
@@ -880,26 +878,26 @@ class Projector:
         with their seqs, so their prefix is a filter."""
         self._refresh_states()
         k = bisect_right(self._firsts, n)  # calls begun by n: a prefix (first-seq order)
-        # (None: settled in columns, read through `at` where needed)
-        calls: list[CallState | None] = self._states[:k]
+        # the verdicts held as objects, by position; the others are in columns, read
+        # through `at` where needed
+        calls = {pos: st for pos, st in self._states.items() if pos < k}
         at = self._state_at
         flags = {cid: any(s <= n for s in seqs) for cid, seqs in self.call_anomalies.items()}
         lasts = self._lasts
         in_flight = [i for i in range(k) if lasts[i] > n]
         for i in in_flight:  # re-derived from their own events
-            st = calls[i] or at(i)
+            st = calls.get(i) or at(i)
             before = call_before(st.call_id, n, i)
-            # (never None: its first call event is at or before n)
-            calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False)) \
-                if before is not None else None  # type: ignore[call-overload]
+            if before is not None:  # (never None: its first call event is at or before n)
+                calls[i] = classify_call(before, anomalous=flags.get(st.call_id, False))
         # the others keep their live verdict; only a call some anomaly names can have
         # been flagged later than n
         redone = set(in_flight)
         for cid, flagged in flags.items():
             known = self.position_of(cid)
             pos = known if known is not None else k
-            if pos < k and pos not in redone and (calls[pos] or at(pos)).anomalous != flagged:
-                calls[pos] = (calls[pos] or at(pos)).with_anomalous(flagged)
+            if pos < k and pos not in redone and (calls.get(pos) or at(pos)).anomalous != flagged:
+                calls[pos] = (calls.get(pos) or at(pos)).with_anomalous(flagged)
                 redone.add(pos)
         comps: list[CompilationState] = []
         for comp_id, comp in self.compilations.items():
@@ -923,7 +921,7 @@ class Projector:
             for pos in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
                 if pos >= k:
                     break  # begun after n, as are the rest (all calls, as of an early n)
-                st = calls[pos]
+                st = calls.get(pos)
                 if st is None and slot_of[pos] >= 0 and cols.settled(slot_of[pos]):  # type: ignore[union-attr]
                     settled.append(slot_of[pos])  # (its live verdict, read in columns)
                 else:
@@ -942,7 +940,7 @@ class Projector:
         if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
             check = check_receipts(
                 receipt_log.receipts if receipt_log else (),
-                ((c or at(i)).evidence for i, c in enumerate(calls)),
+                ((calls.get(i) or at(i)).evidence for i in range(k)),
                 problems=receipt_log.problems if receipt_log else (),
                 log_present=bool(receipt_log and receipt_log.exists))
         else:
@@ -957,7 +955,7 @@ class Projector:
             anomalies=tuple(a for a in self.anomalies if a.seq <= n),
             unknown_kinds=unknown,
             tasks=tuple(tasks),
-            calls=calls_of(calls, self._settled, self._slot_of),
+            calls=calls_of(calls, k, self._settled, self._slot_of),
             compilations=tuple(comps),
             receipts=check,
         )

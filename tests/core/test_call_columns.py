@@ -684,3 +684,49 @@ def test_the_id_index_is_sized_up_to_two_thirds_full() -> None:
     finally:
         tracemalloc.stop()
     assert per_call < 7, per_call  # 2^16 entries: 6.6 bytes a call (2^17 at half: 13.1)
+
+
+def test_a_snapshot_copies_only_the_calls_held_as_objects() -> None:
+    """The console takes a snapshot on every poll while following, and holds two while
+    the screen swaps them: one of n calls settled in columns allocates and keeps almost
+    nothing for them (a slot a call was 8 bytes, 11 MB a snapshot at 1.37M calls), while
+    the call still held as objects keeps, in a held snapshot, the verdict it had then."""
+    import gc
+    import tracemalloc
+
+    from codeai_tui.ledger.schema import Event
+    n = 8192  # (one batch settles per snapshot: see `SETTLE_BATCH`)
+    lives = [(f"c{c}", _LIFE) for c in range(n)] + [("open", _LIFE[:3]), ("open", _LIFE[3:])]
+    events = []
+    for call, life in lives:
+        for kind, a, p in life:
+            seq = len(events) + 1
+            events.append(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, "t",
+                                call, f"{call}-a" if a else None, payload={
+                                    k: (f"k-{call}" if v == "K" else f"{call}-a" if v == "A"
+                                        else v) for k, v in p.items()}))
+    later = len(events) - len(_LIFE[3:])
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(lambda call_id, n, position: None)
+    projector.feed(events[:later])
+    projector.snapshot()  # (the completed calls settle into columns)
+    assert projector.settled_count == n and list(projector.calls) == ["open"]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = projector.snapshot()
+        gc.collect()
+        kept, peak = (m - before for m in tracemalloc.get_traced_memory())
+    finally:
+        tracemalloc.stop()
+    assert kept / n < 1 and peak / n < 1, (kept / n, peak / n)
+    assert len(held.calls) == n + 1 and held.calls[-1].call_id == "open"
+    assert not held.calls[n].settled and held.calls[n - 1].settled
+    projector.feed(events[later:])  # the open call completes after the snapshot
+    now = projector.snapshot()
+    assert now.calls[n].settled and not held.calls[n].settled
+    def verdicts(state: WorkState) -> list[tuple[object, ...]]:
+        return [(c.call_id, c.stage, c.next_operation, c.settled) for c in state.calls]
+    assert verdicts(held) == verdicts(project(events[:later]))
+    assert verdicts(now) == verdicts(project(events))
