@@ -5,7 +5,9 @@ several sealed column blocks; the answers are the ones a check made anew gives."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -118,3 +120,46 @@ def test_the_key_table_is_filled_up_to_two_thirds() -> None:
     assert table.positions("k-000060") == [60]
     assert table.positions("k-absent") == []
     assert table.repeated_keys() == [f"k-{i:06d}" for i in range(50)]
+
+
+def _few_lines(count: int) -> bytes:
+    return b"".join(orjson.dumps({
+        "receipt_id": f"{i}", "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": f"{i}", "body_sha256": "ab", "bytes": 1,
+    }) + b"\n" for i in range(count))
+
+
+def _started(count: int, seq_of: Callable[[int], int]) -> dict[str, Any]:
+    """An attempt of a short id starting at `seq_of(i)` covering receipt i's key."""
+    calls = []
+    for i in range(count):
+        call = CallEvidence(f"c{i}", "t", seq_of(i), idempotency_key=f"{i}")
+        call.add_attempt(AttemptEvidence("a", seq_of(i), started_off=0, request_sha256="ab"))
+        calls.append(call)
+    return coverage_pairs(calls)
+
+
+def test_the_live_check_keeps_each_covers_started_seq_in_four_bytes(tmp_path: Path) -> None:
+    """Each receipt's cover's started seq (what time travel reads) in 4 bytes while
+    every seq fits: 8 each cost 11.8 MB at 1.44M receipts. A seq that does not fit
+    (a hostile ledger's) widens them, and every answer as of a seq stays that of a
+    check made anew."""
+    n = N
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    path.write_bytes(_few_lines(n))
+    log = read_more_receipts(tmp_path, None)
+    started = _started(n - 1, lambda i: 2 * i + 1)  # (the last receipt: no cover)
+    _, held = held_by(lambda: LiveReceiptCheck(log, started))
+    # (the key table 10 bytes, each cover's id ~7 and started seq 4)
+    assert held / n < 22.5, held / n
+
+    big = _started(n, lambda i: (1 << 40) + i if i == 5 else 2 * i + 1)
+    live = LiveReceiptCheck(log, started)
+    live.update(big, [("5", "ab"), (f"{n - 1}", "ab")])  # (the covers that changed)
+    for at in (0, 11, (1 << 31) - 1, 1 << 40, (1 << 40) + 5, (1 << 62)):
+        cut = live.as_of(log, at)
+        anew = check_coverage(log.receipts, big, upto=at, log_present=True)
+        assert cut == anew, at
+        assert list(cut.covered_by.attempts) == list(anew.covered_by.attempts), at
+    assert live.check() == check_coverage(log.receipts, big, log_present=True)
