@@ -157,9 +157,10 @@ def test_the_live_check_keeps_each_covers_started_seq_in_four_bytes(tmp_path: Pa
     big = _started(n, lambda i: (1 << 40) + i if i == 5 else 2 * i + 1)
     live = LiveReceiptCheck(log, started)
     live.update(big, [("5", "ab"), (f"{n - 1}", "ab")])  # (the covers that changed)
-    for at in (0, 11, (1 << 31) - 1, 1 << 40, (1 << 40) + 5, (1 << 62)):
-        cut = live.as_of(log, at)
-        anew = check_coverage(log.receipts, big, upto=at, log_present=True)
-        assert cut == anew, at
-        assert list(cut.covered_by.attempts) == list(anew.covered_by.attempts), at
-    assert live.check() == check_coverage(log.receipts, big, log_present=True)
+    for check in (live, LiveReceiptCheck(log, big)):  # (widened as updated, as made)
+        for at in (0, 11, (1 << 31) - 1, 1 << 40, (1 << 40) + 5, (1 << 62)):
+            cut = check.as_of(log, at)
+            anew = check_coverage(log.receipts, big, upto=at, log_present=True)
+            assert cut == anew, at
+            assert list(cut.covered_by.attempts) == list(anew.covered_by.attempts), at
+        assert check.check() == check_coverage(log.receipts, big, log_present=True)
