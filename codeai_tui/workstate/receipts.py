@@ -935,7 +935,7 @@ class LiveReceiptCheck:
         self._by_key = by_key_of(log) if log else ByKey(())
         # the duplicate groups, by position in the log (`as_of` cuts them, `grow` adds)
         self._duplicates = _repeat_groups(self._by_key.receipts, self._by_key)
-        # the attempt.started seq of each receipt's cover (NO_COVER: none): as of a seq,
+        # the attempt.started seq of each receipt's cover (`none`: none): as of a seq,
         # a receipt is covered when its cover started by then (`as_of`)
         self._seqs = StartedSeqs()
         full = check_coverage(receipts, started, problems=problems, log_present=present,
