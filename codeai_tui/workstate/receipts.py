@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pickle import PickleBuffer
 from typing import SupportsIndex, overload
 
-from codeai_tui.ledger.blocks import Blocks
+from codeai_tui.ledger.blocks import BLOCK, Blocks, ValueSequence
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
 from codeai_tui.ledger.text_column import OptionalTextColumn, TextColumn
 from codeai_tui.workstate.columns import Cover
@@ -81,18 +81,18 @@ class ByKey:
     def __init__(self, receipts: Sequence[Receipt]) -> None:
         self.receipts = rs = columns(receipts)
         n = len(rs)
-        size = 8
-        while size < 2 * n:
-            size *= 2
+        # filled up to two thirds, found by remainder: a power of two at least twice the
+        # receipts was filled a quarter to a half (4M slots, 16.8 MB, for 1.44M receipts)
+        size = max(8, n + n // 2 + 1)
         # (positions as 4-byte ints: a log is read up to 256 MB, far fewer receipts)
         self._heads = heads = array("i", [-1]) * size  # slot -> a key's first receipt
         self._next = nxt = array("i", [-1]) * n  # receipt -> the next with its key
         last = array("i", [-1]) * size  # slot -> a key's last receipt so far
-        keys, mask = rs.keys, size - 1
+        keys = rs.keys
         for i, key in enumerate(keys):
-            at = hash(key) & mask
+            at = hash(key) % size
             while (first := heads[at]) >= 0 and keys[first] != key:
-                at = (at + 1) & mask
+                at = at + 1 if at + 1 < size else 0
             if first < 0:
                 heads[at] = i
             else:
@@ -121,12 +121,12 @@ class ByKey:
     def _first(self, key: str) -> int:
         """The first receipt with this key in the indexed ones, or -1."""
         heads, keys = self._heads, self.receipts.keys
-        mask = len(heads) - 1
-        at = hash(key) & mask
+        size = len(heads)
+        at = hash(key) % size
         while (first := heads[at]) >= 0:
             if keys[first] == key:
                 return first
-            at = (at + 1) & mask
+            at = at + 1 if at + 1 < size else 0
         return -1
 
     def _chain(self, i: int) -> list[int]:
@@ -582,13 +582,13 @@ def check_coverage(
     log_present: bool = False,
     index: ReceiptIndex | None = None,
     by_key: ByKey | None = None,
-    duplicate_groups: dict[Pair, list[int]] | None = None,
-    started_seqs: array[int] | None = None,
+    duplicates: DuplicateGroups | None = None,
+    started_seqs: StartedSeqs | None = None,
 ) -> ReceiptCheck:
     """Every receipt covered by an attempt.started with the same key and request hash;
     two or more receipts with one key and body hash are a duplicate. `upto`: only
     attempts started at or before that seq cover (time travel). `index`, `by_key`,
-    `duplicate_groups`: the receipts' index, ByKey table and `_repeat_groups` when the
+    `duplicates`: the receipts' index, ByKey table and `_repeat_groups` when the
     caller built them already (else the index builds its table when first read: time
     travel checks at every step, and reads no index). `started_seqs`: filled with the
     attempt.started seq of each receipt's cover (NO_COVER: none), whatever `upto`.
@@ -601,16 +601,21 @@ def check_coverage(
         covers, uncovered = CoversInPlace(started), started.uncovered()
     else:
         column: Blocks[str | None] = OptionalTextColumn()
+        seqs: list[int] = []  # (taken into `started_seqs` a block at a time)
         for attempt_id, seq in _covers_of(rs, started):
             if started_seqs is not None:
-                started_seqs.append(seq)
+                seqs.append(seq)
+                if len(seqs) == BLOCK:
+                    started_seqs.extend(seqs)
+                    seqs = []
             column.append(attempt_id if upto is None or seq <= upto else None)
+        if started_seqs is not None:
+            started_seqs.extend(seqs)
         covers, uncovered = column, [i for i, att in enumerate(column) if att is None]
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, uncovered),
-        duplicates=_group_ids(rs, duplicate_groups.values() if duplicate_groups is not None
-                              else (g for _sha, g in _hash_groups(rs, _shared_keys(rs, by_key)))),
+        duplicates=duplicates if duplicates is not None else _repeat_groups(rs, by_key),
         covered_by=Covers(rs, covers),
         problems=tuple(problems),
         log_present=log_present,
@@ -641,10 +646,10 @@ def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids[i] for i in at))
 
 
-def _repeat_groups(rs: Receipts, by_key: ByKey | None) -> dict[Pair, list[int]]:
+def _repeat_groups(rs: Receipts, by_key: ByKey | None) -> DuplicateGroups:
     """The positions, in log order, of the receipts of every (key, body hash) that two
     or more hold (a duplicate effect)."""
-    return _duplicate_groups(rs, _shared_keys(rs, by_key))
+    return DuplicateGroups.of(rs, (g for _sha, g in _hash_groups(rs, _shared_keys(rs, by_key))))
 
 
 def _shared_keys(rs: Receipts, by_key: ByKey | None) -> Iterable[list[int]]:
@@ -677,16 +682,80 @@ def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[st
                     yield sha, group
 
 
-def _duplicate_groups(rs: Receipts, shared: Iterable[list[int]]) -> dict[Pair, list[int]]:
-    """Of receipts sharing a key, those of each (key, body hash) that two or more hold."""
-    keys = rs.keys
-    return {(keys[g[0]], sha): g for sha, g in _hash_groups(rs, shared)}
+class DuplicateGroups(ValueSequence[tuple[str, ...]]):
+    """The duplicate effects of a log: each group's receipt ids (a tuple, in log order),
+    the groups ordered by their first receipt's place. Kept as positions in two arrays
+    and read from the log's id column when asked: reads and compares equal to the tuple
+    of tuples of ids it stands for. That tuple, and a dict by (key, hash) of each
+    group's positions kept to update it, cost ~590 bytes a group (41 MB for the 68,786
+    groups of a 10M-event ledger); these cost 4 bytes a receipt in a group and 4 a
+    group. Never changed once made."""
 
+    __slots__ = ("_members", "_starts", "receipts")
 
-def _group_ids(rs: Receipts, groups: Iterable[list[int]]) -> tuple[tuple[str, ...], ...]:
-    """The groups' receipt ids, the groups ordered by their first receipt's place."""
-    ids = rs.ids
-    return tuple(tuple(ids[i] for i in g) for g in sorted(groups, key=lambda g: g[0]))
+    def __init__(self, receipts: Receipts, members: array[int], starts: array[int]) -> None:
+        self.receipts = receipts
+        self._members = members  # every group's positions, group after group
+        self._starts = starts  # where each group begins in `_members`, and the end
+
+    @classmethod
+    def of(cls, receipts: Receipts, groups: Iterable[Sequence[int]]) -> DuplicateGroups:
+        """The groups of `receipts` at these positions (each in log order, any order of
+        groups; a group of fewer than two is left out)."""
+        members, starts = array(_POSITION), array(_POSITION, [0])
+        for group in groups:
+            if len(group) > 1:
+                members.extend(group)
+                starts.append(len(members))
+        firsts = [members[at] for at in starts[:-1]]
+        if all(a < b for a, b in zip(firsts, firsts[1:], strict=False)):
+            return cls(receipts, members, starts)
+        ordered, ordered_starts = array(_POSITION), array(_POSITION, [0])
+        for g in sorted(range(len(firsts)), key=firsts.__getitem__):
+            ordered.extend(members[starts[g]:starts[g + 1]])
+            ordered_starts.append(len(ordered))
+        return cls(receipts, ordered, ordered_starts)
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def positions(self, g: int) -> array[int]:
+        """Group g's receipt positions, in log order."""
+        return self._members[self._starts[g]:self._starts[g + 1]]
+
+    def groups(self) -> Iterator[array[int]]:
+        """Each group's receipt positions, in turn."""
+        members, starts = self._members, self._starts
+        for g in range(len(starts) - 1):
+            yield members[starts[g]:starts[g + 1]]
+
+    def _ids(self, g: int) -> tuple[str, ...]:
+        ids = self.receipts.ids
+        return tuple(ids[i] for i in self.positions(g))
+
+    @overload
+    def __getitem__(self, g: int) -> tuple[str, ...]: ...
+
+    @overload
+    def __getitem__(self, g: slice) -> tuple[tuple[str, ...], ...]: ...
+
+    def __getitem__(self, g: int | slice) -> tuple[str, ...] | tuple[tuple[str, ...], ...]:
+        if isinstance(g, slice):
+            return tuple(self._ids(k) for k in range(len(self))[g])
+        return self._ids(range(len(self))[g])
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        ids = self.receipts.ids
+        for group in self.groups():
+            yield tuple(ids[i] for i in group)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def firsts(self) -> set[int]:
+        """The position of each group's first receipt."""
+        members = self._members
+        return {members[at] for at in self._starts[:-1]}
 
 
 def check_receipts(
@@ -728,6 +797,54 @@ def _share_hash(rs: Receipts, i: int, att: AttemptEvidence) -> None:
 # a receipt no attempt covers, in a column of its covers' started seqs: later than any
 # seq but the very last an int64 holds (a seq may be 0 or below on a hostile ledger)
 NO_COVER = (1 << 63) - 1
+_INT32_MAX = (1 << 31) - 1
+
+
+class StartedSeqs:
+    """The attempt.started seq of each receipt's cover by position, `none` where no
+    attempt covers it: 4 bytes a receipt while every seq fits below the largest int32
+    (`none` then), 8 once one does not (`none` is NO_COVER then). 8 bytes each cost
+    11.8 MB for the 1.44M receipts of a 10M-event ledger."""
+
+    __slots__ = ("none", "values")
+
+    def __init__(self) -> None:
+        self.values: array[int] = array("i")
+        self.none = _INT32_MAX  # what `values` holds for a receipt no attempt covers
+
+    def _widen(self) -> None:
+        """8 bytes a seq from now on (a seq that does not fit in 4 came)."""
+        self.values = array("q", [NO_COVER if v == _INT32_MAX else v for v in self.values])
+        self.none = NO_COVER
+
+    def _kept(self, seq: int) -> int:
+        """`seq` (NO_COVER: none) as `values` holds it, widened first if it must be."""
+        if seq == NO_COVER:
+            return self.none
+        if self.none != NO_COVER and not -_INT32_MAX - 1 <= seq < _INT32_MAX:
+            self._widen()
+        return seq
+
+    def append(self, seq: int) -> None:
+        kept = self._kept(seq)
+        self.values.append(kept)
+
+    def extend(self, seqs: list[int]) -> None:
+        """`append` each of `seqs`, in a pass at C speed where they fit."""
+        if self.none != NO_COVER:
+            real = [s for s in seqs if s != NO_COVER] if NO_COVER in seqs else seqs
+            if real and not -_INT32_MAX - 1 <= min(real) <= max(real) < _INT32_MAX:
+                self._widen()
+            elif real is not seqs:
+                seqs = [_INT32_MAX if s == NO_COVER else s for s in seqs]
+        self.values.extend(seqs)
+
+    def __setitem__(self, i: int, seq: int) -> None:
+        kept = self._kept(seq)
+        self.values[i] = kept
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
 class _CoversView(Sequence["str | None"]):
@@ -789,6 +906,20 @@ class CoversAsOf(_CoversView):
         return None if j in self._blank else self._covers[self._positions[j]]
 
 
+def _grown_groups(known: DuplicateGroups, rs: Receipts, before: int,
+                  shared: Iterable[list[int]]) -> DuplicateGroups:
+    """The duplicate groups of `rs`, whose first `before` receipts' groups are `known`,
+    given the positions of the receipts of each key a receipt appended since carries
+    (`shared`): `known` itself when no appended receipt joined a group."""
+    fresh = [g for _sha, g in _hash_groups(rs, shared)]
+    if not any(g[-1] >= before for g in fresh):
+        return known  # (a group of old receipts alone was known already)
+    # the known groups of these keys are among the fresh ones: left out, by first place
+    firsts = known.firsts().intersection(g[0] for g in fresh)
+    kept = (g for g in known.groups() if g[0] not in firsts)
+    return DuplicateGroups.of(rs, [*kept, *fresh])
+
+
 class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
@@ -802,21 +933,20 @@ class LiveReceiptCheck:
         problems = log.problems if log else ()
         present = bool(log and log.exists)
         self._by_key = by_key_of(log) if log else ByKey(())
-        # (key, hash) -> positions of duplicate receipts, kept for `grow`
-        self._duplicate_groups = _repeat_groups(self._by_key.receipts, self._by_key)
-        # the attempt.started seq of each receipt's cover (NO_COVER: none): as of a seq,
+        # the duplicate groups, by position in the log (`as_of` cuts them, `grow` adds)
+        self._duplicates = _repeat_groups(self._by_key.receipts, self._by_key)
+        # the attempt.started seq of each receipt's cover (`none`: none): as of a seq,
         # a receipt is covered when its cover started by then (`as_of`)
-        self._seqs = array("q")
+        self._seqs = StartedSeqs()
         full = check_coverage(receipts, started, problems=problems, log_present=present,
                               index=index_receipts(receipts, problems, present, self._by_key),
-                              by_key=self._by_key, duplicate_groups=self._duplicate_groups,
+                              by_key=self._by_key, duplicates=self._duplicates,
                               started_seqs=self._seqs)
         self._receipts = full.covered_by.receipts
         self._covers = full.covered_by.attempts
         self._shared = True  # `full` (handed out) holds _covers
         # positions of the receipts no attempt covers
         self._uncovered = dict.fromkeys(i for i, att in enumerate(self._covers) if att is None)
-        self._duplicates = full.duplicates
         self._problems = full.problems
         self._present = full.log_present
         self._index = full.index
@@ -869,10 +999,8 @@ class LiveReceiptCheck:
             else:
                 _share_hash(rs, i, have)
             keys[rs.keys[i]] = None
-        grouped = _duplicate_groups(rs, [table.positions(k) for k in keys])
-        if any(self._duplicate_groups.get(pair) != g for pair, g in grouped.items()):
-            self._duplicate_groups.update(grouped)
-            self._duplicates = _group_ids(rs, self._duplicate_groups.values())
+        self._duplicates = _grown_groups(self._duplicates, rs, before,
+                                         [table.positions(k) for k in keys])
         known = self._index  # (never kept by the next index: that would chain them all)
         self._index = index_receipts(
             rs, log.problems, log.exists, table,
@@ -888,9 +1016,10 @@ class LiveReceiptCheck:
         n, and a duplicate when two receipts of its pair are in the cut. Equals
         `check_coverage(log.receipts, started, upto=n)` for the coverage this check was
         last updated with. None when `log` is not cut from this check's log (or `n`
-        reaches NO_COVER, where "no cover" and "started at n" read alike)."""
+        reaches what the seqs column holds for no cover, where "no cover" and "started
+        at n" read alike)."""
         rs = log.receipts
-        if n >= NO_COVER:
+        if n >= self._seqs.none:
             return None
         if rs is self._receipts:
             positions: Sequence[int] = range(len(rs))
@@ -899,11 +1028,11 @@ class LiveReceiptCheck:
             positions = rs.origin[1]
         else:
             return None
-        k, seqs = len(rs), self._seqs
+        k, seqs = len(rs), self._seqs.values
         blank = [j for j, p in enumerate(positions) if seqs[p] > n]
-        groups: dict[Pair, list[int]] = {}
+        groups: list[list[int]] = []
         prefix = type(positions) is range and positions.start == 0 and positions.step == 1
-        for pair, group in self._duplicate_groups.items():
+        for group in self._duplicates.groups():
             if prefix:  # (a cut in time order: a receipt keeps its place)
                 kept = [i for i in group if i < k]
             else:
@@ -913,7 +1042,7 @@ class LiveReceiptCheck:
                     if j < k and positions[j] == i:
                         kept.append(j)
             if len(kept) > 1:
-                groups[pair] = kept
+                groups.append(kept)
         self._shared = True  # the cut's covers read this column: copy it before a change
         problems = tuple(log.problems)
         # nothing cut (time travel past the last receipt): this check's own index, built
@@ -923,7 +1052,7 @@ class LiveReceiptCheck:
         return ReceiptCheck(
             count=k,
             uncovered=_ids_at(rs, blank),
-            duplicates=_group_ids(rs, groups.values()),
+            duplicates=DuplicateGroups.of(rs, groups),
             covered_by=Covers(rs, CoversAsOf(self._covers, positions, set(blank), k)),
             problems=problems,
             log_present=log.exists,

@@ -398,7 +398,7 @@ class Covers(Mapping[str, "str | None"]):
 class ReceiptCheck:
     count: int
     uncovered: tuple[str, ...]
-    duplicates: tuple[tuple[str, ...], ...]
+    duplicates: Sequence[tuple[str, ...]]  # each group of receipt ids, in log order
     covered_by: Covers  # which attempt covers each receipt
     problems: tuple[tuple[int, str], ...] = ()
     log_present: bool = False

@@ -1,0 +1,166 @@
+"""What the receipt check keeps per receipt stays small: the duplicate effects as
+positions (not a tuple of id strings per group, nor a dict by key and hash of them),
+and the key table filled up to two thirds. Measured with tracemalloc on logs of
+several sealed column blocks; the answers are the ones a check made anew gives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from codeai_tui.ledger.blocks import BLOCK
+from codeai_tui.ledger.case import RECEIPTS_RELPATH
+from codeai_tui.ledger.receipts import parse_receipt_lines, read_more_receipts
+from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
+from codeai_tui.workstate.receipts import (
+    ByKey,
+    LiveReceiptCheck,
+    check_coverage,
+    coverage_pairs,
+)
+from tests.support import held_by
+
+N = 3 * BLOCK + 17  # three sealed blocks and an open one
+
+
+def _sha(i: int) -> str:
+    return f"{i * 2654435761 % (1 << 64):016x}" * 4
+
+
+def _key_of(i: int) -> str:
+    """Receipt 0 has a key of its own; the others come in pairs of one key and hash."""
+    return "k-solo" if i == 0 else f"k-{(i - 1) // 2:06d}"
+
+
+def _lines(items: list[tuple[int, str]]) -> bytes:
+    return b"".join(orjson.dumps({
+        "receipt_id": f"r-{i}", "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": key, "body_sha256": _sha(hash_no(key)), "bytes": 100,
+    }) + b"\n" for i, key in items)
+
+
+def hash_no(key: str) -> int:
+    return 7 if key == "k-solo" else int(key[2:])
+
+
+def _calls() -> list[CallEvidence]:
+    """A started attempt covering every key's receipts."""
+    keys = dict.fromkeys(_key_of(i) for i in range(N))
+    calls = []
+    for n, key in enumerate(keys):
+        call = CallEvidence(f"call-{n:06d}", "t", 10 * n + 1, idempotency_key=key)
+        call.add_attempt(AttemptEvidence(f"call-{n:06d}-a1", 10 * n + 2, started_off=0,
+                                         request_sha256=_sha(hash_no(key))))
+        calls.append(call)
+    return calls
+
+
+def test_the_live_check_keeps_its_duplicate_groups_as_positions(tmp_path: Path) -> None:
+    """Nearly every receipt is in a duplicate group. A dict by (key, hash) of each
+    group's positions and a tuple of each group's id strings cost ~300 bytes a receipt
+    here (41 MB for the 68,786 groups of a 10M-event ledger); positions cost ~6. The
+    groups read as the tuple of tuples of ids a check made anew gives, and stay so once
+    receipts appended join a group and make one with an earlier receipt."""
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    path.write_bytes(_lines([(i, _key_of(i)) for i in range(N)]))
+    log = read_more_receipts(tmp_path, None)
+    started = coverage_pairs(_calls())
+    live, held = held_by(lambda: LiveReceiptCheck(log, started))
+    # (the key table, each cover's id and started seq: ~45 bytes a receipt)
+    assert held / N < 80, held / N
+    groups = tuple((f"r-{i}", f"r-{i + 1}") for i in range(1, N - 1, 2))
+    check = live.check()
+    assert check.duplicates == groups
+    assert groups == check.duplicates
+    assert set(check.duplicates) == set(groups)
+    assert check.duplicates[-1] == groups[-1]
+    assert check.as_json()["duplicates"] == [list(g) for g in groups]
+
+    # appended: a receipt like the first (a group before all others) and one more of
+    # the first pair's
+    with open(path, "ab") as out:
+        out.write(_lines([(N, "k-solo"), (N + 1, _key_of(1))]))
+    grown = read_more_receipts(tmp_path, log)
+    assert live.extended_by(grown)
+    live.grow(grown, started)
+    check = live.check()
+    fresh = check_coverage(grown.receipts, started, problems=grown.problems,
+                           log_present=True)
+    assert check == fresh
+    assert tuple(check.duplicates) == tuple(fresh.duplicates)
+    assert check.duplicates[:2] == (("r-0", f"r-{N}"), ("r-1", "r-2", f"r-{N + 1}"))
+    assert tuple(check.duplicates[2:]) == groups[1:]
+
+
+def test_a_check_made_anew_keeps_its_duplicate_groups_as_positions() -> None:
+    """`inspect --json`'s check: the same groups held as positions, not as tuples of
+    id strings (~90 bytes a receipt here)."""
+    log = parse_receipt_lines(_lines([(i, _key_of(i)) for i in range(N)]))
+    started = coverage_pairs(_calls())
+    check, held = held_by(lambda: check_coverage(log.receipts, started, log_present=True))
+    # (each receipt's cover, ~20 bytes, and the key table the index builds when read)
+    assert held / N < 50, held / N
+    assert check.duplicates == tuple((f"r-{i}", f"r-{i + 1}") for i in range(1, N - 1, 2))
+    assert check.uncovered == ()
+
+
+def test_the_key_table_is_filled_up_to_two_thirds() -> None:
+    """A table of a power of two at least twice the receipts was filled a quarter to a
+    half: ~16 bytes a receipt just past a power of two (16.8 MB at 1.44M receipts). Each
+    key's receipts are still found in log order."""
+    n = (1 << 13) + 100
+    log = parse_receipt_lines(_lines([(i, f"k-{i % (n - 50):06d}") for i in range(n)]))
+    table, held = held_by(lambda: ByKey(log.receipts))
+    assert held / n < 12, held / n
+    assert table.positions("k-000003") == [3, n - 50 + 3]
+    assert table.positions("k-000060") == [60]
+    assert table.positions("k-absent") == []
+    assert table.repeated_keys() == [f"k-{i:06d}" for i in range(50)]
+
+
+def _few_lines(count: int) -> bytes:
+    return b"".join(orjson.dumps({
+        "receipt_id": f"{i}", "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": f"{i}", "body_sha256": "ab", "bytes": 1,
+    }) + b"\n" for i in range(count))
+
+
+def _started(count: int, seq_of: Callable[[int], int]) -> dict[str, Any]:
+    """An attempt of a short id starting at `seq_of(i)` covering receipt i's key."""
+    calls = []
+    for i in range(count):
+        call = CallEvidence(f"c{i}", "t", seq_of(i), idempotency_key=f"{i}")
+        call.add_attempt(AttemptEvidence("a", seq_of(i), started_off=0, request_sha256="ab"))
+        calls.append(call)
+    return coverage_pairs(calls)
+
+
+def test_the_live_check_keeps_each_covers_started_seq_in_four_bytes(tmp_path: Path) -> None:
+    """Each receipt's cover's started seq (what time travel reads) in 4 bytes while
+    every seq fits: 8 each cost 11.8 MB at 1.44M receipts. A seq that does not fit
+    (a hostile ledger's) widens them, and every answer as of a seq stays that of a
+    check made anew."""
+    n = N
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    path.write_bytes(_few_lines(n))
+    log = read_more_receipts(tmp_path, None)
+    started = _started(n - 1, lambda i: 2 * i + 1)  # (the last receipt: no cover)
+    _, held = held_by(lambda: LiveReceiptCheck(log, started))
+    # (the key table 10 bytes, each cover's id ~7 and started seq 4)
+    assert held / n < 22.5, held / n
+
+    big = _started(n, lambda i: (1 << 40) + i if i == 5 else 2 * i + 1)
+    live = LiveReceiptCheck(log, started)
+    live.update(big, [("5", "ab"), (f"{n - 1}", "ab")])  # (the covers that changed)
+    for check in (live, LiveReceiptCheck(log, big)):  # (widened as updated, as made)
+        for at in (0, 11, (1 << 31) - 1, 1 << 40, (1 << 40) + 5, (1 << 62)):
+            cut = check.as_of(log, at)
+            anew = check_coverage(log.receipts, big, upto=at, log_present=True)
+            assert cut == anew, at
+            assert list(cut.covered_by.attempts) == list(anew.covered_by.attempts), at
+        assert check.check() == check_coverage(log.receipts, big, log_present=True)
