@@ -419,7 +419,7 @@ class SettledCalls:
                     if self.cover_form[slot] == _AFTER_ID:
                         attempt = (call_id if call_id is not None else ids[slot]) + attempt
                     return Cover(attempt, self.cover_seq[slot] + self.first_seq(slot),
-                                 self.cover_sha[slot * 32:slot * 32 + 32].hex())
+                                 self.cover_sha[slot * 32:slot * 32 + 32].hex(), slot, self)
             at = (at + 1) & mask
         return None
 
@@ -524,14 +524,19 @@ def _is_hex(text: str) -> bool:
 
 class Cover:
     """What the receipt check reads of the attempt covering a key (see receipts.covering),
-    made from the columns when asked."""
+    made from the columns when asked; `slot` and `cols`: the settled call's slot in the
+    columns it was read from (None: not read from columns), so a check can keep the
+    cover as that slot instead of the attempt id's text."""
 
-    __slots__ = ("attempt_id", "request_sha256", "started_seq")
+    __slots__ = ("attempt_id", "cols", "request_sha256", "slot", "started_seq")
 
-    def __init__(self, attempt_id: str, started_seq: int, request_sha256: str) -> None:
+    def __init__(self, attempt_id: str, started_seq: int, request_sha256: str,
+                 slot: int | None = None, cols: SettledCalls | None = None) -> None:
         self.attempt_id = attempt_id
         self.started_seq = started_seq
         self.request_sha256 = request_sha256
+        self.slot = slot
+        self.cols = cols
 
 
 class SettledCoverage(dict):  # type: ignore[type-arg]

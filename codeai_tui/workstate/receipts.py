@@ -19,7 +19,7 @@ from typing import SupportsIndex, overload
 from codeai_tui.ledger.blocks import BLOCK, Blocks, ValueSequence
 from codeai_tui.ledger.receipts import Receipt, ReceiptLog, Receipts, micros_of
 from codeai_tui.ledger.text_column import OptionalTextColumn, TextColumn
-from codeai_tui.workstate.columns import Cover
+from codeai_tui.workstate.columns import Cover, SettledCalls, SettledCoverage
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.verdicts import Covers, ReceiptCheck
 
@@ -600,18 +600,19 @@ def check_coverage(
             and isinstance(started, ReceiptCoverage) and started.receipts is rs:
         covers, uncovered = CoversInPlace(started), started.uncovered()
     else:
-        column: Blocks[str | None] = OptionalTextColumn()
+        column: CoverColumn | TextCovers = CoverColumn(started.cols) \
+            if isinstance(started, SettledCoverage) else TextCovers()
         seqs: list[int] = []  # (taken into `started_seqs` a block at a time)
-        for attempt_id, seq in _covers_of(rs, started):
+        for have, seq in _covers_of(rs, started):
             if started_seqs is not None:
                 seqs.append(seq)
                 if len(seqs) == BLOCK:
                     started_seqs.extend(seqs)
                     seqs = []
-            column.append(attempt_id if upto is None or seq <= upto else None)
+            column.append_cover(have if upto is None or seq <= upto else None)
         if started_seqs is not None:
             started_seqs.extend(seqs)
-        covers, uncovered = column, [i for i, att in enumerate(column) if att is None]
+        covers, uncovered = column, column.uncovered()
     return ReceiptCheck(
         count=len(rs),
         uncovered=_ids_at(rs, uncovered),
@@ -625,8 +626,9 @@ def check_coverage(
 
 
 def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
-               ) -> Iterator[tuple[str | None, int]]:
-    """(attempt id, started seq) of each receipt's cover, (None, NO_COVER) for none."""
+               ) -> Iterator[tuple[AttemptEvidence | Cover | str | None, int]]:
+    """(cover, started seq) of each receipt's cover, (None, NO_COVER) for none: the
+    cover as `covering` gives it, or its attempt id (a ReceiptCoverage's)."""
     if isinstance(started, ReceiptCoverage) and started.receipts is rs:
         yield from map(started.cover_at, range(len(rs)))
         return
@@ -635,7 +637,94 @@ def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
         if have is None:
             yield None, NO_COVER
         else:
-            yield have.attempt_id, have.started_seq  # type: ignore[misc]
+            yield have, have.started_seq  # type: ignore[misc]
+
+
+def _attempt_id(have: AttemptEvidence | Cover | str | None) -> str | None:
+    return have if have is None or type(have) is str else have.attempt_id  # type: ignore[union-attr]
+
+
+class TextCovers(OptionalTextColumn):
+    """The attempt covering each receipt, its id's text, by the receipt's place in the
+    log: a check whose coverage keeps no columns (`CoverColumn`'s ways of adding)."""
+
+    __slots__ = ()
+
+    def append_cover(self, have: AttemptEvidence | Cover | str | None) -> None:
+        self.append(_attempt_id(have))
+
+    def set_cover(self, i: int, have: AttemptEvidence | Cover | None) -> None:
+        self.set(i, _attempt_id(have))
+
+    def uncovered(self) -> list[int]:
+        """The positions of the receipts no attempt covers, rising."""
+        return [i for i, att in enumerate(self) if att is None]
+
+
+class CoverColumn(ValueSequence["str | None"]):
+    """The attempt covering each receipt (its id, or None), by the receipt's place in the
+    log, for a check whose coverage keeps settled calls in columns: a cover read from
+    those columns is kept as its call's slot (4 bytes), and read back as the attempt id
+    they derive; only a cover held as an object keeps its id's text. (The ids' text, a
+    column of its own, cost ~21 bytes a receipt: 31 MB at 10M events.) A slot's columns
+    never change, so what a copy reads never moves. Copies share the texts, which are
+    only appended to, and the sealed blocks of slots."""
+
+    __slots__ = ("_cols", "_refs", "_texts")
+
+    def __init__(self, cols: SettledCalls | None) -> None:
+        self._cols = cols
+        # per receipt: a slot in `_cols`, -1 for no cover, -2 - n for `_texts[n]`
+        self._refs: Blocks[int] = Blocks((), "i")
+        self._texts = TextColumn()
+
+    def _ref(self, have: AttemptEvidence | Cover | str | None) -> int:
+        if have is None:
+            return -1
+        if type(have) is Cover and have.cols is self._cols and have.slot is not None:
+            return have.slot
+        self._texts.append(_attempt_id(have))  # type: ignore[arg-type]
+        return -1 - len(self._texts)
+
+    def append_cover(self, have: AttemptEvidence | Cover | str | None) -> None:
+        self._refs.append(self._ref(have))
+
+    def set_cover(self, i: int, have: AttemptEvidence | Cover | None) -> None:
+        self._refs.set(i, self._ref(have))
+
+    def copy(self) -> CoverColumn:
+        out = CoverColumn(self._cols)
+        out._refs, out._texts = self._refs.copy(), self._texts
+        return out
+
+    def uncovered(self) -> list[int]:
+        """The positions of the receipts no attempt covers, rising."""
+        return [i for i, ref in enumerate(self._refs) if ref == -1]
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def _id_of(self, ref: int) -> str | None:
+        if ref >= 0:
+            return self._cols.cover_attempt_id(ref)  # type: ignore[union-attr]
+        return None if ref == -1 else self._texts[-2 - ref]
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str | None]: ...
+
+    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+        if isinstance(i, slice):
+            return [self._id_of(self._refs[j]) for j in range(len(self))[i]]
+        return self._id_of(self._refs[i])
+
+    def __iter__(self) -> Iterator[str | None]:
+        return map(self._id_of, self._refs)
+
+    def __reduce__(self) -> tuple[type[OptionalTextColumn], tuple[list[str | None]]]:
+        return (OptionalTextColumn, (list(self),))  # (the ids: no columns pickled with them)
 
 
 def _ids_at(rs: Receipts, positions: Iterable[int]) -> tuple[str, ...]:
@@ -943,10 +1032,10 @@ class LiveReceiptCheck:
                               by_key=self._by_key, duplicates=self._duplicates,
                               started_seqs=self._seqs)
         self._receipts = full.covered_by.receipts
-        self._covers = full.covered_by.attempts
+        self._covers: CoverColumn | TextCovers = full.covered_by.attempts  # type: ignore[assignment]
         self._shared = True  # `full` (handed out) holds _covers
         # positions of the receipts no attempt covers
-        self._uncovered = dict.fromkeys(i for i, att in enumerate(self._covers) if att is None)
+        self._uncovered = dict.fromkeys(self._covers.uncovered())
         self._problems = full.problems
         self._present = full.log_present
         self._index = full.index
@@ -957,7 +1046,7 @@ class LiveReceiptCheck:
             have = covering(started, *pair)
             for i in self._by_key.matching(*pair):
                 self._own_covers()
-                self._covers.set(i, have.attempt_id if have else None)
+                self._covers.set_cover(i, have)
                 self._seqs[i] = have.started_seq if have else NO_COVER  # type: ignore[assignment]
                 if have is None:
                     self._uncovered[i] = None
@@ -992,7 +1081,7 @@ class LiveReceiptCheck:
         keys: dict[str, None] = {}
         for i in range(before, len(rs)):
             have = covering(started, rs.keys[i], rs.shas[i])
-            self._covers.append(have.attempt_id if have is not None else None)
+            self._covers.append_cover(have)
             self._seqs.append(have.started_seq if have is not None else NO_COVER)  # type: ignore[arg-type]
             if have is None:
                 self._uncovered[i] = None

@@ -132,13 +132,18 @@ def _follow_in_columns(case: Path, unique_ids: bool, rest_after: int | None = No
             assert [c.call_id for c in snap.resumable_calls()] == \
                 [c.call_id for c in oracle.resumable_calls()]
             assert snap.tasks == oracle.tasks
+            # each receipt's cover (a settled call's read from its slot in the columns)
+            assert list(snap.receipts.covered_by.attempts) == \
+                list(oracle.receipts.covered_by.attempts)
             assert_kept_sets_as_counted(snap)
             for pos, call in enumerate(snap.calls):
                 assert projector.position_of(call.call_id) == pos
-            held.append((snap, snap.as_json("x"), _calls_facts(snap)))
-        for snap, doc, facts in held:  # what was handed out never moved
+            held.append((snap, snap.as_json("x"), _calls_facts(snap),
+                         list(snap.receipts.covered_by.attempts)))
+        for snap, doc, facts, covers in held:  # what was handed out never moved
             assert snap.as_json("x") == doc
             assert _calls_facts(snap) == facts
+            assert list(snap.receipts.covered_by.attempts) == covers
         # the receipt check built afresh (a log object it has not seen) reads the covers
         # of settled calls from the columns: each receipt's attempt as projected anew
         fresh, oracle_check = projector.receipt_check(replace(log, tail=None)), project(events, log).receipts
@@ -730,3 +735,47 @@ def test_a_snapshot_copies_only_the_calls_held_as_objects() -> None:
         return [(c.call_id, c.stage, c.next_operation, c.settled) for c in state.calls]
     assert verdicts(held) == verdicts(project(events[:later]))
     assert verdicts(now) == verdicts(project(events))
+
+
+def test_a_receipt_covered_by_a_settled_call_keeps_its_cover_as_the_calls_slot(
+        tmp_path: Path) -> None:
+    """The first snapshot's receipt check keeps each receipt's cover: where the covering
+    attempt is a settled call's, as that call's slot in the columns (4 bytes), not its
+    attempt id's text (~17 bytes more here, 31 MB at 10M events); the covers read back
+    as the attempt ids a check made anew gives."""
+    import orjson
+
+    from codeai_tui.ledger.case import RECEIPTS_RELPATH
+    from codeai_tui.ledger.receipts import read_more_receipts
+    from codeai_tui.ledger.schema import Event
+    from tests.support import held_by
+    n = 3 * 4096 + 17
+    events = []
+    for c in range(n):
+        call = f"call-{c:08d}"
+        for kind, a, p in _LIFE:
+            seq = len(events) + 1
+            events.append(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, "t", call,
+                                f"{call}-a1" if a else None, payload={
+                                    k: (f"k{c}" if v == "K" else f"{call}-a1" if v == "A"
+                                        else v) for k, v in p.items()}))
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    path.write_bytes(b"".join(orjson.dumps({
+        "receipt_id": f"r{c}", "received_at": "2026-09-13T12:00:01Z",
+        "idempotency_key": f"k{c}", "body_sha256": SHA, "bytes": 1}) + b"\n"
+        for c in range(n)))
+    log = read_more_receipts(tmp_path, None)
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(lambda call_id, n, position: None)
+    for at in range(0, len(events), 4096 * len(_LIFE)):
+        projector.feed(events[at:at + 4096 * len(_LIFE)])
+        projector.snapshot()  # (each batch settles into columns)
+    assert projector.settled_count == n
+    snap, held = held_by(lambda: projector.snapshot(log))
+    # (the key table ~10, each cover's started seq 4, its cover 4: ~18.5 bytes a
+    # receipt; with each cover's attempt id as text, ~35.5)
+    assert held / n < 25, held / n
+    assert list(snap.receipts.covered_by.attempts) == \
+        list(project(events, log).receipts.covered_by.attempts) == \
+        [f"call-{c:08d}-a1" for c in range(n)]
