@@ -779,3 +779,32 @@ def test_a_receipt_covered_by_a_settled_call_keeps_its_cover_as_the_calls_slot(
     assert list(snap.receipts.covered_by.attempts) == \
         list(project(events, log).receipts.covered_by.attempts) == \
         [f"call-{c:08d}-a1" for c in range(n)]
+
+
+def test_digests_in_chunks_read_back_as_appended_and_taken() -> None:
+    """The covering request hashes are kept in chunks (a bytearray of all of them grew
+    by a copy beside itself); what is appended and taken reads back in order across the
+    chunks' edges."""
+    import hashlib
+
+    import pytest
+
+    from codeai_tui.workstate.columns import Digests
+    per = Digests.PER_CHUNK
+    mine, theirs = Digests(), Digests()
+    want = [hashlib.sha256(str(i).encode()).digest() for i in range(2 * per + 9)]
+    for d in want[:per + 5]:
+        mine.append(d)
+    for d in want[per + 5:]:
+        theirs.append(d)
+    kept = theirs.copy()
+    mine.take(theirs)
+    assert len(mine) == len(want) and len(theirs) == 0  # (taken chunk by chunk)
+    assert [mine[i] for i in range(len(want))] == want
+    kept.append(want[0])  # (a copy's last chunk is its own)
+    assert len(mine) == len(want) and [kept[i] for i in range(len(kept))] == \
+        [*want[per + 5:], want[0]]
+    with pytest.raises(IndexError):
+        mine[len(want)]
+    with pytest.raises(ValueError):
+        mine.append(b"short")
