@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from codeai_tui.services.forked import exited_well, kill_and_reap, pickled_result
+from codeai_tui.services.forked import dump_result, exited_well, kill_and_reap, pickled_result
 
 S = TypeVar("S")
 
@@ -126,8 +126,6 @@ def _run_child(work: Callable[[Beat], object], counter: object, out: object,
                parent: int) -> None:
     """The child's whole life: exit 0 only when the result is written. `os._exit` skips
     the parent's buffers, atexit handlers and connections it inherited."""
-    import pickle
-
     code = 1
     try:
         _quiet_signals()
@@ -139,7 +137,7 @@ def _run_child(work: Callable[[Beat], object], counter: object, out: object,
 
         beat(0)
         result = work(beat)
-        pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[arg-type]
+        dump_result(result, out)  # type: ignore[arg-type]
         out.flush()  # type: ignore[attr-defined]
         code = 0
     except BaseException:  # noqa: BLE001 - any failure: the parent does the work itself
