@@ -640,6 +640,27 @@ def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
             yield have, have.started_seq  # type: ignore[misc]
 
 
+class _CoversView(Sequence["str | None"]):
+    """Covers by receipt position read through `_at` (an IndexError past the end,
+    negative positions from it)."""
+
+    __slots__ = ()
+
+    def _at(self, j: int) -> str | None:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str | None]: ...
+
+    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(len(self))[i]]
+        return self._at(range(len(self))[i])
+
+
 def _attempt_id(have: AttemptEvidence | Cover | str | None) -> str | None:
     return have if have is None or type(have) is str else have.attempt_id  # type: ignore[union-attr]
 
@@ -661,7 +682,7 @@ class TextCovers(OptionalTextColumn):
         return [i for i, att in enumerate(self) if att is None]
 
 
-class CoverColumn(ValueSequence["str | None"]):
+class CoverColumn(ValueSequence["str | None"], _CoversView):
     """The attempt covering each receipt (its id, or None), by the receipt's place in the
     log, for a check whose coverage keeps settled calls in columns: a cover read from
     those columns is kept as its call's slot (4 bytes), and read back as the attempt id
@@ -709,16 +730,8 @@ class CoverColumn(ValueSequence["str | None"]):
             return self._cols.cover_attempt_id(ref)  # type: ignore[union-attr]
         return None if ref == -1 else self._texts[-2 - ref]
 
-    @overload
-    def __getitem__(self, i: int) -> str | None: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str | None]: ...
-
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
-        if isinstance(i, slice):
-            return [self._id_of(self._refs[j]) for j in range(len(self))[i]]
-        return self._id_of(self._refs[i])
+    def _at(self, j: int) -> str | None:
+        return self._id_of(self._refs[j])
 
     def __iter__(self) -> Iterator[str | None]:
         return map(self._id_of, self._refs)
@@ -934,27 +947,6 @@ class StartedSeqs:
 
     def __len__(self) -> int:
         return len(self.values)
-
-
-class _CoversView(Sequence["str | None"]):
-    """Covers by receipt position read through `_at` (an IndexError past the end,
-    negative positions from it)."""
-
-    __slots__ = ()
-
-    def _at(self, j: int) -> str | None:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, i: int) -> str | None: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str | None]: ...
-
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
-        if isinstance(i, slice):
-            return [self._at(j) for j in range(len(self))[i]]
-        return self._at(range(len(self))[i])
 
 
 class CoversInPlace(_CoversView):

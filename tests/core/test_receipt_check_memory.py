@@ -11,7 +11,6 @@ from typing import Any
 
 import orjson
 
-from codeai_tui.ledger.blocks import BLOCK
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.receipts import parse_receipt_lines, read_more_receipts
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
@@ -21,13 +20,8 @@ from codeai_tui.workstate.receipts import (
     check_coverage,
     coverage_pairs,
 )
+from tests.core.test_inspect_memory import N, _sha
 from tests.support import held_by
-
-N = 3 * BLOCK + 17  # three sealed blocks and an open one
-
-
-def _sha(i: int) -> str:
-    return f"{i * 2654435761 % (1 << 64):016x}" * 4
 
 
 def _key_of(i: int) -> str:
