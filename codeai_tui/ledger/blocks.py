@@ -20,6 +20,34 @@ _SHIFT = 12
 BLOCK = 1 << _SHIFT  # items per sealed block (a power of two: found by shift and mask)
 
 
+# A column of ints kept narrow while its values fit: `appended` and `extended` return it
+# (changed in place) or, where a value does not fit, a wider one to keep instead: 8-byte
+# ints, else a list (ints 2^63 apart: differences of a hostile ledger's seqs).
+
+
+def appended(values: array[int] | list[int], value: int) -> array[int] | list[int]:
+    """`values` with `value` appended, widened where it does not fit (never wrapped)."""
+    try:
+        values.append(value)
+        return values
+    except OverflowError:
+        return extended(values, [value])
+
+
+def extended(values: array[int] | list[int], more: Iterable[int]) -> array[int] | list[int]:
+    """`values` with `more` appended, widened where they do not fit (never wrapped)."""
+    if type(values) is array and type(more) is array and values.typecode == more.typecode:
+        values.extend(more)
+        return values
+    more = list(more)
+    try:
+        wide = array("q", values)
+        wide.extend(more)
+    except OverflowError:
+        return [*values, *more]
+    return wide
+
+
 class ValueSequence(Sequence[T], Generic[T]):
     """A sequence equal to any other sequence (not text) of equal items, in order, as
     a list or tuple of them would be: the columns stand in for lists."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from codeai_tui.ledger.blocks import BLOCK
+from codeai_tui.ledger.blocks import BLOCK, appended, extended
 from codeai_tui.ledger.text_column import TextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.ladder import Contribution
@@ -280,25 +280,13 @@ class SettledCalls:
         return slot
 
     def _append_off(self, column: str, off: int) -> None:
-        """Append `off` to an offsets column, made 8 bytes wide first where it does not
-        fit in 4 (checked, never wrapped)."""
-        values: array[int] = getattr(self, column)
-        try:
-            values.append(off)
-        except OverflowError:
-            values = array("q", values)
-            values.append(off)
-            setattr(self, column, values)
+        """Append `off` to an offsets column, widened where it does not fit in 4 bytes
+        (checked, never wrapped: `blocks.appended`)."""
+        setattr(self, column, appended(getattr(self, column), off))
 
-    def _extend_offs(self, column: str, more: array[int]) -> None:
+    def _extend_offs(self, column: str, more: array[int] | list[int]) -> None:
         """Extend an offsets column by another's (either may have been widened)."""
-        values: array[int] = getattr(self, column)
-        if values.typecode != more.typecode:
-            if values.typecode != "q":
-                values = array("q", values)
-                setattr(self, column, values)
-            more = array("q", more)
-        values.extend(more)
+        setattr(self, column, extended(getattr(self, column), more))
 
     def to_extend(self) -> SettledCalls:
         """These columns (shared, not copied) without their indexes, for another

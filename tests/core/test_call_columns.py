@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -597,17 +598,19 @@ def test_a_settled_call_costs_a_hundred_and_some_bytes_in_columns() -> None:
             == (att.attempt_id, att.started_seq, att.request_sha256)  # type: ignore[union-attr]
 
 
-def test_a_seq_far_after_the_calls_first_widens_its_column_and_reads_back() -> None:
+@pytest.mark.parametrize(("first", "far"), [(1, 1 << 40), (-(1 << 62), 1 << 62)])
+def test_a_seq_far_after_the_calls_first_widens_its_column_and_reads_back(
+        first: int, far: int) -> None:
     """A call's completion and its cover's start are kept as seqs after its first, 4
-    bytes each; one that does not fit (a hostile ledger's seq 2^40) widens that column
-    to 8 bytes instead of wrapping, and columns of either width extend each other."""
+    bytes each; one that does not fit (a hostile ledger's seq 2^40, or seqs 2^63 apart,
+    beyond 8 bytes too) widens that column instead of wrapping or failing, and columns
+    of either width extend each other."""
     from array import array
 
     from codeai_tui.ledger.schema import Event
     from codeai_tui.workstate.columns import SettledCalls
-    far = 1 << 40
     projector = Projector(event_ids_unique=True)
-    seqs = [1, 2, far, far + 1, far + 2, far + 3, far + 4]  # (a gap: an anomaly, not the call's)
+    seqs = [first, first + 1, far, far + 1, far + 2, far + 3, far + 4]  # (a gap: an anomaly)
     for seq, (kind, a, p) in zip(seqs, _LIFE, strict=True):
         projector.add(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, "t", "c",
                             "c-a" if a else None,
@@ -615,7 +618,7 @@ def test_a_seq_far_after_the_calls_first_widens_its_column_and_reads_back() -> N
                                      for k, v in p.items()}))
     st = projector.snapshot().calls[0]
     assert st.settled and st.completed_seq == far + 4
-    lent_firsts, lent_lasts = array("q", [1, 1]), array("q", [far + 4, far + 4])
+    lent_firsts, lent_lasts = array("q", [first, first]), array("q", [far + 4, far + 4])
     narrow = SettledCalls(lambda call_id, n, position: None)
     narrow.share_seqs(lent_firsts, lent_lasts)
     wide = SettledCalls(lambda call_id, n, position: None)
