@@ -315,7 +315,9 @@ class SettledCalls:
         if not (self._by_position and other._by_position) or other._gone:
             raise ValueError("only columns lent seqs by position, none taken back, extend")
         base, added = len(self.positions), len(other.positions)
-        covered = [slot + base for slot, form in enumerate(other.cover_form) if form != _NONE]
+        # (an int object each was ~36 bytes a covered call held through the copy)
+        covered = array(_SMALL, (slot + base for slot, form in enumerate(other.cover_form)
+                                 if form != _NONE))
         # (both indexes grown first: growing places every slot the columns hold)
         self.reserve(added)
         while _too_full(self._keyed + len(covered), len(self._key_index)):
@@ -506,6 +508,8 @@ class Digests:
         if not 0 <= slot < len(self):
             raise IndexError("digest slot out of range")
         chunk, at = divmod(slot, self.PER_CHUNK)
+        # (a slice, not a memoryview: an export would stop the follower's thread from
+        # appending to the last chunk while the screen's reads it)
         return bytes(self._chunks[chunk][at * 32:at * 32 + 32])
 
     def append(self, digest: bytes) -> None:
