@@ -6,7 +6,9 @@ the SQL preparation is done inherits it for free (copy on write), renders the se
 half of the calls into an unlinked temporary file, and hands back a small summary
 (pickled, from our own process, through a second one). The parent waits at most a grace
 period once its own half is done; a helper that fails, dies or hangs is killed and its
-half is done by the parent, so the result never depends on the helper.
+half is done by the parent, so the result never depends on the helper. A helper may
+be forked from a thread of the console (the suspect scan): the parent's signal handlers
+are reset in the child first (`quiet_signals`).
 """
 
 from __future__ import annotations
@@ -213,12 +215,28 @@ def kill_and_reap(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
+def quiet_signals() -> None:
+    """In a forked child, the parent's signal handlers off: default actions, no wake-up
+    pipe. A signal to the terminal's process group (a resize, SIGWINCH) reaches every
+    child; left as they were, Textual's handler would run the parent's code in the
+    child (posting a resize to the parent's event loop), and the C handler would write
+    to the parent's wake-up pipe."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+    for sig in signal.valid_signals():
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                signal.signal(sig, signal.SIG_DFL)
+
+
 def _run_child(work: Callable[[LineWriter], object], lines: LineWriter,
                summary: IO[bytes]) -> None:
     """The child's whole life: exit 0 only when the lines and summary are all written.
     `os._exit` skips the parent's buffers, atexit handlers and connections it inherited."""
     code = 1
     try:
+        quiet_signals()
         result = work(lines)
         lines.flush()
         dump_result(result, summary)

@@ -6,24 +6,29 @@ may hang where a child of a single-threaded process would not. The child here re
 its progress through a shared counter; its parent gives up on it (kills it, and does the
 work itself) once it ends badly, stops moving for `stall` seconds, or outlasts the
 grace. Signal handlers the parent set (Textual's, asyncio's wake-up pipe) are reset in
-the child at once, so a signal to the terminal's process group never runs the parent's
-code in it. The result comes back pickled through an unlinked temporary file (parent
-and child are one program: nothing else writes it). Beside services/forked.py, whose
-helper serves processes with no other thread.
+the child at once (`forked.quiet_signals`, as services/forked.py's helper does too). The
+result comes back pickled through an unlinked temporary file (parent and child are one
+program: nothing else writes it). Beside services/forked.py, whose helper has no watch:
+its parent waits out the grace.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import struct
 import time
 import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from codeai_tui.services.forked import dump_result, exited_well, kill_and_reap, pickled_result
+from codeai_tui.services.forked import (
+    dump_result,
+    exited_well,
+    kill_and_reap,
+    pickled_result,
+    quiet_signals,
+)
 
 S = TypeVar("S")
 
@@ -111,24 +116,13 @@ class WatchedFork(Generic[S]):
             self._counter.close()
 
 
-def _quiet_signals() -> None:
-    """The parent's signal handlers off: default actions, no wake-up pipe."""
-    with contextlib.suppress(ValueError, OSError):
-        signal.set_wakeup_fd(-1)
-    for sig in signal.valid_signals():
-        with contextlib.suppress(ValueError, OSError, TypeError):
-            handler = signal.getsignal(sig)
-            if callable(handler):
-                signal.signal(sig, signal.SIG_DFL)
-
-
 def _run_child(work: Callable[[Beat], object], counter: object, out: object,
                parent: int) -> None:
     """The child's whole life: exit 0 only when the result is written. `os._exit` skips
     the parent's buffers, atexit handlers and connections it inherited."""
     code = 1
     try:
-        _quiet_signals()
+        quiet_signals()
 
         def beat(done: int) -> None:
             _COUNTER.pack_into(counter, 0, done + 1)  # type: ignore[arg-type]
