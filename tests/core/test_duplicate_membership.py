@@ -1,0 +1,77 @@
+"""Which duplicate group holds a line of a receipt log, asked by the line's place in the
+log (`DuplicateGroups.group_at`, `group_of`, `duplicate_group`): answers equal to a scan
+of every group, for at most ~4 bytes a receipt in a group, and made once per groups
+object (the screen asks it for every row it draws)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import orjson
+
+from codeai_tui.ledger.receipts import parse_receipt_lines
+from codeai_tui.workstate.receipts import (
+    DuplicateGroups,
+    check_coverage,
+    duplicate_group,
+)
+from tests.core.test_inspect_memory import N, _sha
+from tests.support import held_by
+
+
+def _log_bytes(rows: list[tuple[str, str, int]]) -> bytes:
+    """Receipt lines of (receipt id, key, body hash number)."""
+    return b"".join(orjson.dumps({
+        "receipt_id": rid, "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": key, "body_sha256": _sha(h), "bytes": 1}) + b"\n"
+        for rid, key, h in rows)
+
+
+def _groups(rows: list[tuple[str, str, int]]) -> DuplicateGroups:
+    log = parse_receipt_lines(_log_bytes(rows))
+    dups = check_coverage(log.receipts, {}, log_present=True).duplicates
+    assert isinstance(dups, DuplicateGroups)
+    return dups
+
+
+def test_each_line_is_answered_with_the_group_that_holds_it() -> None:
+    """A log of a few keys and hashes, ids repeated across lines: each position's group
+    is the one whose positions hold it (a scan of every group), None for a line in no
+    group; a receipt that is not a line of the log is in none."""
+    rng = random.Random(7)
+    rows = [(f"r-{rng.randrange(60)}", f"k-{rng.randrange(40)}", rng.randrange(3))
+            for _ in range(400)]
+    dups = _groups(rows)
+    assert len(dups) > 20
+    holder = {p: g for g in range(len(dups)) for p in dups.positions(g)}
+    assert len(holder) < len(rows)  # (some lines are in no group)
+    for p, r in enumerate(dups.receipts):
+        assert dups.group_at(p) == holder.get(p), p
+        assert dups.group_of(r) == holder.get(p), p
+        assert duplicate_group(dups, r) == holder.get(p), p
+    assert dups.group_at(len(rows)) is None and dups.group_at(-1) is None
+    grouped = dups.receipts[dups.positions(0)[0]]
+    assert dups.group_of(replace(grouped, line_no=10_000)) is None
+
+
+def test_groups_given_as_ids_alone_are_asked_by_id() -> None:
+    """Groups made by hand (ids, no places): the receipt's id is looked for."""
+    log = parse_receipt_lines(_log_bytes([("r-1", "k", 1), ("r-2", "k", 2)]))
+    first, second = log.receipts
+    assert duplicate_group((("r-9", "r-2"),), second) == 0
+    assert duplicate_group((("r-9", "r-2"),), first) is None
+
+
+def test_the_lookup_costs_at_most_four_bytes_a_receipt_in_a_group() -> None:
+    """Nearly every receipt in a group of two: the lookup made on the first question
+    holds ~4 bytes a grouped receipt (a set of their ids held ~60)."""
+    rows = [(f"r-{i}", f"k-{i // 2:06d}", i // 2) for i in range(N)]
+    dups = _groups(rows)
+    members = sum(len(g) for g in dups.groups())
+    assert members >= N - 1
+    found, held = held_by(lambda: dups.group_at(N // 2))
+    assert found == (N // 2) // 2
+    assert held / members < 4.5, held / members
+    again, more = held_by(lambda: dups.group_at(N // 3))  # (made once: kept)
+    assert again == (N // 3) // 2 and more < 1024
