@@ -6,13 +6,17 @@ object (the screen asks it for every row it draws)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import orjson
 
-from codeai_tui.ledger.receipts import parse_receipt_lines
+from codeai_tui.ledger.case import RECEIPTS_RELPATH
+from codeai_tui.ledger.receipts import ReceiptLog, parse_receipt_lines, read_more_receipts
 from codeai_tui.workstate.receipts import (
     DuplicateGroups,
+    LiveReceiptCheck,
     check_coverage,
     duplicate_group,
 )
@@ -75,3 +79,72 @@ def test_the_lookup_costs_at_most_four_bytes_a_receipt_in_a_group() -> None:
     assert held / members < 4.5, held / members
     again, more = held_by(lambda: dups.group_at(N // 3))  # (made once: kept)
     assert again == (N // 3) // 2 and more < 1024
+
+
+def _follow(tmp_path: Path, rows: list[tuple[str, str, int]]
+            ) -> tuple[Path, ReceiptLog, LiveReceiptCheck]:
+    path = tmp_path / RECEIPTS_RELPATH
+    path.parent.mkdir()
+    path.write_bytes(_log_bytes(rows))
+    log = read_more_receipts(tmp_path, None)
+    return path, log, LiveReceiptCheck(log, {})
+
+
+def _answers(dups: Sequence[tuple[str, ...]], n: int) -> list[int | None]:
+    assert isinstance(dups, DuplicateGroups)
+    return [dups.group_at(p) for p in range(n)]
+
+
+def test_groups_grown_as_receipts_are_appended_equal_groups_made_anew(
+        tmp_path: Path) -> None:
+    """Rounds of appended receipts that join packed groups, groups made since, and make
+    groups with an earlier lone receipt or among themselves (enough, in the last round,
+    to be packed anew): after each round the groups read, and answer which group holds
+    each line, as a check made anew does; every check handed out before still shows
+    what it showed (snapshots)."""
+    rng = random.Random(11)
+
+    def rows(start: int, count: int, keys: int) -> list[tuple[str, str, int]]:
+        return [(f"r-{start + i}", f"k-{rng.randrange(keys)}", rng.randrange(2))
+                for i in range(count)]
+
+    path, log, live = _follow(tmp_path, rows(0, 300, 200))
+    held = [(live.check(), tuple(live.check().duplicates), _answers(live.check().duplicates, 300))]
+    n = 300
+    for count, keys in ((5, 200), (1, 200), (40, 260), (3, 400), (3000, 700), (30, 700)):
+        with open(path, "ab") as out:
+            out.write(_log_bytes(rows(n, count, keys)))
+        log = read_more_receipts(tmp_path, log)
+        assert live.extended_by(log)
+        live.grow(log, {})
+        n += count
+        check = live.check()
+        fresh = check_coverage(log.receipts, {}, log_present=True)
+        assert tuple(check.duplicates) == tuple(fresh.duplicates)
+        assert len(check.duplicates) == len(fresh.duplicates)
+        assert [check.duplicates[g] for g in range(len(fresh.duplicates))] == list(fresh.duplicates)
+        assert _answers(check.duplicates, n) == _answers(fresh.duplicates, n)
+        held.append((check, tuple(check.duplicates), _answers(check.duplicates, n)))
+    for check, shown, answers in held:
+        assert tuple(check.duplicates) == shown
+        assert _answers(check.duplicates, len(answers)) == answers
+
+
+def test_a_receipt_joining_a_group_does_not_copy_every_group(tmp_path: Path) -> None:
+    """Nearly every receipt in a group of two, a check held (a snapshot): a receipt
+    appended that joins a group keeps what grew beside the groups it grew from. A
+    rebuild held a second copy of every group (~6 bytes a receipt here)."""
+    path, log, live = _follow(tmp_path, [(f"r-{i}", f"k-{i // 2:06d}", i // 2)
+                                         for i in range(N)])
+    checks = [live.check()]
+    for r in range(3):
+        with open(path, "ab") as out:
+            out.write(_log_bytes([(f"r-{N + r}", f"k-{r:06d}", r)]))
+        log = read_more_receipts(tmp_path, log)
+        _, held = held_by(lambda: live.grow(log, {}))  # noqa: B023  # (called at once)
+        checks.append(live.check())
+        if r:  # (the first grow also copies what a held check shares: covers)
+            assert held < N / 2, held
+    assert checks[-1].duplicates[:3] == tuple(
+        (f"r-{2 * g}", f"r-{2 * g + 1}", f"r-{N + g}") for g in range(3))
+    assert checks[0].duplicates[:3] == tuple((f"r-{2 * g}", f"r-{2 * g + 1}") for g in range(3))
