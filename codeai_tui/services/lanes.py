@@ -31,6 +31,7 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import micros_of
 from codeai_tui.workstate import CallState, ReceiptCheck, parse_time
 from codeai_tui.workstate.evidence import ReceiptIndex, attempt_effect, attempt_receipts
+from codeai_tui.workstate.receipts import duplicate_effect
 
 # span kinds
 EXTENT = "extent"  # the call's own first to last event
@@ -233,10 +234,11 @@ def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = Non
     projection's per-call shape. `now_seq`: where an open span ends (the live end, or
     the as-of seq); `receipts`: the projection's receipt index (same cut-off).
 
-    The receipts matching an attempt are those of one (key, body hash) pair, and two or
-    more receipts of a pair are exactly one duplicate group (`DuplicateGroups`): so they
-    are duplicate marks when they are two or more, each line by its place, asked of
-    nothing else. `duplicated`: receipt ids to mark instead (by id)."""
+    The receipts matching an attempt are those of one (key, body hash) pair: one
+    duplicate group when they are two or more (`duplicate_effect`, the groups' own
+    rule), so each line is marked by the pair it is in, not by its id (which a hostile
+    log can repeat on a line in no group). `duplicated`: receipt ids to mark as
+    duplicates instead, by id."""
     ev = call.evidence
     first, last = ev.first_seq, max(ev.last_seq, ev.first_seq)
     spans = [Span(EXTENT, first, last, call.call_id)]
@@ -257,7 +259,7 @@ def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = Non
                               att.attempt_id))
         if receipts is not None:
             matching = attempt_receipts(ev, att, receipts)
-            grouped = len(matching) > 1
+            grouped = duplicate_effect(matching)
             for rid, at in matching:
                 dup = grouped if duplicated is None else rid in duplicated
                 kind = DUPLICATE if dup else RECEIPT

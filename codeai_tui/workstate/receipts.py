@@ -10,7 +10,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import UTC, datetime
 from pickle import PickleBuffer
@@ -768,6 +768,12 @@ def _shared_keys(rs: Receipts, by_key: ByKey | None) -> Iterable[list[int]]:
     return found.values()
 
 
+def duplicate_effect(receipts_of_pair: Sized) -> bool:
+    """True when the receipts of one (key, body hash) pair are a duplicate effect (one
+    duplicate group): two or more. The lanes read it of an attempt's receipts."""
+    return len(receipts_of_pair) > 1
+
+
 def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[str, list[int]]]:
     """Of receipts sharing a key (`shared`: positions per key, in log order), those of
     each body hash that two or more hold, with the hash: one key's receipts grouped at a
@@ -780,7 +786,7 @@ def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[st
             by_sha.setdefault(shas[i], []).append(i)
         if len(by_sha) < len(positions):
             for sha, group in by_sha.items():
-                if len(group) > 1:
+                if duplicate_effect(group):
                     yield sha, group
 
 
