@@ -54,9 +54,14 @@ def test_each_line_is_answered_with_the_group_that_holds_it() -> None:
         assert dups.group_at(p) == holder.get(p), p
         assert dups.group_of(r) == holder.get(p), p
         assert duplicate_group(dups, r) == holder.get(p), p
+        assert duplicate_group(dups, r, (dups.receipts, p)) == holder.get(p), p
     assert dups.group_at(len(rows)) is None and dups.group_at(-1) is None
     grouped = dups.receipts[dups.positions(0)[0]]
     assert dups.group_of(replace(grouped, line_no=10_000)) is None
+    # a place found in another log is not taken for one in this log
+    other = parse_receipt_lines(_log_bytes(rows)).receipts
+    lone = next(p for p in range(len(rows)) if p not in holder)
+    assert duplicate_group(dups, grouped, (other, lone)) == 0
 
 
 def test_groups_given_as_ids_alone_are_asked_by_id() -> None:

@@ -66,12 +66,18 @@ def receipt_lookup(receipts: Sequence[Receipt]) -> Callable[[str], int | None]:
 def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
                     ) -> Callable[[Receipt], Row]:
     """A receipt's row; a line is marked a duplicate when it is in a duplicate group (by
-    its place in the log: asked per row drawn, not gathered for every group per paint)."""
+    its place in the log, found once for its cover and its group: asked per row drawn,
+    not gathered for every group per paint)."""
     check = snapshot.state.receipts
+    covers, duplicates = check.covered_by, check.duplicates
+    log = covers.receipts
 
     def build(r: Receipt) -> Row:
-        return receipt_row(r, check.covered_by.of(r),
-                           duplicate_group(check.duplicates, r) is not None,
+        at = log.position_of(r)
+        if at is None:  # (not a line of the check's log)
+            return receipt_row(r, None, False, r.receipt_id in linked)
+        return receipt_row(r, covers.attempts[at],
+                           duplicate_group(duplicates, r, (log, at)) is not None,
                            r.receipt_id in linked)
 
     return build
