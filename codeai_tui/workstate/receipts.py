@@ -815,7 +815,7 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
     groups each time a receipt joined one."""
 
     __slots__ = ("_added", "_added_at", "_by_place", "_extra", "_first_of", "_members",
-                 "_starts", "receipts")
+                 "_packed_ranks", "_starts", "receipts")
 
     def __init__(self, receipts: Receipts, members: array[int], starts: array[int]) -> None:
         self.receipts = receipts
@@ -825,10 +825,12 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
         # holder shared by every groups object grown from these arrays)
         self._by_place: list[array[int]] = []
         # grown since packed: receipts appended to packed group k (k -> positions), the
-        # groups made since (ordered by first position) and each one's place among all
-        # groups, and the first position of the group of each of these receipts
+        # groups made since (ordered by first position) with how many packed groups
+        # begin before each and its place among all groups, and the first position of
+        # the group of each of these receipts
         self._extra: dict[int, array[int]] = {}
         self._added: list[array[int]] = []
+        self._packed_ranks: list[int] = []
         self._added_at: list[int] = []
         self._first_of: dict[int, int] = {}
 
@@ -960,12 +962,14 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
         out = DuplicateGroups(receipts, self._members, self._starts)
         out._by_place = self._by_place
         extra, added, first_of = dict(self._extra), list(self._added), dict(self._first_of)
+        ranks = list(self._packed_ranks)
         for group in changed:
             head = group[0]
             g = self.group_at(head)
             if g is None:  # a group made now (at most one of its receipts was there)
-                added.insert(bisect_left(added, head, key=_first_position),
-                             array(_POSITION, group))
+                at = bisect_left(added, head, key=_first_position)
+                added.insert(at, array(_POSITION, group))
+                ranks.insert(at, self._packed_before(head))
                 first_of.update(dict.fromkeys(group, head))
                 continue
             new = group[len(self.positions(g)):]  # (the known receipts come first)
@@ -978,7 +982,8 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
         out._extra, out._added, out._first_of = extra, added, first_of
         if len(first_of) > max(1024, len(self._members) // 16):
             return DuplicateGroups.of(receipts, out.groups())  # packed anew
-        out._added_at = [j + out._packed_before(a[0]) for j, a in enumerate(added)]
+        out._packed_ranks = ranks
+        out._added_at = [j + rank for j, rank in enumerate(ranks)]
         return out
 
 
