@@ -31,6 +31,7 @@ from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import micros_of
 from codeai_tui.workstate import CallState, ReceiptCheck, parse_time
 from codeai_tui.workstate.evidence import ReceiptIndex, attempt_effect, attempt_receipts
+from codeai_tui.workstate.receipts import duplicate_effect
 
 # span kinds
 EXTENT = "extent"  # the call's own first to last event
@@ -213,7 +214,8 @@ def duration_text(micros: float) -> str:
 
 
 def duplicated_ids(check: ReceiptCheck) -> frozenset[str]:
-    """The receipt ids that belong to a duplicate effect."""
+    """The receipt ids that belong to a duplicate effect: one pass over every group (a
+    report's once; a lane need not be given them, see `call_lane`)."""
     return frozenset(rid for group in check.duplicates for rid in group)
 
 
@@ -226,11 +228,17 @@ def _placed(clock: SeqClock | None, at: str, start: int, end: int) -> float:
 
 
 def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = None,
-              duplicated: Container[str] = frozenset(),
+              duplicated: Container[str] | None = None,
               clock: SeqClock | None = None) -> Lane:
     """One call's lane, read from its verdict's evidence: the one place that reads the
     projection's per-call shape. `now_seq`: where an open span ends (the live end, or
-    the as-of seq); `receipts`: the projection's receipt index (same cut-off)."""
+    the as-of seq); `receipts`: the projection's receipt index (same cut-off).
+
+    The receipts matching an attempt are those of one (key, body hash) pair: one
+    duplicate group when they are two or more (`duplicate_effect`, the groups' own
+    rule), so each line is marked by the pair it is in, not by its id (which a hostile
+    log can repeat on a line in no group). `duplicated`: receipt ids to mark as
+    duplicates instead, by id."""
     ev = call.evidence
     first, last = ev.first_seq, max(ev.last_seq, ev.first_seq)
     spans = [Span(EXTENT, first, last, call.call_id)]
@@ -250,8 +258,11 @@ def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = Non
             spans.append(Span(UNKNOWN if effect_unknown else ATTEMPT, start, end,
                               att.attempt_id))
         if receipts is not None:
-            for rid, at in attempt_receipts(ev, att, receipts):
-                kind = DUPLICATE if rid in duplicated else RECEIPT
+            matching = attempt_receipts(ev, att, receipts)
+            grouped = duplicate_effect(matching)
+            for rid, at in matching:
+                dup = grouped if duplicated is None else rid in duplicated
+                kind = DUPLICATE if dup else RECEIPT
                 marks.append(Mark(kind, _placed(clock, at, start, end), rid, at))
     tools = call.tools if ev.tools is not None else None
     for op in tools.operations if tools is not None else ():

@@ -8,9 +8,9 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import UTC, datetime
 from pickle import PickleBuffer
@@ -768,6 +768,12 @@ def _shared_keys(rs: Receipts, by_key: ByKey | None) -> Iterable[list[int]]:
     return found.values()
 
 
+def duplicate_effect(receipts_of_pair: Sized) -> bool:
+    """True when the receipts of one (key, body hash) pair are a duplicate effect (one
+    duplicate group): two or more. The lanes read it of an attempt's receipts."""
+    return len(receipts_of_pair) > 1
+
+
 def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[str, list[int]]]:
     """Of receipts sharing a key (`shared`: positions per key, in log order), those of
     each body hash that two or more hold, with the hash: one key's receipts grouped at a
@@ -780,8 +786,12 @@ def _hash_groups(rs: Receipts, shared: Iterable[list[int]]) -> Iterator[tuple[st
             by_sha.setdefault(shas[i], []).append(i)
         if len(by_sha) < len(positions):
             for sha, group in by_sha.items():
-                if len(group) > 1:
+                if duplicate_effect(group):
                     yield sha, group
+
+
+def _first_position(group: array[int]) -> int:
+    return group[0]
 
 
 class DuplicateGroups(ValueSequence[tuple[str, ...]]):
@@ -791,14 +801,38 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
     of tuples of ids it stands for. That tuple, and a dict by (key, hash) of each
     group's positions kept to update it, cost ~590 bytes a group (41 MB for the 68,786
     groups of a 10M-event ledger); these cost 4 bytes a receipt in a group and 4 a
-    group. Never changed once made."""
+    group. Never changed once made.
 
-    __slots__ = ("_members", "_starts", "receipts")
+    Which group holds a line of the log (`group_at`, `group_of`) is answered by bisection
+    on the members in log order, made on the first question and kept (4 bytes a receipt
+    in a group): a set of every grouped receipt's id, made on each repaint, took ~90 ms
+    at 68,786 groups, and an id can stand on two lines of a hostile log.
+
+    Grown by a followed log (`grown`): the packed arrays (and their lookup) are shared
+    with the groups grown from, and what grew since is kept beside them (receipts
+    appended to a packed group, groups made since), packed anew once that is a
+    sixteenth of the receipts in groups: a rebuild of every group took ~30 ms at 68,786
+    groups each time a receipt joined one."""
+
+    __slots__ = ("_added", "_added_at", "_by_place", "_extra", "_first_of", "_members",
+                 "_packed_ranks", "_starts", "receipts")
 
     def __init__(self, receipts: Receipts, members: array[int], starts: array[int]) -> None:
         self.receipts = receipts
-        self._members = members  # every group's positions, group after group
-        self._starts = starts  # where each group begins in `_members`, and the end
+        self._members = members  # every packed group's positions, group after group
+        self._starts = starts  # where each packed group begins in `_members`, and the end
+        # the places in `_members` ordered by the position each holds, once made (one
+        # holder shared by every groups object grown from these arrays)
+        self._by_place: list[array[int]] = []
+        # grown since packed: receipts appended to packed group k (k -> positions), the
+        # groups made since (ordered by first position) with how many packed groups
+        # begin before each and its place among all groups, and the first position of
+        # the group of each of these receipts
+        self._extra: dict[int, array[int]] = {}
+        self._added: list[array[int]] = []
+        self._packed_ranks: list[int] = []
+        self._added_at: list[int] = []
+        self._first_of: dict[int, int] = {}
 
     @classmethod
     def of(cls, receipts: Receipts, groups: Iterable[Sequence[int]]) -> DuplicateGroups:
@@ -819,17 +853,37 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
         return cls(receipts, ordered, ordered_starts)
 
     def __len__(self) -> int:
-        return len(self._starts) - 1
+        return len(self._starts) - 1 + len(self._added)
+
+    def _locate(self, g: int) -> tuple[bool, int]:
+        """Group g (0 <= g < len) as (True, its place among the groups made since) or
+        (False, its packed group)."""
+        j = bisect_right(self._added_at, g) - 1
+        if j >= 0 and self._added_at[j] == g:
+            return True, j
+        return False, g - (j + 1)
 
     def positions(self, g: int) -> array[int]:
         """Group g's receipt positions, in log order."""
-        return self._members[self._starts[g]:self._starts[g + 1]]
+        added, k = self._locate(g)
+        if added:
+            return self._added[k]
+        own = self._members[self._starts[k]:self._starts[k + 1]]
+        more = self._extra.get(k)
+        return own + more if more is not None else own
 
     def groups(self) -> Iterator[array[int]]:
         """Each group's receipt positions, in turn."""
-        members, starts = self._members, self._starts
-        for g in range(len(starts) - 1):
-            yield members[starts[g]:starts[g + 1]]
+        members, starts, extra, added = self._members, self._starts, self._extra, self._added
+        j = 0
+        for k in range(len(starts) - 1):
+            own = members[starts[k]:starts[k + 1]]
+            while j < len(added) and added[j][0] < own[0]:
+                yield added[j]
+                j += 1
+            more = extra.get(k)
+            yield own + more if more is not None else own
+        yield from added[j:]
 
     def _ids(self, g: int) -> tuple[str, ...]:
         ids = self.receipts.ids
@@ -854,10 +908,97 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
     def __repr__(self) -> str:
         return repr(tuple(self))
 
-    def firsts(self) -> set[int]:
-        """The position of each group's first receipt."""
-        members = self._members
-        return {members[at] for at in self._starts[:-1]}
+    def _in_log_order(self) -> array[int]:
+        """The places in `_members` ordered by the position each holds: made once (the
+        packed arrays never change; two threads asking at once make equal copies)."""
+        if not self._by_place:
+            members = self._members
+            order = array(_POSITION, sorted(range(len(members)), key=members.__getitem__))
+            self._by_place[:] = [order]
+        return self._by_place[0]
+
+    def _packed_group_at(self, position: int) -> int | None:
+        members, order = self._members, self._in_log_order()
+        at = bisect_left(order, position, key=members.__getitem__)
+        if at == len(order) or members[order[at]] != position:
+            return None
+        return bisect_right(self._starts, order[at]) - 1
+
+    def _packed_before(self, position: int) -> int:
+        """How many packed groups begin before this position."""
+        members, starts = self._members, self._starts
+        return bisect_left(range(len(starts) - 1), position,
+                           key=lambda k: members[starts[k]])
+
+    def group_at(self, position: int) -> int | None:
+        """The group holding the receipt at this position of the log (None: none)."""
+        first = self._first_of.get(position)
+        if first is None:
+            k = self._packed_group_at(position)
+            if k is None:
+                return None
+            packed, first = k, self._members[self._starts[k]]
+        else:
+            packed = self._packed_before(first)
+        return packed + bisect_left(self._added, first, key=_first_position)
+
+    def group_of(self, receipt: Receipt) -> int | None:
+        """The group holding this line of the log (None: none, or not a line of it): by
+        its place, so a receipt id that a hostile log repeats on another line does not
+        mark this one."""
+        at = self.receipts.position_of(receipt)
+        return None if at is None else self.group_at(at)
+
+    def grown(self, receipts: Receipts, before: int,
+              shared: Iterable[list[int]]) -> DuplicateGroups:
+        """The groups of `receipts`, whose first `before` receipts' groups are these,
+        given the positions of the receipts of each key a receipt appended since carries
+        (`shared`): these groups themselves when no appended receipt joined one; else a
+        new object sharing these arrays (this one, which a snapshot may hold, is left as
+        it is), in proportion to the groups that changed."""
+        changed = [g for _sha, g in _hash_groups(receipts, shared) if g[-1] >= before]
+        if not changed:
+            return self  # (a group of old receipts alone was known already)
+        out = DuplicateGroups(receipts, self._members, self._starts)
+        out._by_place = self._by_place
+        extra, added, first_of = dict(self._extra), list(self._added), dict(self._first_of)
+        ranks = list(self._packed_ranks)
+        for group in changed:
+            head = group[0]
+            g = self.group_at(head)
+            if g is None:  # a group made now (at most one of its receipts was there)
+                at = bisect_left(added, head, key=_first_position)
+                added.insert(at, array(_POSITION, group))
+                ranks.insert(at, self._packed_before(head))
+                first_of.update(dict.fromkeys(group, head))
+                continue
+            new = group[len(self.positions(g)):]  # (the known receipts come first)
+            first_of.update(dict.fromkeys(new, head))
+            is_added, k = self._locate(g)
+            if is_added:  # (found by its first place: groups made now may stand before it)
+                added[bisect_left(added, head, key=_first_position)] = array(_POSITION, group)
+            else:
+                extra[k] = extra.get(k, array(_POSITION)) + array(_POSITION, new)
+        out._extra, out._added, out._first_of = extra, added, first_of
+        if len(first_of) > max(1024, len(self._members) // 16):
+            return DuplicateGroups.of(receipts, out.groups())  # packed anew
+        out._packed_ranks = ranks
+        out._added_at = [j + rank for j, rank in enumerate(ranks)]
+        return out
+
+
+def duplicate_group(duplicates: Sequence[tuple[str, ...]], receipt: Receipt,
+                    found: tuple[Receipts, int] | None = None) -> int | None:
+    """Which of a check's duplicate groups holds this line of its log (None: none): the
+    one question the receipts pane and the detail view ask of a receipt. `found`: a log
+    and the receipt's place in it, when the caller looked it up already (the pane does,
+    for its cover: a second search cost a third of a filter's pass over every row).
+    Groups given as ids alone (no places: made by hand) are asked by the receipt's id."""
+    if isinstance(duplicates, DuplicateGroups):
+        if found is not None and found[0] is duplicates.receipts:
+            return duplicates.group_at(found[1])
+        return duplicates.group_of(receipt)
+    return next((g for g, ids in enumerate(duplicates) if receipt.receipt_id in ids), None)
 
 
 def check_receipts(
@@ -987,20 +1128,6 @@ class CoversAsOf(_CoversView):
         return None if j in self._blank else self._covers[self._positions[j]]
 
 
-def _grown_groups(known: DuplicateGroups, rs: Receipts, before: int,
-                  shared: Iterable[list[int]]) -> DuplicateGroups:
-    """The duplicate groups of `rs`, whose first `before` receipts' groups are `known`,
-    given the positions of the receipts of each key a receipt appended since carries
-    (`shared`): `known` itself when no appended receipt joined a group."""
-    fresh = [g for _sha, g in _hash_groups(rs, shared)]
-    if not any(g[-1] >= before for g in fresh):
-        return known  # (a group of old receipts alone was known already)
-    # the known groups of these keys are among the fresh ones: left out, by first place
-    firsts = known.firsts().intersection(g[0] for g in fresh)
-    kept = (g for g in known.groups() if g[0] not in firsts)
-    return DuplicateGroups.of(rs, [*kept, *fresh])
-
-
 class LiveReceiptCheck:
     """Section 5's check kept up to date as attempts start, in proportion to what changed:
     a receipt's cover only changes when its (key, hash) pair does, and duplicates depend
@@ -1080,8 +1207,8 @@ class LiveReceiptCheck:
             else:
                 _share_hash(rs, i, have)
             keys[rs.keys[i]] = None
-        self._duplicates = _grown_groups(self._duplicates, rs, before,
-                                         [table.positions(k) for k in keys])
+        self._duplicates = self._duplicates.grown(rs, before,
+                                                  [table.positions(k) for k in keys])
         known = self._index  # (never kept by the next index: that would chain them all)
         self._index = index_receipts(
             rs, log.problems, log.exists, table,

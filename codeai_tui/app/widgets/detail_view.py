@@ -34,6 +34,18 @@ from codeai_tui.console.severity import CaseVerdict
 from codeai_tui.console.tools import ToolDetails, load_tool_details, tool_body, tool_lines
 from codeai_tui.ledger import Event, Receipt
 from codeai_tui.workstate import CallState, CompilationState, TaskState
+from codeai_tui.workstate.receipts import duplicate_group
+
+
+def receipt_lines(r: Receipt, snap: CaseSnapshot | None) -> list[tuple[str, str]]:
+    """A receipt's detail, warned a duplicate when this line of the log is in a
+    duplicate group (asked by its place: one question, not a scan of every group)."""
+    lines = receipt_detail_lines(r, snap)
+    check = snap.state.receipts if snap is not None else None
+    if check is not None and duplicate_group(check.duplicates, r) is not None:
+        lines.append((f"{WARN} duplicate", "another receipt has the same key and body "
+                      "hash: the provider served this request more than once"))
+    return lines
 
 
 def verdict_lines(stage: str, op: str, effect: str, effect_unknown: bool
@@ -207,11 +219,7 @@ class DetailView(VerticalScroll):
                                       "rendered_sha256": comp.rendered_sha256})
         if kind == "receipt":
             r: Receipt = obj
-            check = snap.state.receipts if snap else None
-            lines += receipt_detail_lines(r, snap)
-            if check and any(r.receipt_id in g for g in check.duplicates):
-                lines.append((f"{WARN} duplicate", "another receipt has the same key and body "
-                              "hash: the provider served this request more than once"))
+            lines += receipt_lines(r, snap)
             body = {"receipt_id": r.receipt_id, "received_at": r.received_at,
                     "idempotency_key": r.idempotency_key, "body_sha256": r.body_sha256,
                     "bytes": r.bytes, "line": r.line_no}

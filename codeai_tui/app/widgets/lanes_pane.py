@@ -45,7 +45,6 @@ from codeai_tui.services.lanes import (
     axis_line,
     call_key,
     call_lane,
-    duplicated_ids,
     fit_axis,
     lane_cells,
     read_clock,
@@ -151,7 +150,6 @@ class LanesPane(Pane):
         self._stale = True  # a snapshot arrived while hidden: index it when shown
         self._lanes: dict[int, Lane | None] = {}  # row -> its lane, for this snapshot
         self._task_states: dict[str, TaskState] | None = None
-        self._duplicated: frozenset[str] = frozenset()
 
     # ---- what the screen sets
 
@@ -173,7 +171,6 @@ class LanesPane(Pane):
         fresh = self._reindex(snap)
         self._lanes.clear()
         self._task_states = None
-        self._duplicated = duplicated_ids(snap.state.receipts) if snap is not None else frozenset()
         self.set_source(LaneRows(self._index, snap))
         # at the selected call when first drawn, and whenever the operator is elsewhere
         # (a call selected while this pane was hidden may have had no lane yet)
@@ -351,8 +348,7 @@ class LanesPane(Pane):
         now = snap.as_of if snap.as_of is not None else snap.max_seq
         if item[0] == "call":
             call = snap.state.calls[item[1]]  # type: ignore[index]
-            return call_lane(call, now, snap.state.receipts.index, self._duplicated,
-                             self.clock)
+            return call_lane(call, now, snap.state.receipts.index, clock=self.clock)
         if item[0] == "uncovered":
             return uncovered_lane(snap.state.receipts, now, self.clock)
         return None

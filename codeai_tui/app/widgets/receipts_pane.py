@@ -22,6 +22,7 @@ from codeai_tui.app.widgets.sources import LazySource, row_indices
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import Receipt
+from codeai_tui.workstate.receipts import duplicate_group
 
 LINK_MARK = "\u25c6"
 RECEIPT_COLUMNS = [Column(LINK_MARK, 1), Column("receipt", 7), Column("mark", 11),
@@ -64,11 +65,19 @@ def receipt_lookup(receipts: Sequence[Receipt]) -> Callable[[str], int | None]:
 
 def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
                     ) -> Callable[[Receipt], Row]:
+    """A receipt's row; a line is marked a duplicate when it is in a duplicate group (by
+    its place in the log, found once for its cover and its group: asked per row drawn,
+    not gathered for every group per paint)."""
     check = snapshot.state.receipts
-    dup_ids = {rid for group in check.duplicates for rid in group}
+    covers, duplicates = check.covered_by, check.duplicates
+    log = covers.receipts
 
     def build(r: Receipt) -> Row:
-        return receipt_row(r, check.covered_by.of(r), r.receipt_id in dup_ids,
+        at = log.position_of(r)
+        if at is None:  # (not a line of the check's log)
+            return receipt_row(r, None, False, r.receipt_id in linked)
+        return receipt_row(r, covers.attempts[at],
+                           duplicate_group(duplicates, r, (log, at)) is not None,
                            r.receipt_id in linked)
 
     return build
