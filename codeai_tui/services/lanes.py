@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -213,12 +213,6 @@ def duration_text(micros: float) -> str:
 # --------------------------------------------------------------------------- one lane
 
 
-def duplicated_ids(check: ReceiptCheck) -> frozenset[str]:
-    """The receipt ids that belong to a duplicate effect: one pass over every group (a
-    report's once; a lane need not be given them, see `call_lane`)."""
-    return frozenset(rid for group in check.duplicates for rid in group)
-
-
 def _placed(clock: SeqClock | None, at: str, start: int, end: int) -> float:
     """Where a receipt received at `at` sits on the span [start, end] of the attempt it
     matches: by the ledger's clock where one is known, else at the span's start."""
@@ -228,7 +222,6 @@ def _placed(clock: SeqClock | None, at: str, start: int, end: int) -> float:
 
 
 def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = None,
-              duplicated: Container[str] | None = None,
               clock: SeqClock | None = None) -> Lane:
     """One call's lane, read from its verdict's evidence: the one place that reads the
     projection's per-call shape. `now_seq`: where an open span ends (the live end, or
@@ -237,8 +230,7 @@ def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = Non
     The receipts matching an attempt are those of one (key, body hash) pair: one
     duplicate group when they are two or more (`duplicate_effect`, the groups' own
     rule), so each line is marked by the pair it is in, not by its id (which a hostile
-    log can repeat on a line in no group). `duplicated`: receipt ids to mark as
-    duplicates instead, by id."""
+    log can repeat on a line in no group)."""
     ev = call.evidence
     first, last = ev.first_seq, max(ev.last_seq, ev.first_seq)
     spans = [Span(EXTENT, first, last, call.call_id)]
@@ -261,8 +253,7 @@ def call_lane(call: CallState, now_seq: int, receipts: ReceiptIndex | None = Non
             matching = attempt_receipts(ev, att, receipts)
             grouped = duplicate_effect(matching)
             for rid, at in matching:
-                dup = grouped if duplicated is None else rid in duplicated
-                kind = DUPLICATE if dup else RECEIPT
+                kind = DUPLICATE if grouped else RECEIPT
                 marks.append(Mark(kind, _placed(clock, at, start, end), rid, at))
     tools = call.tools if ev.tools is not None else None
     for op in tools.operations if tools is not None else ():

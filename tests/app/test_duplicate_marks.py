@@ -14,6 +14,7 @@ from codeai_tui.app.widgets.cells import DUPLICATE_MARK
 from codeai_tui.app.widgets.detail_view import receipt_lines
 from codeai_tui.app.widgets.receipts_pane import receipt_builder
 from codeai_tui.console.model import CaseSnapshot
+from codeai_tui.read.report.facts import gather as report_facts
 from codeai_tui.services.lanes import DUPLICATE, RECEIPT, call_lane
 from tests.core.cases import followed_snapshot
 from tests.support import CONFORMANCE
@@ -72,3 +73,14 @@ def test_a_lane_marks_a_duplicate_by_the_line_it_matches(tmp_path: Path) -> None
         marks[call_id] = [(m.kind, m.label) for m in call_lane(call, 10, index).marks]
     assert marks == {"call-16": [(DUPLICATE, "r-1"), (DUPLICATE, "r-2")],
                      "call-17": [(RECEIPT, "r-1")]}
+
+
+def test_the_reports_lanes_mark_as_the_consoles_do(tmp_path: Path) -> None:
+    """The incident report draws the same lanes: the lone line carrying the id r-1 is
+    call-17's receipt, not a duplicate (the report marked every line with a grouped id)."""
+    snap = _hostile_case(tmp_path)
+    facts = report_facts(snap.case_dir)
+    marks = {row.text: [(m.kind, m.label) for m in row.lane.marks]
+             for row in facts.lanes if row.lane is not None}
+    assert marks["call-16"] == [(DUPLICATE, "r-1"), (DUPLICATE, "r-2")]
+    assert marks["call-17"] == [(RECEIPT, "r-1")]

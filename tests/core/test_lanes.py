@@ -31,7 +31,6 @@ from codeai_tui.services.lanes import (
     SeqClock,
     as_of_column,
     call_lane,
-    duplicated_ids,
     fit_axis,
     lane_cells,
     micros_at,
@@ -56,8 +55,7 @@ def lane_of(case: Path, call_id: str, as_of: int | None = None) -> Any:
         clock = read_clock(reader, state.as_of_seq)
     call = state.call(call_id)
     assert call is not None
-    return call_lane(call, state.as_of_seq, state.receipts.index,
-                     duplicated_ids(state.receipts), clock)
+    return call_lane(call, state.as_of_seq, state.receipts.index, clock)
 
 
 def test_an_attempt_in_flight_is_an_open_unknown_span_with_its_receipts(tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ from codeai_tui.services.lanes import (
     SeqClock,
     call_lane,
     clock_text,
-    duplicated_ids,
     duration_text,
     read_clock,
     uncovered_lane,
@@ -147,8 +146,7 @@ def gather(case: str | os.PathLike[str], as_of: int | None = None) -> ReportFact
     index = check.index
     verdict = case_verdict(state, state.event_count)
     now = state.as_of_seq
-    duplicated = duplicated_ids(check)
-    lanes, lanes_out = _lanes(state, now, clock, duplicated)
+    lanes, lanes_out = _lanes(state, now, clock)
     verdicts, verdicts_out = _verdicts(case_dir, state, as_of is not None)
     first = clock.time_of(1)
     last = clock.time_of(now)
@@ -225,8 +223,7 @@ def _termination(case_dir: Path) -> str | None:
 # ---- the picture
 
 
-def _lanes(state: WorkState, now: int, clock: SeqClock, duplicated: frozenset[str]
-           ) -> tuple[tuple[LaneRow, ...], int]:
+def _lanes(state: WorkState, now: int, clock: SeqClock) -> tuple[tuple[LaneRow, ...], int]:
     """The lanes, grouped by task: every call of a small case; of a big one, the calls
     with something left to do (MAX_LANES at most), the rest counted."""
     calls = state.calls
@@ -250,7 +247,7 @@ def _lanes(state: WorkState, now: int, clock: SeqClock, duplicated: frozenset[st
             drawn += 1
             rows.append(LaneRow(calls[what].call_id,  # type: ignore[index]
                                 call_lane(calls[what], now, state.receipts.index,  # type: ignore[index]
-                                          duplicated, clock)))
+                                          clock)))
     while rows and rows[-1].lane is None:  # a task header whose calls were left out
         rows.pop()
     return tuple(rows), len(calls) - drawn
