@@ -145,9 +145,9 @@ class CallsPane(Pane):
         checks = dict(self.drift)
         build: Callable[[CallState], Row] = lambda c: call_row(c, checks, snap)  # noqa: E731
         needle = self.needle
-        indices = None
-        if needle is not None:
-            indices = [i for i, c in enumerate(calls) if needle.matches(call_fields(c))]
+        indices = self.filtered(
+            calls, (lambda i: needle.matches(call_fields(calls[i]))) if needle is not None
+            else bool, self.snapshot_scope())
         lookup = (lambda key: snap.call_index.get(key)) if snap is not None else None
         self.set_source(LazySource(calls, build, lambda c: c.call_id, indices, lookup))
         super().paint()
@@ -156,9 +156,9 @@ class CallsPane(Pane):
         """The skeleton's rows; a filter matches what they show."""
         calls = skeleton.calls
         needle = self.needle
-        indices = None
-        if needle is not None:
-            indices = [i for i, c in enumerate(calls) if needle.matches(skeleton_fields(c))]
+        indices = self.filtered(
+            calls, (lambda i: needle.matches(skeleton_fields(calls[i]))) if needle is not None
+            else bool, skeleton)
         self.set_source(LazySource(calls, skeleton_row, lambda c: c.call_id, indices))
         super().paint()
 

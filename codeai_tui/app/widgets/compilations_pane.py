@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codeai_tui.app.widgets.cells import WARN, cell
 from codeai_tui.app.widgets.pane import Pane
-from codeai_tui.app.widgets.sources import LazySource, row_indices
+from codeai_tui.app.widgets.sources import LazySource
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.workstate import CompilationState, NextOperation
 
@@ -31,7 +31,7 @@ class CompilationsPane(Pane):
     def paint(self) -> None:
         comps = self.snapshot.state.compilations if self.snapshot else ()
         self.set_source(LazySource(comps, compilation_row, lambda c: c.compilation_id,
-                                   row_indices(comps, compilation_row, self.needle)))
+                                   self.rows_filtered(comps, compilation_row)))
         super().paint()
 
     def compilation_at_cursor(self) -> CompilationState | None:

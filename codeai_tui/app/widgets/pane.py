@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, ClassVar, TypeVar
 
 from textual.content import Content
 from textual.reactive import reactive
+from textual.timer import Timer
 
+from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import cell
-from codeai_tui.app.widgets.table import TableView
+from codeai_tui.app.widgets.filter_scan import FilterScans, ScanRequest
+from codeai_tui.app.widgets.table import Row, TableView
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import CaseSnapshot
+
+T = TypeVar("T")
 
 TitlePart = str | tuple[str, str]
 
@@ -33,6 +42,8 @@ class Pane(TableView):
     _title_parts: list[TitlePart] | None = None
     _subtitle: Content | None = None
     _known_drawn: bool | None = None  # `rows_known()` when last painted
+    _scans: FilterScans | None = None  # a filter over many rows (app/widgets/filter_scan.py)
+    _scan_timer: Timer | None = None
 
     def on_mount(self) -> None:
         self.paint()
@@ -50,6 +61,82 @@ class Pane(TableView):
             self._known_drawn = known
             self.refresh()
         self.paint_title()
+
+    # ---- the filter
+
+    def filtered(self, items: Sequence[Any], match_at: Callable[[int], bool], scope: object
+                 ) -> list[int] | None:
+        """The positions of `items` the filter keeps (`match_at(i)`; None: no filter). A
+        few items are matched at once; many are scanned in a thread, the last scan of
+        this filter and `scope` (the case, and as-of, the items are of) shown meanwhile."""
+        needle = self.needle
+        if needle is None or len(items) < filter_scan.IN_THREAD_FROM:
+            if self._scans is not None:
+                self._scans.drop()
+            return None if needle is None else [i for i in range(len(items)) if match_at(i)]
+        if self._scans is None:
+            self._scans = FilterScans()
+        shown, start = self._scans.indices(ScanRequest(needle, scope, items, match_at))
+        if start:
+            self._schedule_scan()
+        return shown
+
+    def rows_filtered(self, items: Sequence[T], build: Callable[[T], Row]) -> list[int] | None:
+        """`filtered` by the one filter rule, the needle's words in the cells the row
+        shows, of the snapshot's items."""
+        return self.filtered(items, self.row_matcher(lambda i: build(items[i])),
+                             self.snapshot_scope())
+
+    def row_matcher(self, row_at: Callable[[int], Row]) -> Callable[[int], bool]:
+        """Whether the row at a position shows the needle's words (the one filter rule)."""
+        needle = self.needle
+        if needle is None:
+            return bool
+        return lambda i: needle.matches(row_at(i).cells)
+
+    def snapshot_scope(self) -> object:
+        """What the snapshot's items are of: its case and as-of."""
+        snap = self.snapshot
+        return None if snap is None else (snap.case_dir, snap.as_of)
+
+    def filtering(self) -> bool:
+        """Whether the rows shown wait for the first scan of this filter (the subtitle
+        says so; later scans, of a followed case's newer snapshots, are not announced)."""
+        return self._scans is not None and self._scans.waiting()
+
+    def _schedule_scan(self) -> None:
+        if self._scan_timer is not None or self._scans is None:
+            return  # (the scan about to begin takes the newest request)
+        delay = self._scans.delay()
+        if delay > 0:
+            self._scan_timer = self.set_timer(delay, self._begin_scan)
+        else:
+            self._begin_scan()
+
+    def _begin_scan(self) -> None:
+        self._scan_timer = None
+        scans = self._scans
+        if scans is None or scans.running or scans.wanted is None:
+            return
+        scans.running = True
+        self.run_worker(partial(self._run_scan, scans, scans.wanted, scans.generation),
+                        thread=True, group="filter-scan", exit_on_error=False)
+
+    def _run_scan(self, scans: FilterScans, request: ScanRequest, generation: int) -> None:
+        """In the worker thread: the scan, its end handed to the screen's thread."""
+        started, found = time.monotonic(), None
+        try:
+            found = scans.scan(request, generation)
+        finally:
+            with contextlib.suppress(RuntimeError):  # (the app is closing)
+                self.app.call_from_thread(self._scan_ended, scans, request, generation,
+                                          found, time.monotonic() - started)
+
+    def _scan_ended(self, scans: FilterScans, request: ScanRequest, generation: int,
+                    found: list[int] | None, took: float) -> None:
+        if scans.ended(request, generation, found, took):
+            self._schedule_scan()
+        self.paint()
 
     def empty_message(self) -> str:
         return self.empty_text if self.rows_known() else NOT_PROJECTED
@@ -85,8 +172,10 @@ class Pane(TableView):
     def subtitle(self) -> Content | None:
         """The border's subtitle: the filter when one is set, else `idle_subtitle`."""
         if self.needle is not None:
+            busy: list[Any] = [" \u00b7 ", ("filtering\u2026", "bold")] if self.filtering() \
+                else []
             return Content.assemble(("filter: ", "bold $warning"), cell(self.needle.text, 30),
-                                    " \u00b7 esc clears")
+                                    *busy, " \u00b7 esc clears")
         return self.idle_subtitle()
 
     def idle_subtitle(self) -> Content | None:

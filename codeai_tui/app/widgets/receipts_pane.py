@@ -18,7 +18,7 @@ from codeai_tui.app.widgets.cells import (
     short_hash,
 )
 from codeai_tui.app.widgets.pane import Pane, TitlePart
-from codeai_tui.app.widgets.sources import LazySource, row_indices
+from codeai_tui.app.widgets.sources import LazySource
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import Receipt
@@ -68,19 +68,33 @@ def receipt_builder(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
     """A receipt's row; a line is marked a duplicate when it is in a duplicate group (by
     its place in the log, found once for its cover and its group: asked per row drawn,
     not gathered for every group per paint)."""
-    check = snapshot.state.receipts
-    covers, duplicates = check.covered_by, check.duplicates
-    log = covers.receipts
+    log = snapshot.state.receipts.covered_by.receipts
+    row_at = receipt_row_at(snapshot, linked)
 
     def build(r: Receipt) -> Row:
         at = log.position_of(r)
         if at is None:  # (not a line of the check's log)
             return receipt_row(r, None, False, r.receipt_id in linked)
+        return row_at(at)
+
+    return build
+
+
+def receipt_row_at(snapshot: CaseSnapshot, linked: frozenset[str] = frozenset()
+                   ) -> Callable[[int], Row]:
+    """The row of the check's log's receipt at a position: what a filter's scan of every
+    row asks (finding each receipt's place again cost half the scan)."""
+    check = snapshot.state.receipts
+    covers, duplicates = check.covered_by, check.duplicates
+    log = covers.receipts
+
+    def row_at(at: int) -> Row:
+        r = log[at]
         return receipt_row(r, covers.attempts[at],
                            duplicate_group(duplicates, r, (log, at)) is not None,
                            r.receipt_id in linked)
 
-    return build
+    return row_at
 
 
 class ReceiptsPane(Pane):
@@ -104,8 +118,12 @@ class ReceiptsPane(Pane):
         else:
             build = receipt_builder(snap, self.linked[1])
             items = snap.receipts.receipts
-            self.set_source(LazySource(items, build, receipt_key,
-                                       row_indices(items, build, self.needle),
+            if items is snap.state.receipts.covered_by.receipts:  # (the check's own log)
+                shown = self.filtered(items, self.row_matcher(
+                    receipt_row_at(snap, self.linked[1])), self.snapshot_scope())
+            else:
+                shown = self.rows_filtered(items, build)
+            self.set_source(LazySource(items, build, receipt_key, shown,
                                        receipt_lookup(items)))
         super().paint()
 

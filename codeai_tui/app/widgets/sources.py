@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from codeai_tui.app.widgets.table import Row
-from codeai_tui.console.filters import Needle
 
 T = TypeVar("T")
 
@@ -72,11 +71,3 @@ class LazySource(Generic[T]):
             if item is not None and pred(item):
                 return i
         return None
-
-
-def row_indices(items: Sequence[T], build: Callable[[T], Row],
-                needle: Needle | None) -> list[int] | None:
-    """One filter semantics: the needle's words must appear in the cells the row shows."""
-    if needle is None:
-        return None
-    return [i for i, item in enumerate(items) if needle.matches(build(item).cells)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codeai_tui.app.widgets.cells import cell
 from codeai_tui.app.widgets.pane import Pane
-from codeai_tui.app.widgets.sources import LazySource, row_indices
+from codeai_tui.app.widgets.sources import LazySource
 from codeai_tui.app.widgets.table import Column, Row
 from codeai_tui.workstate import NextOperation, TaskState
 
@@ -28,7 +28,7 @@ class TasksPane(Pane):
     def paint(self) -> None:
         tasks = self.snapshot.state.tasks if self.snapshot else ()
         self.set_source(LazySource(tasks, task_row, lambda t: t.task_id,
-                                   row_indices(tasks, task_row, self.needle)))
+                                   self.rows_filtered(tasks, task_row)))
         super().paint()
 
     def task_at_cursor(self) -> TaskState | None:
