@@ -110,3 +110,15 @@ def test_the_next_scan_waits_twice_as_long_as_the_last_took() -> None:
     scans.running = True
     scans.ended(request, scans.generation, [0], 5.0)
     assert 5.0 < scans.delay() <= 10.0
+
+
+async def test_a_filter_that_matches_nothing_says_so_not_that_the_case_has_none(
+        case_factory) -> None:  # noqa: ANN001
+    app = create_app(case_factory("resumed_then_completed"), clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        calls = app.main.pane("calls")
+        assert calls.row_count == 2
+        await pilot.press("3", "slash", *"zzz", "enter")
+        await wait_for(pilot, lambda: calls.row_count == 0, what="filtered")
+        assert calls.empty_message() == "no row matches the filter"  # (not "no calls")

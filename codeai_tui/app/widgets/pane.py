@@ -101,7 +101,8 @@ class Pane(TableView):
 
     def filtering(self) -> bool:
         """Whether the rows shown wait for the first scan of this filter (the subtitle
-        says so; later scans, of a followed case's newer snapshots, are not announced)."""
+        says so; later scans, of a followed case's newer snapshots, are not announced).
+        A pane that scans its own way (the timeline's ledger scan) says so itself."""
         return self._scans is not None and self._scans.waiting()
 
     def _schedule_scan(self) -> None:
@@ -139,7 +140,11 @@ class Pane(TableView):
         self.paint()
 
     def empty_message(self) -> str:
-        return self.empty_text if self.rows_known() else NOT_PROJECTED
+        if not self.rows_known():
+            return NOT_PROJECTED
+        if self.needle is not None:  # ("no receipts" under a filter would read as a fact)
+            return "filtering\u2026" if self.filtering() else "no row matches the filter"
+        return self.empty_text
 
     def rows_known(self) -> bool:
         """Whether the rows shown are the case's (else an empty pane says so)."""

@@ -442,6 +442,9 @@ class TimelinePane(Pane):
                                     " \u00b7 G follows")
         return None
 
+    def filtering(self) -> bool:
+        return self.scanning is not None
+
     def subtitle(self) -> Content | None:
         if self.scanning is not None:
             done, total = self.scanning
