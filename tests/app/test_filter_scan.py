@@ -64,7 +64,8 @@ def _scan(scans: FilterScans, request: ScanRequest) -> list[int] | None:
 
 def _request(text: str, items: list[str], scope: object = "case") -> ScanRequest:
     needle = Needle(text)
-    return ScanRequest(needle, scope, items, lambda i: needle.matches((items[i],)))
+    return ScanRequest(needle, scope, items, lambda i: needle.matches((items[i],)),
+                       len(items))
 
 
 def test_a_followed_case_shows_the_last_scan_until_the_next_ends() -> None:
@@ -84,6 +85,12 @@ def test_a_followed_case_shows_the_last_scan_until_the_next_ends() -> None:
     assert scans.wanted is None
     # a shorter list of the same case (a log read anew): no place past its end is shown
     assert scans.indices(_request("done", first[:2]))[0] == [0]
+    # the scanned list itself grown in place: scanned again
+    latest = scans.wanted
+    assert latest is not None
+    _scan(scans, latest)
+    latest.items.append("call-5 done")  # type: ignore[attr-defined]
+    assert scans.indices(_request("done", latest.items))[1]  # type: ignore[arg-type]
 
 
 def test_another_filter_or_case_shows_nothing_of_the_last_and_stops_its_scan() -> None:

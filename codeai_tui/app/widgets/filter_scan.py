@@ -4,11 +4,11 @@ Matching a filter means building what each row shows: ~0.5 s for the 137,000 cal
 1M-event ledger and ~2.8 s for its 144,000 receipts, ten times that at 10M. On the
 screen's thread, and again for every snapshot while following, that froze the console
 (a filtered Receipts pane at 1,000 events/s: the header stuck for over three minutes,
-`escape` unanswered, still stuck after the writer stopped). So a filter over `IN_THREAD_FROM` rows or more is scanned in a worker
-thread: the pane shows the last finished scan's rows meanwhile (the same filter of the
-same case; rows keep their places as a followed case grows), and "filtering…" until
-the first scan of a filter ends.
-One scan runs at a time; a newer snapshot waits until the last scan ended twice as long
+`escape` unanswered, still stuck after the writer stopped). So a filter over
+`IN_THREAD_FROM` rows or more is scanned in a worker thread: the pane shows the last
+finished scan's rows meanwhile (the same filter of the same case; rows keep their
+places as a followed case grows), and "filtering…" until the first scan of a filter
+ends. One scan runs at a time; a newer snapshot waits until the last scan ended twice as long
 ago as it took, so scanning takes at most about a third of the time while following
 (the screen's thread and the follower's share the interpreter with it).
 """
@@ -35,6 +35,7 @@ class ScanRequest:
     scope: object
     items: Sequence[Any]
     match_at: Callable[[int], bool]
+    length: int  # (of `items` when asked: what the scan covers)
 
     def same_filter(self, other: ScanRequest | Scanned | None) -> bool:
         return other is not None and other.needle == self.needle and other.scope == self.scope
@@ -47,6 +48,7 @@ class Scanned:
     needle: Needle
     scope: object
     items: Sequence[Any]
+    length: int  # (of `items` when scanned: a list may grow in place)
     indices: list[int]
 
 
@@ -67,7 +69,8 @@ class FilterScans:
         scan's when it is of these very items; else the last finished scan of the same
         filter and scope (positions past the items cut off), or none, while one runs."""
         done = self.done
-        if done is not None and request.same_filter(done) and done.items is request.items:
+        if (done is not None and request.same_filter(done) and done.items is request.items
+                and done.length == len(request.items)):
             self.wanted = None
             return done.indices, False
         if not request.same_filter(self.wanted) and self.running:
@@ -100,7 +103,7 @@ class FilterScans:
         """In the worker: the matching positions, or None once the scan is not wanted."""
         out: list[int] = []
         match_at = request.match_at
-        for i in range(len(request.items)):
+        for i in range(request.length):
             if not i % _CHECK_EVERY and generation != self.generation:
                 return None
             if match_at(i):
@@ -114,7 +117,8 @@ class FilterScans:
         self.running = False
         self._ended_at, self._took = time.monotonic(), took
         if found is not None and generation == self.generation:
-            self.done = Scanned(request.needle, request.scope, request.items, found)
+            self.done = Scanned(request.needle, request.scope, request.items,
+                                request.length, found)
             if self.wanted is request:
                 self.wanted = None
         return self.wanted is not None

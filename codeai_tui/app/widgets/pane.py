@@ -76,7 +76,8 @@ class Pane(TableView):
             return None if needle is None else [i for i in range(len(items)) if match_at(i)]
         if self._scans is None:
             self._scans = FilterScans()
-        shown, start = self._scans.indices(ScanRequest(needle, scope, items, match_at))
+        shown, start = self._scans.indices(ScanRequest(needle, scope, items, match_at,
+                                                         len(items)))
         if start:
             self._schedule_scan()
         return shown
