@@ -34,6 +34,22 @@ def appended(values: array[int] | list[int], value: int) -> array[int] | list[in
         return extended(values, [value])
 
 
+def assigned(values: array[int] | list[int], i: int, value: int) -> array[int] | list[int]:
+    """`values` with item `i` set to `value`, widened where it does not fit (never
+    wrapped): the column to keep from then on."""
+    try:
+        values[i] = value
+        return values
+    except OverflowError:
+        wide = extended(values, ())
+        try:
+            wide[i] = value
+        except OverflowError:
+            wide = list(wide)
+            wide[i] = value
+        return wide
+
+
 def extended(values: array[int] | list[int], more: Iterable[int]) -> array[int] | list[int]:
     """`values` with `more` appended, widened where they do not fit (never wrapped)."""
     if type(values) is array and type(more) is array and values.typecode == more.typecode:

@@ -103,8 +103,8 @@ class SettledCalls:
         self._task_of: dict[str, int] = {}
         self.positions = array(_SMALL)
         # by slot; by position instead when lent (`share_seqs`)
-        self._firsts = array("q")
-        self._lasts = array("q")
+        self._firsts: array[int] | list[int] = array("q")
+        self._lasts: array[int] | list[int] = array("q")
         self._by_position = False
         self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
         # a call's completion and its cover's start as seqs after its first: 4 bytes
@@ -135,11 +135,14 @@ class SettledCalls:
     def __len__(self) -> int:
         return len(self.positions)
 
-    def share_seqs(self, firsts: array[int], lasts: array[int]) -> None:
+    def share_seqs(self, firsts: array[int] | list[int], lasts: array[int] | list[int]
+                   ) -> None:
         """Read each call's first and last seq from these arrays by position (the
         projector's own, which it changes only for calls kept as objects), instead of
-        keeping them by slot: 16 bytes a settled call. Only before any call is added."""
-        if len(self.positions):
+        keeping them by slot: 16 bytes a settled call. Only before any call is added,
+        or again once lent: the lender's columns widened (`blocks.appended`), the same
+        seqs in wider items."""
+        if len(self.positions) and not self._by_position:
             raise ValueError("seqs can only be lent to empty columns")
         self._firsts, self._lasts, self._by_position = firsts, lasts, True
 
