@@ -121,9 +121,11 @@ class _CallTally:
     """A task's calls' share of its rollup (ladder.TaskRollup), kept as their verdicts
     change so that judging the task costs what changed, not a pass over its calls (a
     long task's 86,000 calls cost 300 ms on every live snapshot): the unresolved calls by
-    position, and the best (done seq, -position, call id) that succeeded or whose tool
-    operations are all done. When the call holding a best loses it, the tally is
-    `stale` and is counted again from every call of the task."""
+    position, and the best (done seq, -position) that succeeded or whose tool
+    operations are all done (its call's id read at `into`: kept here, the id of a call
+    long settled in columns cost ~76 bytes a task while following). When the call
+    holding a best loses it, the tally is `stale` and is counted again from every call
+    of the task."""
 
     __slots__ = ("one", "one_pos", "pending", "stale", "succeeded", "tools_done")
 
@@ -134,8 +136,8 @@ class _CallTally:
         self.one: Unresolved | None = None
         self.one_pos = -1
         self.pending: dict[int, Unresolved] | None = None
-        self.succeeded: tuple[int, int, str] | None = None
-        self.tools_done: tuple[int, int, str] | None = None
+        self.succeeded: tuple[int, int] | None = None
+        self.tools_done: tuple[int, int] | None = None
         self.stale = False
 
     def update(self, pos: int, given: Contribution) -> None:
@@ -156,9 +158,9 @@ class _CallTally:
         self.succeeded = self._best(self.succeeded, pos, succeeded)
         self.tools_done = self._best(self.tools_done, pos, tools_done)
 
-    def _best(self, best: tuple[int, int, str] | None, pos: int,
-              new: tuple[int, str] | None) -> tuple[int, int, str] | None:
-        mine = (new[0], -pos, new[1]) if new is not None else None
+    def _best(self, best: tuple[int, int] | None, pos: int,
+              new: tuple[int, str] | None) -> tuple[int, int] | None:
+        mine = (new[0], -pos) if new is not None else None
         if best is not None and best[1] == -pos:  # this call held the best
             if mine is None or mine < best:
                 self.stale = True  # another call may now be the best: count again
@@ -167,18 +169,21 @@ class _CallTally:
             return mine
         return best
 
-    def into(self, rollup: TaskRollup) -> None:
+    def into(self, rollup: TaskRollup, call_id_at: Callable[[int], str]) -> None:
         """Feed the calls' share to `rollup` after the task's compilations, as a pass
-        over the calls in first-seq order would (the first fed wins a tie)."""
+        over the calls in first-seq order would (the first fed wins a tie).
+        `call_id_at`: the id of the call at a position."""
         if self.pending:
             first = min(self.pending.items(), key=lambda kv: (pending_order(kv[1]), kv[0]))
             rollup.take((first[1], None, None))
         elif self.one is not None:
             rollup.take((self.one, None, None))
         if self.succeeded is not None:
-            rollup.take((None, (self.succeeded[0], self.succeeded[2]), None))
+            done, pos = self.succeeded
+            rollup.take((None, (done, call_id_at(-pos)), None))
         if self.tools_done is not None:
-            rollup.take((None, None, (self.tools_done[0], self.tools_done[2])))
+            done, pos = self.tools_done
+            rollup.take((None, None, (done, call_id_at(-pos))))
 
 
 @dataclass(slots=True)
@@ -677,6 +682,13 @@ class Projector:
             return self.call_state(self._ids[pos])  # type: ignore[arg-type]  # (live)
         return st
 
+    def _call_id_at(self, pos: int) -> str:
+        """The id of the call at `pos`, held as objects or in columns."""
+        call_id = self._ids.get(pos)
+        if call_id is None:
+            return self._settled.ids[self._slot_of[pos]]  # type: ignore[union-attr]
+        return call_id
+
     def position_of(self, call_id: str) -> int | None:
         """The call's position (its index in a snapshot's calls), None if unknown."""
         ev = self.calls.get(call_id)
@@ -815,7 +827,7 @@ class Projector:
                 rollup = TaskRollup()
                 if pending:  # (a compilation gives its task only what is unresolved)
                     rollup.take((min(pending.values(), key=pending_order), None, None))
-                tally.into(rollup)
+                tally.into(rollup, self._call_id_at)
             self._task_cache[task_id] = classify_task(self.tasks[task_id], rollup)
         self._dirty_tasks.clear()
 

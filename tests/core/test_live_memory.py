@@ -37,3 +37,56 @@ def test_a_calls_first_and_last_seq_take_4_bytes_each_widened_where_one_does_not
     assert [(c.call_id, c.first_seq, c.last_seq, c.completed_seq) for c in calls] == [
         ("near", 1, 7, 7), ("far", far, far + 6, far + 6)]
 
+
+def _task_events(t: int, calls: int, seq: int) -> list[Event]:
+    """Task `t`'s events from `seq` on: `calls` calls, all completed but the last, left
+    in flight (as the bench's writer makes them); fresh texts, as a ledger read gives."""
+    task = f"live-task-{t:06d}"
+    events = [Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", "task.created", task, None,
+                    None, payload={"title": "live task"})]
+    for c in range(calls):
+        call = f"{task}-c{c}"
+        for kind, a, p in _LIFE if c < calls - 1 else _LIFE[:3]:
+            seq += 1
+            events.append(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, task, call,
+                                f"{call}-a1" if a else None,
+                                payload={k: (call if v == "K" else f"{call}-a1" if v == "A"
+                                             else v) for k, v in p.items()}))
+    return events
+
+
+def _kept_bytes_a_task(tasks: int, calls: int = 10) -> float:
+    """What a projector settling in columns keeps for each of `tasks` tasks (see
+    `_task_events`), fed as they follow with a snapshot every 64 tasks: what its ids'
+    characters take in columns is counted too, the rest of the events let go."""
+    import gc
+    import tracemalloc
+
+    per_task = 1 + (calls - 1) * len(_LIFE) + 3
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        projector = Projector(event_ids_unique=True)
+        projector.settle_in_columns(lambda call_id, n, position: None)
+        projector.rest_after = 64 * per_task  # (the call in flight rests in columns)
+        for first in range(0, tasks, 64):
+            for t in range(first, min(first + 64, tasks)):
+                projector.feed(_task_events(t, calls, 1 + t * per_task))
+            projector.snapshot()
+        for _ in range(4):
+            projector.snapshot()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert projector.settled_count == tasks * calls - 64  # (the last 64 not at rest yet)
+    return kept / tasks
+
+
+def test_a_task_keeps_no_call_id_for_its_best_succeeded_call() -> None:
+    """A task's tally of its calls names the latest that succeeded by position, its id
+    read from the columns when the task is judged: holding the id's text (and a third
+    item in its tuple) cost ~76 bytes a task, a task in ten calls while following."""
+    kept = _kept_bytes_a_task(2048)
+    assert kept < 2785, kept  # (~2,815 with the id kept, ~2,752 without)
