@@ -90,3 +90,34 @@ def test_a_task_keeps_no_call_id_for_its_best_succeeded_call() -> None:
     item in its tuple) cost ~76 bytes a task, a task in ten calls while following."""
     kept = _kept_bytes_a_task(2048)
     assert kept < 2785, kept  # (~2,815 with the id kept, ~2,752 without)
+
+
+def test_a_receipt_keeps_its_time_line_and_size_in_offsets_from_its_blocks_least() -> None:
+    """A live console reads one receipt per call begun. Each sealed block of times, line
+    numbers and sizes keeps offsets from its least item (times of a provider logging
+    minutes of receipts in 4 bytes, lines in 2, equal sizes in 1) where 8, 4 and 4 bytes
+    took 16; every receipt still reads back as written, including a block whose items
+    lie 2^64 apart (a hostile log's)."""
+    import json
+    from datetime import UTC, datetime, timedelta
+    from hashlib import sha256
+
+    from codeai_tui.ledger.blocks import BLOCK
+    from codeai_tui.ledger.receipts import Receipt, parse_receipt_lines
+    from tests.support import held_by
+    n = 2 * BLOCK
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [(f"r-{i}", (start + timedelta(microseconds=7_531 * i)).isoformat(
+                 timespec="microseconds").replace("+00:00", "Z"),
+             f"key-{i:06d}", sha256(str(i).encode()).hexdigest(), 100, i + 1)
+            for i in range(n)]
+    rows[-1] = (*rows[-1][:4], 1 << 70, n)  # (the second block's sizes: 2^64 apart)
+    texts = sum(len(r[0]) + len(r[2]) for r in rows)
+    data = "".join(json.dumps({"receipt_id": r[0], "received_at": r[1], "idempotency_key": r[2],
+                               "body_sha256": r[3], "bytes": r[4]}) + "\n"
+                   for r in rows).encode()
+    log, held = held_by(lambda: parse_receipt_lines(data))
+    assert list(log.receipts) == [Receipt(*r) for r in rows]
+    # the first block: 32 (hash) + 4 (time) + 2 (line) + 1 (size) + 2 x 4 (ends) + slack;
+    # the second's sizes a tuple (~51 bytes a receipt in all; ~58 with 8, 4 and 4)
+    assert (held - texts) / n < 55, (held - texts) / n
