@@ -21,8 +21,10 @@ BLOCK = 1 << _SHIFT  # items per sealed block (a power of two: found by shift an
 
 
 # A column of ints kept narrow while its values fit: `appended` and `extended` return it
-# (changed in place) or, where a value does not fit, a wider one to keep instead: 8-byte
-# ints, else a list (ints 2^63 apart: differences of a hostile ledger's seqs).
+# (changed in place) or, where a value does not fit, a wider one to keep instead: 2-, 4-
+# or 8-byte ints, else a list (ints 2^63 apart: differences of a hostile ledger's seqs).
+_WIDER = ("h", "i", "q")
+_WIDEST = 9  # (a list: wider than any array)
 
 
 def appended(values: array[int] | list[int], value: int) -> array[int] | list[int]:
@@ -56,12 +58,16 @@ def extended(values: array[int] | list[int], more: Iterable[int]) -> array[int] 
         values.extend(more)
         return values
     more = list(more)
-    try:
-        wide = array("q", values)
-        wide.extend(more)
-    except OverflowError:
-        return [*values, *more]
-    return wide
+    width = values.itemsize if type(values) is array else _WIDEST
+    for code in _WIDER:  # (the narrowest that holds them all, never narrower than now)
+        if array(code).itemsize >= width:
+            try:
+                wide = array(code, values)
+                wide.extend(more)
+            except OverflowError:
+                continue
+            return wide
+    return [*values, *more]
 
 
 class ValueSequence(Sequence[T], Generic[T]):

@@ -121,3 +121,26 @@ def test_a_receipt_keeps_its_time_line_and_size_in_offsets_from_its_blocks_least
     # the first block: 32 (hash) + 4 (time) + 2 (line) + 1 (size) + 2 x 4 (ends) + slack;
     # the second's sizes a tuple (~51 bytes a receipt in all; ~58 with 8, 4 and 4)
     assert (held - texts) / n < 55, (held - texts) / n
+
+
+def test_a_settled_calls_offsets_counts_and_codes_take_a_byte_each_where_they_fit() -> None:
+    """A settled call's completion and cover start (seqs after its first), attempt count
+    and status and verdict codes: a byte each where a call's events follow on (~99 bytes
+    a call here, ~111 at 4, 4, 4, 2 and 2). A call completed 70,000 seqs after its first
+    widens those columns; every call reads back as it settled."""
+    kept = _kept_bytes_a_call(_LIFE, 8192)
+    assert kept < 105, kept
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(lambda call_id, n, position: None)
+    spans = {"near": [1, 2, 3, 4, 5, 6, 7], "wide": [8, 9, 10, 300, 301, 302, 303],
+             "far": [304, 305, 70_000, 70_001, 70_002, 70_003, 70_500]}
+    for call, seqs in spans.items():
+        projector.feed(_life_events(call, seqs))
+        projector.snapshot()
+    assert projector.settled_count == 3
+    assert [(c.call_id, c.first_seq, c.completed_seq, c.attempts, c.status, c.stage.value)
+            for c in projector.snapshot().calls] == [
+        ("near", 1, 7, 1, "succeeded", "completed"), ("wide", 8, 303, 1, "succeeded", "completed"),
+        ("far", 304, 70_500, 1, "succeeded", "completed")]
+    cover = projector.coverage.get("far")
+    assert cover is not None and cover.started_seq == 70_000
