@@ -21,8 +21,10 @@ BLOCK = 1 << _SHIFT  # items per sealed block (a power of two: found by shift an
 
 
 # A column of ints kept narrow while its values fit: `appended` and `extended` return it
-# (changed in place) or, where a value does not fit, a wider one to keep instead: 8-byte
-# ints, else a list (ints 2^63 apart: differences of a hostile ledger's seqs).
+# (changed in place) or, where a value does not fit, a wider one to keep instead: 2-, 4-
+# or 8-byte ints, else a list (ints 2^63 apart: differences of a hostile ledger's seqs).
+_WIDER = ("h", "i", "q")
+_WIDEST = 9  # (a list: wider than any array)
 
 
 def appended(values: array[int] | list[int], value: int) -> array[int] | list[int]:
@@ -34,18 +36,38 @@ def appended(values: array[int] | list[int], value: int) -> array[int] | list[in
         return extended(values, [value])
 
 
+def assigned(values: array[int] | list[int], i: int, value: int) -> array[int] | list[int]:
+    """`values` with item `i` set to `value`, widened where it does not fit (never
+    wrapped): the column to keep from then on."""
+    try:
+        values[i] = value
+        return values
+    except OverflowError:
+        wide = extended(values, ())
+        try:
+            wide[i] = value
+        except OverflowError:
+            wide = list(wide)
+            wide[i] = value
+        return wide
+
+
 def extended(values: array[int] | list[int], more: Iterable[int]) -> array[int] | list[int]:
     """`values` with `more` appended, widened where they do not fit (never wrapped)."""
     if type(values) is array and type(more) is array and values.typecode == more.typecode:
         values.extend(more)
         return values
     more = list(more)
-    try:
-        wide = array("q", values)
-        wide.extend(more)
-    except OverflowError:
-        return [*values, *more]
-    return wide
+    width = values.itemsize if type(values) is array else _WIDEST
+    for code in _WIDER:  # (the narrowest that holds them all, never narrower than now)
+        if array(code).itemsize >= width:
+            try:
+                wide = array(code, values)
+                wide.extend(more)
+            except OverflowError:
+                continue
+            return wide
+    return [*values, *more]
 
 
 class ValueSequence(Sequence[T], Generic[T]):
@@ -189,3 +211,59 @@ class Blocks(ValueSequence[T]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} items)"
+
+
+# unsigned item types from narrowest: the offsets of a sealed block of `IntBlocks`
+_OFFSET_CODES = tuple((code, 1 << (8 * array(code).itemsize)) for code in "BHIQ")
+
+
+class OffsetInts(Sequence[int]):
+    """A sealed block of ints as its least item and each item's offset from it, in the
+    narrowest unsigned items that hold them: sizes alike, line numbers a block apart,
+    times minutes apart take 1, 2 or 4 bytes an item where a column of 8 took 8."""
+
+    __slots__ = ("_base", "_offsets")
+
+    def __init__(self, base: int, offsets: array[int]) -> None:
+        self._base = base
+        self._offsets = offsets
+
+    @classmethod
+    def of(cls, items: list[int]) -> OffsetInts | None:
+        """`items` so kept, None where they lie 2^64 apart or more (or are not ints)."""
+        if not items or any(type(v) is not int for v in items):
+            return None
+        base = min(items)
+        span = max(items) - base
+        code = next((code for code, limit in _OFFSET_CODES if span < limit), None)
+        if code is None:
+            return None
+        return cls(base, array(code, [v - base for v in items]))
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, j: int) -> int: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[int]: ...
+
+    def __getitem__(self, j: int | slice) -> int | list[int]:
+        if isinstance(j, slice):
+            return list(map(self._base.__add__, self._offsets[j]))
+        return self._base + self._offsets[j]
+
+    def __iter__(self) -> Iterator[int]:
+        return map(self._base.__add__, self._offsets)
+
+
+class IntBlocks(Blocks[int]):
+    """A column of ints whose sealed blocks are `OffsetInts` (a tuple where their items
+    lie 2^64 apart: a hostile log's); otherwise a column as any other."""
+
+    __slots__ = ()
+
+    def _sealed(self, items: list[int]) -> Sequence[int]:
+        sealed = OffsetInts.of(items)
+        return sealed if sealed is not None else tuple(items)

@@ -41,6 +41,10 @@ _GONE = -2  # a slot taken back to live objects (an event or anomaly named it ag
 # attempts beyond 2^31 would need more memory than any machine has for the rest)
 _SMALL = "i"
 _SMALL_MAX = (1 << 31) - 1
+# a call's completion and its cover's start (seqs after its first), its attempt count and
+# its status and verdict codes: a byte each where they fit, as where a call's events
+# follow on (most calls), else the column widened (`blocks.appended`: 2, 4 or 8 bytes)
+_NARROW, _NARROW_CODE = "B", "b"
 # how a text is kept: not at all, as it is, or as what follows the call id (a key equal
 # to the call id; an attempt id that begins with it)
 _NONE, _KEPT, _SAME_AS_ID = 0, 1, 2
@@ -103,19 +107,21 @@ class SettledCalls:
         self._task_of: dict[str, int] = {}
         self.positions = array(_SMALL)
         # by slot; by position instead when lent (`share_seqs`)
-        self._firsts = array("q")
-        self._lasts = array("q")
+        self._firsts: array[int] | list[int] = array("q")
+        self._lasts: array[int] | list[int] = array("q")
         self._by_position = False
         self._gone_lasts: dict[int, int] = {}  # slot taken back -> its last seq then
         # a call's completion and its cover's start as seqs after its first: 4 bytes
         # each, 8 in a column where one does not fit (`_append_off`; a hostile ledger's)
-        self.completed = array(_SMALL)  # (0 where `rest` says there is none)
+        self.completed: array[int] | list[int] = array(_NARROW)  # (0 where `rest` says
+        # there is none)
         # _SETTLED, or a call at rest (see `rests`) with or without a completion
         self.rest = bytearray()
-        self.attempts = array(_SMALL)
-        self.status = array("h")  # index into `_statuses` (-1: none)
+        self.attempts: array[int] | list[int] = array(_NARROW)
+        self.status: array[int] | list[int] = array(_NARROW_CODE)  # index into `_statuses`
+        # (-1: none)
         self._statuses: list[str] = []
-        self.verdicts = array("h")  # index into `_codes`
+        self.verdicts: array[int] | list[int] = array(_NARROW_CODE)  # index into `_codes`
         self._codes: list[CallVerdict] = []
         self._index = array(_SMALL, [_EMPTY]) * 1024
         self._live = 0  # slots in the index (taken back ones included: tombstones)
@@ -127,7 +133,8 @@ class SettledCalls:
         # names attempts: `cover_form`)
         self.cover_attempt = TextColumn()
         self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
-        self.cover_seq = array(_SMALL)  # (after the call's first seq, as `completed`)
+        self.cover_seq: array[int] | list[int] = array(_NARROW)  # (after the call's first
+        # seq, as `completed`)
         self.cover_sha = Digests()
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
@@ -135,11 +142,14 @@ class SettledCalls:
     def __len__(self) -> int:
         return len(self.positions)
 
-    def share_seqs(self, firsts: array[int], lasts: array[int]) -> None:
+    def share_seqs(self, firsts: array[int] | list[int], lasts: array[int] | list[int]
+                   ) -> None:
         """Read each call's first and last seq from these arrays by position (the
         projector's own, which it changes only for calls kept as objects), instead of
-        keeping them by slot: 16 bytes a settled call. Only before any call is added."""
-        if len(self.positions):
+        keeping them by slot: 16 bytes a settled call. Only before any call is added,
+        or again once lent: the lender's columns widened (`blocks.appended`), the same
+        seqs in wider items."""
+        if len(self.positions) and not self._by_position:
             raise ValueError("seqs can only be lent to empty columns")
         self._firsts, self._lasts, self._by_position = firsts, lasts, True
 
@@ -253,9 +263,9 @@ class SettledCalls:
         self._append_off("completed", done - first if done is not None else 0)
         self.rest.append(_SETTLED if not resting else
                          _RESTING if done is None else _RESTING_DONE)
-        self.attempts.append(st.attempts)
-        self.status.append(self._code(self._statuses, ev.status))
-        self.verdicts.append(self._code(self._codes, st.verdict))
+        self._append_off("attempts", st.attempts)
+        self._append_off("status", self._code(self._statuses, ev.status))
+        self._append_off("verdicts", self._code(self._codes, st.verdict))
         if _too_full(self._live + 1, len(self._index)):
             self._grow()
         self._place(st.call_id, slot)
@@ -280,13 +290,31 @@ class SettledCalls:
         return slot
 
     def _append_off(self, column: str, off: int) -> None:
-        """Append `off` to an offsets column, widened where it does not fit in 4 bytes
+        """Append `off` to a narrow column (`_NARROW`), widened where it does not fit
         (checked, never wrapped: `blocks.appended`)."""
-        setattr(self, column, appended(getattr(self, column), off))
+        values = getattr(self, column)
+        try:
+            values.append(off)
+        except OverflowError:
+            setattr(self, column, appended(values, off))
 
     def _extend_offs(self, column: str, more: array[int] | list[int]) -> None:
         """Extend an offsets column by another's (either may have been widened)."""
         setattr(self, column, extended(getattr(self, column), more))
+
+    def _extend_codes(self, column: str, codes: list[int], more: array[int] | list[int]
+                      ) -> None:
+        """Extend a code column by another's codes, each `c` becoming `codes[c]` (-1
+        stays -1): in this column's items where they fit (never a list of them all:
+        700,000 at 10M events), else widened."""
+        values = getattr(self, column)
+        if type(values) is array:
+            try:
+                values.extend(array(values.typecode, (codes[c] if c >= 0 else -1 for c in more)))
+                return
+            except OverflowError:
+                pass
+        self._extend_offs(column, [codes[c] if c >= 0 else -1 for c in more])
 
     def to_extend(self) -> SettledCalls:
         """These columns (shared, not copied) without their indexes, for another
@@ -334,12 +362,11 @@ class SettledCalls:
         self.positions.extend(array(_SMALL, (p + shift for p in _taken(other, "positions"))))
         self._extend_offs("completed", _taken(other, "completed"))
         self.rest.extend(_taken(other, "rest"))
-        self.attempts.extend(_taken(other, "attempts"))
-        statuses = [self._code(self._statuses, s) for s in other._statuses]
-        self.status.extend(array("h", (statuses[c] if c >= 0 else -1
-                                       for c in _taken(other, "status"))))
-        codes = [self._code(self._codes, v) for v in other._codes]
-        self.verdicts.extend(array("h", (codes[c] for c in _taken(other, "verdicts"))))
+        self._extend_offs("attempts", _taken(other, "attempts"))
+        self._extend_codes("status", [self._code(self._statuses, s) for s in other._statuses],
+                           _taken(other, "status"))
+        self._extend_codes("verdicts", [self._code(self._codes, v) for v in other._codes],
+                           _taken(other, "verdicts"))
         _extend_text(self.cover_attempt, _taken(other, "cover_attempt"))
         self.cover_form.extend(_taken(other, "cover_form"))
         self._extend_offs("cover_seq", _taken(other, "cover_seq"))

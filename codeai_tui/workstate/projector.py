@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from codeai_tui.ledger.blocks import appended, assigned, extended
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event
 from codeai_tui.workstate.calls_view import calls_of
@@ -120,9 +121,11 @@ class _CallTally:
     """A task's calls' share of its rollup (ladder.TaskRollup), kept as their verdicts
     change so that judging the task costs what changed, not a pass over its calls (a
     long task's 86,000 calls cost 300 ms on every live snapshot): the unresolved calls by
-    position, and the best (done seq, -position, call id) that succeeded or whose tool
-    operations are all done. When the call holding a best loses it, the tally is
-    `stale` and is counted again from every call of the task."""
+    position, and the best (done seq, -position) that succeeded or whose tool
+    operations are all done (its call's id read at `into`: kept here, the id of a call
+    long settled in columns cost ~76 bytes a task while following). When the call
+    holding a best loses it, the tally is `stale` and is counted again from every call
+    of the task."""
 
     __slots__ = ("one", "one_pos", "pending", "stale", "succeeded", "tools_done")
 
@@ -133,8 +136,8 @@ class _CallTally:
         self.one: Unresolved | None = None
         self.one_pos = -1
         self.pending: dict[int, Unresolved] | None = None
-        self.succeeded: tuple[int, int, str] | None = None
-        self.tools_done: tuple[int, int, str] | None = None
+        self.succeeded: tuple[int, int] | None = None
+        self.tools_done: tuple[int, int] | None = None
         self.stale = False
 
     def update(self, pos: int, given: Contribution) -> None:
@@ -155,9 +158,9 @@ class _CallTally:
         self.succeeded = self._best(self.succeeded, pos, succeeded)
         self.tools_done = self._best(self.tools_done, pos, tools_done)
 
-    def _best(self, best: tuple[int, int, str] | None, pos: int,
-              new: tuple[int, str] | None) -> tuple[int, int, str] | None:
-        mine = (new[0], -pos, new[1]) if new is not None else None
+    def _best(self, best: tuple[int, int] | None, pos: int,
+              new: tuple[int, str] | None) -> tuple[int, int] | None:
+        mine = (new[0], -pos) if new is not None else None
         if best is not None and best[1] == -pos:  # this call held the best
             if mine is None or mine < best:
                 self.stale = True  # another call may now be the best: count again
@@ -166,18 +169,21 @@ class _CallTally:
             return mine
         return best
 
-    def into(self, rollup: TaskRollup) -> None:
+    def into(self, rollup: TaskRollup, call_id_at: Callable[[int], str]) -> None:
         """Feed the calls' share to `rollup` after the task's compilations, as a pass
-        over the calls in first-seq order would (the first fed wins a tie)."""
+        over the calls in first-seq order would (the first fed wins a tie).
+        `call_id_at`: the id of the call at a position."""
         if self.pending:
             first = min(self.pending.items(), key=lambda kv: (pending_order(kv[1]), kv[0]))
             rollup.take((first[1], None, None))
         elif self.one is not None:
             rollup.take((self.one, None, None))
         if self.succeeded is not None:
-            rollup.take((None, (self.succeeded[0], self.succeeded[2]), None))
+            done, pos = self.succeeded
+            rollup.take((None, (done, call_id_at(-pos)), None))
         if self.tools_done is not None:
-            rollup.take((None, None, (self.tools_done[0], self.tools_done[2])))
+            done, pos = self.tools_done
+            rollup.take((None, None, (done, call_id_at(-pos))))
 
 
 @dataclass(slots=True)
@@ -188,8 +194,8 @@ class TakenCalls:
     kept as objects (by position) and what receipt coverage their attempts and the
     settled calls' other attempts give (the settled calls' covers are in `settled`)."""
 
-    firsts: array[int]
-    lasts: array[int]
+    firsts: array[int] | list[int]
+    lasts: array[int] | list[int]
     slots: array[int]
     task_calls: dict[str, array[int]]
     extent: dict[str, int]
@@ -255,10 +261,11 @@ class Projector:
         # copies only what objects hold
         self._ids: dict[int, str] = {}
         self._states: dict[int, CallState] = {}  # (absent: new, or in columns)
-        self._firsts = array("q")
+        # (4 bytes a seq while seqs fit, as they do below 2^31: `_append_seqs`)
+        self._firsts: array[int] | list[int] = array("i")
         # each position's last seq, kept as events arrive: time travel finds the calls in
         # flight at n without asking 137,000 verdicts (~70 ms at the middle of 1M events)
-        self._lasts = array("q")
+        self._lasts: array[int] | list[int] = array("i")
         self._stale: set[int] = set()
         self._unknown_ids: set[str] = set()
         # kept as verdicts change, so a snapshot never passes over every call for them
@@ -344,8 +351,7 @@ class Projector:
             task_id = st.task_id
             self._task_calls.setdefault(task_id, array("i")).append(pos)  # (as `add`)
             last = st.last_seq
-            self._firsts.append(st.first_seq)
-            self._lasts.append(last)
+            self._append_seqs(st.first_seq, last)
             if extent.get(task_id, 0) < last:
                 extent[task_id] = last
             if cols is not None and settles(st, False):
@@ -386,8 +392,8 @@ class Projector:
         if any(map(covers, half.coverage)) or any(map(covers, half.settled.cover_keys())):
             return False
         slot_base = len(cols)
-        self._firsts.extend(half.firsts)
-        self._lasts.extend(half.lasts)
+        self._lend_seqs(extended(self._firsts, half.firsts),
+                        extended(self._lasts, half.lasts))
         cols.extend(half.settled, base)
         self._slot_of.extend(array("i", (s + slot_base if s >= 0 else -1 for s in half.slots)))
         task_calls, extent = self._task_calls, self._extent
@@ -538,8 +544,7 @@ class Projector:
             self._task_calls.setdefault(call.task_id, array("i")).append(pos)
             self._ids[pos] = cid
             self._slot_of.append(-1)
-            self._firsts.append(ev.seq)
-            self._lasts.append(ev.seq)
+            self._append_seqs(ev.seq, ev.seq)
         else:
             handed = self._states.get(call.position)
             if handed is not None and handed.evidence is call:
@@ -553,13 +558,39 @@ class Projector:
         key_before = call.key
         fold_call_event(call, is_new, ev.kind, ev.seq, ev.attempt_id, p,
                         lambda problem: self._anomaly(ev, problem))
-        self._lasts[call.position] = call.last_seq
+        try:
+            self._lasts[call.position] = call.last_seq
+        except OverflowError:  # (see `_append_seqs`)
+            self._lend_seqs(self._firsts, assigned(self._lasts, call.position, call.last_seq))
         if ev.kind in _COVERAGE_KINDS and not self._pairs_stale:
             if call.key != key_before and any(a.started_seq is not None for a in call.attempts):
                 self._pairs_stale = self._keys_moved = True  # rebuild (hostile ledger)
             elif ev.kind == "attempt.started":  # (under an unchanged key nothing else can)
                 self._changed_pairs += add_started(
                     self._pairs, call, call.attempt(attempt_key(ev.attempt_id, ev.seq)))
+
+    def _append_seqs(self, first: int, last: int) -> None:
+        """Append a new position's first and last seq: 4 bytes each while they fit (a
+        ledger's seqs stay below 2^31 for 2 billion events; 8 bytes a call less, 11 MB
+        at 1.37M calls), a column widened where one does not (`blocks.appended`)."""
+        try:
+            self._firsts.append(first)
+        except OverflowError:
+            self._lend_seqs(appended(self._firsts, first), self._lasts)
+        try:
+            self._lasts.append(last)
+        except OverflowError:
+            self._lend_seqs(self._firsts, appended(self._lasts, last))
+
+    def _lend_seqs(self, firsts: array[int] | list[int], lasts: array[int] | list[int]
+                   ) -> None:
+        """Keep these as the seq columns: where one was widened (a new object), the
+        settled columns that read them by position are lent the wider one."""
+        if firsts is self._firsts and lasts is self._lasts:
+            return
+        self._firsts, self._lasts = firsts, lasts
+        if self._settled is not None:
+            self._settled.share_seqs(firsts, lasts)
 
     # ---- settled calls in columns
 
@@ -650,6 +681,13 @@ class Projector:
         if st is None or pos in self._stale:
             return self.call_state(self._ids[pos])  # type: ignore[arg-type]  # (live)
         return st
+
+    def _call_id_at(self, pos: int) -> str:
+        """The id of the call at `pos`, held as objects or in columns."""
+        call_id = self._ids.get(pos)
+        if call_id is None:
+            return self._settled.ids[self._slot_of[pos]]  # type: ignore[union-attr]
+        return call_id
 
     def position_of(self, call_id: str) -> int | None:
         """The call's position (its index in a snapshot's calls), None if unknown."""
@@ -789,7 +827,7 @@ class Projector:
                 rollup = TaskRollup()
                 if pending:  # (a compilation gives its task only what is unresolved)
                     rollup.take((min(pending.values(), key=pending_order), None, None))
-                tally.into(rollup)
+                tally.into(rollup, self._call_id_at)
             self._task_cache[task_id] = classify_task(self.tasks[task_id], rollup)
         self._dirty_tasks.clear()
 
