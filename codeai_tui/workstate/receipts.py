@@ -62,16 +62,85 @@ Pair = tuple[str, str]  # (idempotency key, request hash)
 _POSITION = "i"  # a receipt's place in the log: 4 bytes
 
 
+class _Appended:
+    """The receipts appended to a log after its `ByKey` table was indexed (positions from
+    `base` on), by key: an open-addressing table from each key to its first such receipt
+    and, per receipt, the next with its key. Grown in place as the log is read on, by
+    the table grown last; every table sharing it reads only the positions below its
+    own log's length (receipts are appended in log order, so a chain is cut there). A
+    dict of one list per key, copied on every read of the log, cost ~200 bytes a
+    receipt appended (the key's str, the list, the int); these cost ~16."""
+
+    __slots__ = ("base", "end", "heads", "keys", "next", "tails", "used")
+
+    def __init__(self, base: int) -> None:
+        self.base = self.end = base
+        self.heads = array("i", [-1]) * 64  # slot -> a key's first appended receipt
+        self.tails = array("i", [-1]) * 64  # slot -> its last so far
+        self.next = array("i")  # receipt - base -> the next appended with its key
+        self.keys: Sequence[str] = ()  # the newest log's key column (reads every position)
+        self.used = 0
+
+    def _slot(self, key: str, heads: array[int], keys: Sequence[str]) -> int:
+        size = len(heads)
+        at = hash(key) % size
+        while (first := heads[at]) >= 0 and keys[first] != key:
+            at = at + 1 if at + 1 < size else 0
+        return at
+
+    def extend(self, receipts: Receipts) -> None:
+        """Take in the receipts past `end` (the log read on)."""
+        keys = self.keys = receipts.keys
+        for i in range(self.end, len(receipts)):
+            if 3 * (self.used + 1) > 2 * len(self.heads):  # (two thirds full at most)
+                self._grow(keys)
+            heads = self.heads
+            at = self._slot(keys[i], heads, keys)
+            if heads[at] < 0:
+                heads[at] = i
+                self.used += 1
+            else:
+                self.next[self.tails[at] - self.base] = i
+            self.tails[at] = i
+            self.next.append(-1)
+        self.end = len(receipts)
+
+    def _grow(self, keys: Sequence[str]) -> None:
+        """Twice the slots, placed anew (new arrays: a reader holding the old ones finds
+        in them what they held)."""
+        heads, tails = array("i", [-1]) * (2 * len(self.heads)), array("i", [-1]) * (
+            2 * len(self.heads))
+        for first, last in zip(self.heads, self.tails, strict=True):
+            if first >= 0:
+                at = self._slot(keys[first], heads, keys)
+                heads[at], tails[at] = first, last
+        self.heads, self.tails = heads, tails
+
+    def positions(self, key: str, limit: int) -> list[int]:
+        """The appended receipts with this key below `limit`, in log order."""
+        heads = self.heads
+        first = heads[self._slot(key, heads, self.keys)]
+        found, nxt, base = [], self.next, self.base
+        while 0 <= first < limit:
+            found.append(first)
+            first = nxt[first - base]
+        return found
+
+    def firsts(self, limit: int) -> Iterator[int]:
+        """Each key's first appended receipt below `limit`."""
+        return (i for i in self.heads if 0 <= i < limit)
+
+
 class ByKey:
     """A log's receipts by idempotency key: an open-addressing table from each key to
     its first receipt (the key read from the log's own column) and, per receipt, the
     next with its key, so a key's receipts are a chain in log order. The keys stay in
     the log's compact column: a sorted list of key strings beside the log cost ~70
     bytes a receipt once the log no longer held str objects; these two arrays cost ~16.
-    Receipts appended later (`grown`) are kept by key beside them, until they are many
-    enough to index again: the arrays are never changed once made."""
+    Receipts appended later (`grown`) are kept by key beside them (`_Appended`), until
+    they are many enough to index again: the arrays are never changed once made."""
 
-    __slots__ = ("_added", "_extra", "_groups", "_heads", "_last", "_next", "receipts")
+    __slots__ = ("_appended", "_groups", "_heads", "_last", "_next", "receipts")
 
     # a key with more receipts than this has its receipts grouped by body hash when
     # first asked about (kept while the table lives): a pass over all of them for each
@@ -98,26 +167,25 @@ class ByKey:
             else:
                 nxt[last[at]] = i
             last[at] = i
-        self._extra: dict[str, list[int]] = {}  # key -> positions appended since, in order
-        self._added = 0
+        self._appended: _Appended | None = None  # receipts appended since, by key
         self._groups: dict[str, dict[str, list[int]]] = {}  # key -> body hash -> positions
         self._last: tuple[str, str, list[int]] | None = None  # the last `matching`
 
     def grown(self, receipts: Receipts) -> ByKey:
         """The table of `receipts`, whose first receipts are this table's, in proportion
         to what was appended (indexed again once that is an eighth of the log)."""
-        before = len(self.receipts)
-        if self._added + len(receipts) - before > max(4096, len(receipts) // 8):
-            return ByKey(receipts)
+        before, indexed = len(self.receipts), len(self._next)
+        appended = self._appended
+        if (len(receipts) - indexed > max(4096, len(receipts) // 8)
+                or (appended is not None and appended.end != before)):
+            return ByKey(receipts)  # (or another table grew from this one's appended)
+        if appended is None:
+            appended = _Appended(indexed)
+        appended.extend(receipts)
         out = ByKey(())  # (its own `_groups`, `_last`: the appended receipts are not in these)
         out.receipts, out._heads, out._next = receipts, self._heads, self._next
-        extra = dict(self._extra)
-        for i in range(before, len(receipts)):
-            key = receipts.keys[i]
-            extra[key] = [*extra.get(key, ()), i]  # (a list of its own: the old is shared)
-        out._extra, out._added = extra, self._added + len(receipts) - before
+        out._appended = appended
         return out
-
     def _first(self, key: str) -> int:
         """The first receipt with this key in the indexed ones, or -1."""
         heads, keys = self._heads, self.receipts.keys
@@ -139,15 +207,21 @@ class ByKey:
     def positions(self, key: str) -> list[int]:
         """The positions of the receipts with this key, in log order."""
         found = self._chain(self._first(key))
-        more = self._extra.get(key)
-        return found + more if more else found
+        if self._appended is not None:
+            found += self._appended.positions(key, len(self.receipts))
+        return found
 
     def repeated_keys(self) -> list[str]:
         """The keys two or more receipts carry, sorted."""
         keys, nxt = self.receipts.keys, self._next
         repeated = {keys[i] for i in self._heads if i >= 0 and nxt[i] >= 0}
-        repeated.update(k for k, ps in self._extra.items()
-                        if len(ps) + (self._first(k) >= 0) > 1)
+        appended = self._appended
+        if appended is not None:
+            limit = len(self.receipts)
+            for first in appended.firsts(limit):
+                key = keys[first]
+                if (len(appended.positions(key, limit)) > 1 or self._first(key) >= 0):
+                    repeated.add(key)
         return sorted(repeated)
 
     def matching(self, key: str, sha: str) -> list[int]:

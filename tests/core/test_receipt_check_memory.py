@@ -158,3 +158,35 @@ def test_the_live_check_keeps_each_covers_started_seq_in_four_bytes(tmp_path: Pa
             assert cut == anew, at
             assert list(cut.covered_by.attempts) == list(anew.covered_by.attempts), at
         assert check.check() == check_coverage(log.receipts, big, log_present=True)
+
+
+def test_receipts_appended_to_the_key_table_cost_a_few_bytes_each() -> None:
+    """A followed log's table keeps the receipts appended since it was indexed by key
+    (`ByKey.grown`, in steps as the log is read on): a dict of one list per key, copied
+    on each read, kept ~200 bytes a receipt appended. Every table grown answers for its
+    own receipts, and a table grown from stays as it was (a snapshot may hold it)."""
+    n, more, step = 6000, 4000, 250  # (4,000 appended: under the table's re-index)
+    keys = [f"k-{(i * 7) % 2500:06d}" for i in range(n + more)]
+    log = parse_receipt_lines(_lines(list(enumerate(keys)))).receipts
+    first = ByKey(log[:n])
+    logs = [log[:k] for k in range(n + step, n + more + 1, step)]
+
+    def grow() -> list[ByKey]:
+        tables, table = [], first
+        for grown in logs:
+            table = table.grown(grown)
+            tables.append(table)
+        return tables
+
+    tables, held = held_by(grow)
+    assert held / more < 40, held / more  # (285 on the dict of lists)
+
+    def expected(count: int, key: str) -> list[int]:
+        return [i for i in range(count) if keys[i] == key]
+
+    asked = [keys[0], keys[n - 1], keys[n], keys[-1], "k-absent"]
+    for table, count in [(first, n), *((t, len(g)) for t, g in zip(tables, logs, strict=True))]:
+        assert [table.positions(k) for k in asked] == [expected(count, k) for k in asked]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    assert tables[-1].repeated_keys() == repeated
+    assert first.repeated_keys() == sorted({k for k in keys[:n] if keys[:n].count(k) > 1})
