@@ -68,8 +68,8 @@ class _Appended:
     and, per receipt, the next with its key. Grown in place as the log is read on, by
     the table grown last; every table sharing it reads only the positions below its
     own log's length (receipts are appended in log order, so a chain is cut there). A
-    dict of one list per key, copied on every read of the log, cost ~200 bytes a
-    receipt appended (the key's str, the list, the int); these cost ~16."""
+    dict of one list per key, copied on every read of the log, kept ~285 bytes a
+    receipt appended (the key's str, the list, the int, the copies); these ~13."""
 
     __slots__ = ("base", "end", "heads", "keys", "next", "tails", "used")
 
@@ -138,7 +138,8 @@ class ByKey:
     the log's compact column: a sorted list of key strings beside the log cost ~70
     bytes a receipt once the log no longer held str objects; these two arrays cost ~16.
     Receipts appended later (`grown`) are kept by key beside them (`_Appended`), until
-    they are many enough to index again: the arrays are never changed once made."""
+    they are many enough to index again: the indexed arrays are never changed once
+    made, the appended ones only grow (each table reads below its own log's length)."""
 
     __slots__ = ("_appended", "_groups", "_heads", "_last", "_next", "receipts")
 
@@ -186,6 +187,7 @@ class ByKey:
         out.receipts, out._heads, out._next = receipts, self._heads, self._next
         out._appended = appended
         return out
+
     def _first(self, key: str) -> int:
         """The first receipt with this key in the indexed ones, or -1."""
         heads, keys = self._heads, self.receipts.keys
