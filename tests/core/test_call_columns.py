@@ -25,7 +25,7 @@ from codeai_tui.workstate import Projector, WorkState, project
 from codeai_tui.workstate.receipts import index_for
 from tests.core.test_fast_path import SHA, _write, ledgers
 from tests.core.test_time_travel import assert_kept_sets_as_counted
-from tests.support import examples
+from tests.support import examples, held_by
 
 _LIFE = [("call.requested", None, {"idempotency_key": "K"}),
          ("call.manifest", None, {"idempotency_key": "K", "request_sha256": SHA}),
@@ -549,8 +549,6 @@ def test_a_settled_call_costs_a_hundred_and_some_bytes_in_columns() -> None:
     """Following adds a settled call to the columns every millisecond or so: its seqs are
     read from the projector (not kept twice), its numbers and index slots take 4 bytes
     where they fit. Every fact still reads back as the objects had it."""
-    import gc
-    import tracemalloc
     from array import array
 
     from codeai_tui.ledger.schema import Event
@@ -570,18 +568,16 @@ def test_a_settled_call_costs_a_hundred_and_some_bytes_in_columns() -> None:
         array("q", (st.last_seq for st in states))
     texts = sum(len(st.call_id) + len(st.idempotency_key or "") + len(f"{st.call_id}-a")
                 for st in states)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def settled() -> SettledCalls:
         cols = SettledCalls(lambda call_id, n, position: None)
         cols.share_seqs(firsts, lasts)
-        for pos, st in enumerate(states):
-            cols.add(st, pos, st.evidence.held)  # type: ignore[arg-type]
-        gc.collect()
-        per_call = (tracemalloc.get_traced_memory()[0] - before - texts) / n
-    finally:
-        tracemalloc.stop()
+        for pos, state in enumerate(states):
+            cols.add(state, pos, state.evidence.held)  # type: ignore[arg-type]
+        return cols
+
+    cols, held = held_by(settled)
+    per_call = (held - texts) / n
     # 3 x 4 (text ends) + 6 x 4 (seqs kept after the call's first among them) + 2 x 2
     # + 3 (flags) + 32 (hash) + 2 x 4 (index slots, a third to two thirds full) x 1.5..3:
     # ~95 (8 bytes more when the two seqs took 8 each)
@@ -635,9 +631,6 @@ def test_a_seq_far_after_the_calls_first_widens_its_column_and_reads_back(
 def _kept_bytes_a_call(life: list[tuple[str, str | None, dict[str, Any]]], n: int) -> float:
     """What a projector settling in columns keeps for each of `n` calls living `life`
     (fed as they follow, a snapshot every 64 calls), beyond their texts' characters."""
-    import gc
-    import tracemalloc
-
     from codeai_tui.ledger.schema import Event
     events, texts = [], 0
     for c in range(n):
@@ -649,19 +642,15 @@ def _kept_bytes_a_call(life: list[tuple[str, str | None, dict[str, Any]]], n: in
                                     k: (f"k{c}" if v == "K" else f"c{c}-A" if v == "A"
                                         else SHA if v == "H" else v)
                                     for k, v in p.items()}))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def followed() -> Projector:
         projector = Projector(event_ids_unique=True)
         projector.settle_in_columns(lambda call_id, n, position: None)
         for at in range(0, len(events), 64 * len(life)):
             projector.feed(events[at:at + 64 * len(life)])
             projector.snapshot()
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+        return projector
+
+    projector, kept = held_by(followed)
     assert projector.settled_count == n
     return (kept - texts) / n
 
@@ -679,18 +668,11 @@ def test_a_retried_call_settles_with_its_first_attempt_as_the_cover_in_columns()
 def test_the_id_index_is_sized_up_to_two_thirds_full() -> None:
     """The columns' index from call id to slot takes 4 bytes an entry; kept at most half
     full, 1.37M calls took 4M entries (16 MB, and the key index as much again)."""
-    import tracemalloc
-
     from codeai_tui.workstate.columns import SettledCalls
     calls = 40_000  # (61% of 2^16)
     cols = SettledCalls(lambda call_id, n, position: None)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        cols.reserve(calls)
-        per_call = (tracemalloc.get_traced_memory()[0] - before) / calls
-    finally:
-        tracemalloc.stop()
+    _none, held = held_by(lambda: cols.reserve(calls))
+    per_call = held / calls
     assert per_call < 7, per_call  # 2^16 entries: 6.6 bytes a call (2^17 at half: 13.1)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate.projector import Projector
 from tests.core.test_call_columns import _LIFE, _kept_bytes_a_call
+from tests.support import held_by
 
 
 def _life_events(call: str, seqs: list[int]) -> list[Event]:
@@ -60,14 +61,9 @@ def _kept_bytes_a_task(tasks: int, calls: int = 10) -> float:
     """What a projector settling in columns keeps for each of `tasks` tasks (see
     `_task_events`), fed as they follow with a snapshot every 64 tasks: what its ids'
     characters take in columns is counted too, the rest of the events let go."""
-    import gc
-    import tracemalloc
-
     per_task = 1 + (calls - 1) * len(_LIFE) + 3
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def followed() -> Projector:
         projector = Projector(event_ids_unique=True)
         projector.settle_in_columns(lambda call_id, n, position: None)
         projector.rest_after = 64 * per_task  # (the call in flight rests in columns)
@@ -77,10 +73,9 @@ def _kept_bytes_a_task(tasks: int, calls: int = 10) -> float:
             projector.snapshot()
         for _ in range(4):
             projector.snapshot()
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+        return projector
+
+    projector, kept = held_by(followed)
     assert projector.settled_count == tasks * calls - 64  # (the last 64 not at rest yet)
     return kept / tasks
 
