@@ -43,12 +43,9 @@ def assigned(values: array[int] | list[int], i: int, value: int) -> array[int] |
         values[i] = value
         return values
     except OverflowError:
-        wide = extended(values, ())
-        try:
-            wide[i] = value
-        except OverflowError:
-            wide = list(wide)
-            wide[i] = value
+        wide = extended(values, (value,))  # (the narrowest that holds `value` too)
+        wide[i] = value
+        del wide[-1]
         return wide
 
 

@@ -40,6 +40,22 @@ def test_a_calls_first_and_last_seq_take_4_bytes_each_widened_where_one_does_not
         ("near", 1, 7, 7), ("far", far, far + 6, far + 6)]
 
 
+def test_a_value_set_beyond_a_columns_items_widens_it_one_step_at_a_time() -> None:
+    """A call's last seq set past 4 bytes (a hostile ledger's) widens the column to 8
+    bytes, not to a list of int objects (~36 bytes a call where 8 do); past 8 bytes, a
+    list. Every other item reads back unchanged."""
+    from array import array
+
+    from codeai_tui.ledger.blocks import assigned
+    wide = assigned(array("i", [1, 2, 3]), 1, 1 << 40)
+    assert (type(wide), getattr(wide, "typecode", None), list(wide)) == (
+        array, "q", [1, 1 << 40, 3])
+    wider = assigned(array("B", [1, 2, 3]), 2, 300)
+    assert (getattr(wider, "typecode", None), list(wider)) == ("h", [1, 2, 300])
+    widest = assigned(array("q", [1, 2]), 0, 1 << 70)
+    assert (type(widest), widest) == (list, [1 << 70, 2])
+
+
 def _task_events(t: int, calls: int, seq: int) -> list[Event]:
     """Task `t`'s events from `seq` on: `calls` calls, all completed but the last, left
     in flight (as the bench's writer makes them); fresh texts, as a ledger read gives."""
