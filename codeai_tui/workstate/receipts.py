@@ -69,15 +69,23 @@ class _Appended:
     the table grown last; every table sharing it reads only the positions below its
     own log's length (receipts are appended in log order, so a chain is cut there). A
     dict of one list per key, copied on every read of the log, kept ~285 bytes a
-    receipt appended (the key's str, the list, the int, the copies); these ~13."""
+    receipt appended (the key's str, the list, the int, the copies); these ~9.
 
-    __slots__ = ("base", "end", "heads", "keys", "next", "tails", "used")
+    A receipt joins its key's chain at the end, found by walking it: most keys have
+    one receipt (a provider logs one per attempt), and a table of each key's last
+    receipt beside the heads cost 6-12 bytes a key. A chain walked `_WALK` steps is
+    long (a key repeated by a retrying client, or a hostile log): its last receipt is
+    kept by its first (`long`), so appending stays one step."""
+
+    __slots__ = ("base", "end", "heads", "keys", "long", "next", "used")
+
+    _WALK = 8
 
     def __init__(self, base: int) -> None:
         self.base = self.end = base
         self.heads = array("i", [-1]) * 64  # slot -> a key's first appended receipt
-        self.tails = array("i", [-1]) * 64  # slot -> its last so far
         self.next = array("i")  # receipt - base -> the next appended with its key
+        self.long: dict[int, int] = {}  # a long chain's first receipt -> its last so far
         self.keys: Sequence[str] = ()  # the newest log's key column (reads every position)
         self.used = 0
 
@@ -91,30 +99,38 @@ class _Appended:
     def extend(self, receipts: Receipts) -> None:
         """Take in the receipts past `end` (the log read on)."""
         keys = self.keys = receipts.keys
+        nxt, base, long, walk = self.next, self.base, self.long, self._WALK
         for i in range(self.end, len(receipts)):
             if 3 * (self.used + 1) > 2 * len(self.heads):  # (two thirds full at most)
                 self._grow(keys)
             heads = self.heads
             at = self._slot(keys[i], heads, keys)
-            if heads[at] < 0:
+            first = heads[at]
+            nxt.append(-1)
+            if first < 0:
                 heads[at] = i
                 self.used += 1
+                continue
+            last = long.get(first)
+            if last is None:
+                last, steps = first, 0
+                while (after := nxt[last - base]) >= 0:
+                    last, steps = after, steps + 1
+                if steps >= walk:
+                    long[first] = i
             else:
-                self.next[self.tails[at] - self.base] = i
-            self.tails[at] = i
-            self.next.append(-1)
+                long[first] = i
+            nxt[last - base] = i
         self.end = len(receipts)
 
     def _grow(self, keys: Sequence[str]) -> None:
-        """Twice the slots, placed anew (new arrays: a reader holding the old ones finds
-        in them what they held)."""
-        heads, tails = array("i", [-1]) * (2 * len(self.heads)), array("i", [-1]) * (
-            2 * len(self.heads))
-        for first, last in zip(self.heads, self.tails, strict=True):
+        """Twice the slots, placed anew (a new array: a reader holding the old one finds
+        in it what it held)."""
+        heads = array("i", [-1]) * (2 * len(self.heads))
+        for first in self.heads:
             if first >= 0:
-                at = self._slot(keys[first], heads, keys)
-                heads[at], tails[at] = first, last
-        self.heads, self.tails = heads, tails
+                heads[self._slot(keys[first], heads, keys)] = first
+        self.heads = heads
 
     def positions(self, key: str, limit: int) -> list[int]:
         """The appended receipts with this key below `limit`, in log order."""

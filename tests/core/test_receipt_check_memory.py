@@ -5,6 +5,7 @@ several sealed column blocks; the answers are the ones a check made anew gives."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,59 @@ def test_receipts_appended_to_the_key_table_cost_a_few_bytes_each() -> None:
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     assert tables[-1].repeated_keys() == repeated
     assert first.repeated_keys() == sorted({k for k in keys[:n] if keys[:n].count(k) > 1})
+
+
+def _keyed_lines(keys: list[str]) -> bytes:
+    return b"".join(orjson.dumps({
+        "receipt_id": f"r-{i}", "received_at": "2026-11-29T00:00:00.166Z",
+        "idempotency_key": key, "body_sha256": _sha(i), "bytes": 100,
+    }) + b"\n" for i, key in enumerate(keys))
+
+
+def test_receipts_of_keys_of_their_own_cost_under_thirteen_bytes_each_when_appended() -> None:
+    """A provider logs a receipt per attempt, so a followed log appends mostly keys never
+    seen before. A table of each key's last receipt beside the table of its first cost
+    another 6-12 bytes a key (~17 bytes a receipt in all here); the last is found by walking
+    the key's chain instead (~11 bytes a receipt at the heads' fullest). Every table grown
+    still answers for its own receipts."""
+    n, more, step = 40000, 5400, 450  # (appended: under an eighth of the log, no re-index)
+    keys = [f"live-t{i // 10}-c{i % 10}" for i in range(n + more)]
+    log = parse_receipt_lines(_keyed_lines(keys)).receipts
+    first = ByKey(log[:n])
+    logs = [log[:k] for k in range(n + step, n + more + 1, step)]
+
+    def grow() -> list[ByKey]:
+        tables, table = [], first
+        for grown in logs:
+            table = table.grown(grown)
+            tables.append(table)
+        return tables
+
+    tables, held = held_by(grow)
+    assert held / more < 13, held / more
+    for table, count in zip(tables, map(len, logs), strict=True):
+        asked = [keys[0], keys[n], keys[count - 1], keys[-1]]
+        assert [table.positions(k) for k in asked] == [
+            [keys.index(k)] if keys.index(k) < count else [] for k in asked]
+
+
+def test_a_key_appended_many_times_is_joined_in_one_step_each() -> None:
+    """A hostile log (or a client retrying one key) appends 20,000 receipts of one key:
+    each joins the key's chain without a walk of it (a walk each was 2*10^8 steps).
+    Measured by the answers (every receipt in order) and by the time against the same
+    count of keys of their own, each appended in steps as the log is read on."""
+    n, more, step = 100, 20000, 400
+
+    def grown_time(keys: list[str]) -> tuple[float, ByKey]:
+        log = parse_receipt_lines(_keyed_lines(keys)).receipts
+        table = ByKey(log[:n])
+        cuts = [log[:k] for k in range(n + step, n + more + 1, step)]
+        began = time.perf_counter()
+        for cut in cuts:
+            table = table.grown(cut)
+        return time.perf_counter() - began, table
+
+    one_key, table = grown_time(["k-one"] * (n + more))
+    own_keys, _ = grown_time([f"k-{i}" for i in range(n + more)])
+    assert table.positions("k-one") == list(range(n + more))
+    assert one_key < 3 * own_keys + 0.05, (one_key, own_keys)
