@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -93,7 +93,7 @@ class SettledCalls:
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
-                 "_gone_lasts", "cover_form", "rest")
+                 "_gone_lasts", "cover_form", "rest", "_lent")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
@@ -136,6 +136,9 @@ class SettledCalls:
         self.cover_seq: array[int] | list[int] = array(_NARROW)  # (after the call's first
         # seq, as `completed`)
         self.cover_sha = Digests()
+        # from the first slot whose cover's request hash a receipt of the followed log
+        # holds (see `LentHashes`), the slots' hashes read there or kept in `cover_sha`
+        self._lent: LentHashes | None = None
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
 
@@ -238,11 +241,14 @@ class SettledCalls:
     # ---- the columns
 
     def add(self, st: CallState, position: int, cover: AttemptEvidence | None = None,
-            resting: bool = False) -> int:
+            resting: bool = False, lent_at: tuple[Sequence[str], int] | object = None
+            ) -> int:
         """Keep `st` (which `settles`, or `rests` where `resting`) in columns; returns its
         slot. `cover`: the started attempt that covers the call's key in the receipt
         check, kept here instead of in the coverage dict (the caller removes it there);
-        None if it cannot be."""
+        None if it cannot be. `lent_at`: a followed log's column of body hashes and the
+        place in it of one equal to the cover's request hash, read there instead of kept;
+        or LEND_LATER: the receipt may come later (`lend_late`)."""
         ev = st.evidence
         slot = len(self.positions)
         self.ids.append(st.call_id)
@@ -281,13 +287,56 @@ class SettledCalls:
             self.cover_form.append(_KEPT)
         self._append_off("cover_seq", cover.started_seq - first  # type: ignore[operator]
                          if cover is not None else 0)
-        self.cover_sha.append(bytes.fromhex(cover.request_sha256) if cover is not None
-                              else bytes(32))  # type: ignore[arg-type]
+        digest = bytes.fromhex(cover.request_sha256) if cover is not None \
+            else bytes(32)  # type: ignore[arg-type]
+        lent = self._lent
+        if cover is None or lent_at is None:
+            if lent is None:
+                self.cover_sha.append(digest)
+            else:
+                lent.keep(digest)
+        else:
+            if lent is None:
+                lent = self._lent = LentHashes(slot, self.cover_sha)
+            if lent_at is LEND_LATER:
+                lent.wait(slot, digest)
+            else:
+                lent.lend(*lent_at)  # type: ignore[misc]
         if cover is not None:
             if _too_full(self._keyed + 1, len(self._key_index)):
                 self._grow_keys()
             self._keyed += self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
         return slot
+
+    def lend_late(self, slot: int, shas: Sequence[str], at: int) -> None:
+        """The receipt whose hash slot `slot`'s cover waits for (`add`'s LEND_LATER) is
+        at `shas[at]`: read it there from now on."""
+        if self._lent is not None:
+            self._lent.lend_late(slot, shas, at)
+
+    def read_on(self, shas: Sequence[str]) -> None:
+        """The followed log read on: its column of body hashes, where the hashes lent
+        are read from now on (an older column lent would keep its last block's texts,
+        ~460 KB, after the log's own have been packed)."""
+        if self._lent is not None:
+            self._lent.shas = shas
+
+    def own_digests(self) -> None:
+        """Keep every cover's request hash here again, the lent column let go (the log
+        is read anew or was rewritten: its places may hold other receipts)."""
+        if self._lent is None:
+            return
+        own = Digests()
+        for slot in range(len(self.positions)):
+            own.append(bytes.fromhex(self.cover_sha_of(slot)))
+        self.cover_sha = own  # (before: a reader that sees no lent state reads this)
+        self._lent = None
+
+    def cover_sha_of(self, slot: int) -> str:
+        """The request hash of the attempt covering the call in `slot`, as hex text
+        (64 zeros for none)."""
+        lent = self._lent
+        return self.cover_sha[slot].hex() if lent is None else lent.sha_of(slot)
 
     def _append_off(self, column: str, off: int) -> None:
         """Append `off` to a narrow column (`_NARROW`), widened where it does not fit
@@ -320,6 +369,8 @@ class SettledCalls:
         """These columns (shared, not copied) without their indexes, for another
         process's `extend`, which places every slot in its own indexes: 8 bytes a call
         fewer handed over, and held at once by the taker."""
+        if self._lent is not None:
+            raise ValueError("columns with lent hashes stay in their process")
         shipped = copy.copy(self)
         shipped.cover_sha = self.cover_sha.copy()  # (`extend` takes its chunks)
         shipped._index = array(_SMALL, [_EMPTY])
@@ -340,8 +391,10 @@ class SettledCalls:
         already (the caller checks: the receipt check keeps one cover a key). `other`
         is left empty (hand over `to_extend()`'s copy to keep the columns it was taken
         from)."""
-        if not (self._by_position and other._by_position) or other._gone:
-            raise ValueError("only columns lent seqs by position, none taken back, extend")
+        if not (self._by_position and other._by_position) or other._gone \
+                or self._lent is not None or other._lent is not None:
+            raise ValueError("only columns lent seqs by position, none taken back nor lent "
+                             "hashes, extend")
         base, added = len(self.positions), len(other.positions)
         # (an int object each was ~36 bytes a covered call held through the copy)
         covered = array(_SMALL, (slot + base for slot, form in enumerate(other.cover_form)
@@ -437,7 +490,7 @@ class SettledCalls:
                     if self.cover_form[slot] == _AFTER_ID:
                         attempt = (call_id if call_id is not None else ids[slot]) + attempt
                     return Cover(attempt, self.cover_seq[slot] + self.first_seq(slot),
-                                 self.cover_sha[slot].hex(), slot, self)
+                                 self.cover_sha_of(slot), slot, self)
             at = (at + 1) & mask
         return None
 
@@ -514,6 +567,73 @@ class SettledCalls:
         if ev is None:
             raise LookupError(f"the events of settled call {call_id[:70]!r} cannot be read")
         return ev
+
+
+LEND_LATER = object()  # (`SettledCalls.add`: the cover's receipt may come later)
+_WAITING = -(1 << 31)  # (`LentHashes.at_of`: the slot's hash waits in `pending`)
+
+
+class LentHashes:
+    """The covers' request hashes from slot `start` on, where a receipt of the followed
+    log holds the same hash (the receipt each covers): that receipt's place in the log's
+    column of body hashes (4 bytes) instead of 32 bytes of its own. The column lent is
+    the log's last read (a receipt keeps its place as a log is read on; the caller lets
+    these go when it reads another log: `SettledCalls.own_digests`).
+
+    A call can settle before its receipt is read (the log is read on a second or so
+    apart): its hash waits in `pending` for it (`lend_late`), and is kept in `own` once
+    WAIT_MAX have waited longer. A reader on another thread sees each slot's hash in
+    one of the places the writer moves it through in turn."""
+
+    __slots__ = ("at_of", "own", "pending", "shas", "start")
+
+    WAIT_MAX = 4096
+
+    def __init__(self, start: int, own: Digests) -> None:
+        self.start = start
+        self.own = own  # the hashes kept: slot s < start at s, later ones where `at_of` says
+        # per slot from `start`: its index in `own`, -1 - its receipt's place, or _WAITING
+        self.at_of = array("i")
+        self.shas: Sequence[str] = ()
+        self.pending: dict[int, bytes] = {}
+
+    def sha_of(self, slot: int) -> str:
+        if slot < self.start:
+            return self.own[slot].hex()
+        at = self.at_of[slot - self.start]
+        if at == _WAITING:
+            digest = self.pending.get(slot)
+            if digest is not None:
+                return digest.hex()
+            at = self.at_of[slot - self.start]  # (lent or kept meanwhile)
+        return self.own[at].hex() if at >= 0 else self.shas[-1 - at]
+
+    def keep(self, digest: bytes) -> None:
+        at = len(self.own)
+        self.own.append(digest)  # (first: a reader then finds what `at_of` names)
+        self.at_of.append(at)
+
+    def lend(self, shas: Sequence[str], at: int) -> None:
+        self.shas = shas
+        self.at_of.append(-1 - at)
+
+    def wait(self, slot: int, digest: bytes) -> None:
+        self.pending[slot] = digest
+        self.at_of.append(_WAITING)
+        if len(self.pending) > self.WAIT_MAX:
+            oldest = next(iter(self.pending))
+            at = len(self.own)
+            self.own.append(self.pending[oldest])
+            self.at_of[oldest - self.start] = at
+            del self.pending[oldest]
+
+    def lend_late(self, slot: int, shas: Sequence[str], at: int) -> None:
+        digest = self.pending.get(slot)
+        if digest is None or shas[at] != digest.hex():
+            return  # (not waiting, or not its hash: kept as it is)
+        self.shas = shas
+        self.at_of[slot - self.start] = -1 - at
+        del self.pending[slot]
 
 
 class Digests:

@@ -21,6 +21,7 @@ from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event
 from codeai_tui.workstate.calls_view import calls_of
 from codeai_tui.workstate.columns import (
+    LEND_LATER,
     CallLoader,
     SettledCalls,
     SettledCoverage,
@@ -666,7 +667,11 @@ class Projector:
         (it never changes once started). Returns its slot."""
         pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         cover = column_cover(pairs, st.evidence, cols)
-        slot = self._slot_of[pos] = cols.add(st, pos, cover, resting)  # type: ignore[arg-type]
+        live = self._live_check
+        lent: object = None
+        if cover is not None and live is not None and live.log is not None:
+            lent = live.hash_place(st.evidence.key, cover.request_sha256) or LEND_LATER  # type: ignore[arg-type]
+        slot = self._slot_of[pos] = cols.add(st, pos, cover, resting, lent)  # type: ignore[arg-type]
         if cover is not None:
             del pairs[st.evidence.key]  # type: ignore[index, arg-type]
         del self._states[pos], self._ids[pos]
@@ -850,7 +855,24 @@ class Projector:
         if self._pairs_stale:
             self._pairs = coverage_pairs(self._all_evidence())
             self._pairs_stale = False
-            self._live_check = None
+            self._drop_live_check()
+
+    def _drop_live_check(self) -> None:
+        """Let the live check go; the columns then keep the request hashes they read in
+        its log (the next check's log may be another: `SettledCalls.own_digests`)."""
+        if self._live_check is not None and self._settled is not None:
+            self._settled.own_digests()
+        self._live_check = None
+
+    def _read_receipts_on(self, receipt_log: ReceiptLog | None) -> None:
+        """Index the receipts the log gained before calls settle: a settled call's
+        cover then reads its request hash in the log's column (`SettledCalls.add`'s
+        `lent_at`) where its receipt came in the same poll, as a provider's does."""
+        self._refresh_pairs()
+        live = self._live_check
+        if live is not None and receipt_log is not None and live.log is not receipt_log \
+                and live.extended_by(receipt_log):
+            live.read_on(receipt_log)
 
     def receipt_check(self, receipt_log: ReceiptLog | None) -> ReceiptCheck:
         """Section 5's check of `receipt_log` against the attempts fed so far; the same
@@ -859,7 +881,10 @@ class Projector:
         live = self._live_check
         if live is not None and live.log is not receipt_log and live.extended_by(receipt_log):
             live.grow(receipt_log, self._pairs)  # type: ignore[arg-type]  # (not None)
+            if self._settled is not None:
+                self._settled.read_on(receipt_log.receipts.shas)  # type: ignore[union-attr]
         if live is None or live.log is not receipt_log:
+            self._drop_live_check()
             live = self._live_check = LiveReceiptCheck(receipt_log, self._pairs)
         else:
             live.update(self._pairs, self._changed_pairs)
@@ -873,6 +898,7 @@ class Projector:
         if receipt_log is not None and next_recorded_at is not None:
             receipt_log = receipts_before(receipt_log, next_recorded_at)
         self._refresh_tasks()  # (every call's verdict first)
+        self._read_receipts_on(receipt_log)
         self._settle()
         self._rest()
         calls = calls_of(self._states, len(self._firsts), self._settled,

@@ -7,6 +7,7 @@ to the projection, so `inspect --as-of` and the console's time travel agree.
 
 from __future__ import annotations
 
+import copy
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -1049,8 +1050,15 @@ class DuplicateGroups(ValueSequence[tuple[str, ...]]):
         new object sharing these arrays (this one, which a snapshot may hold, is left as
         it is), in proportion to the groups that changed."""
         changed = [g for _sha, g in _hash_groups(receipts, shared) if g[-1] >= before]
-        if not changed:
-            return self  # (a group of old receipts alone was known already)
+        if not changed:  # (a group of old receipts alone was known already)
+            if receipts is self.receipts:
+                return self
+            # the same groups, reading the log last read: the log these were made from
+            # would be kept for them, and its last block's texts (~1 MB of str objects
+            # once the log's own are packed) with it
+            out = copy.copy(self)
+            out.receipts = receipts
+            return out
         out = DuplicateGroups(receipts, self._members, self._starts)
         out._by_place = self._by_place
         extra, added, first_of = dict(self._extra), list(self._added), dict(self._first_of)
@@ -1251,6 +1259,8 @@ class LiveReceiptCheck:
         self._present = full.log_present
         self._index = full.index
         self._check: ReceiptCheck | None = full
+        # the log read on and its key table, indexed ahead of `grow` (`read_on`)
+        self._read_on: tuple[ReceiptLog, ByKey] | None = None
 
     def update(self, started: Coverage, pairs: Iterable[Pair]) -> None:
         for pair in pairs:
@@ -1265,6 +1275,25 @@ class LiveReceiptCheck:
                     self._uncovered.pop(i, None)
                     _share_hash(self._receipts, i, have)
                 self._check = None
+
+    def hash_place(self, key: str | None, sha: str) -> tuple[Sequence[str], int] | None:
+        """This check's log's column of body hashes and the place in it of a receipt
+        with this key and hash (None: there is none): the settled columns read a
+        cover's request hash there (`SettledCalls.add`'s `lent_at`)."""
+        if key is None:
+            return None
+        table = self._read_on[1] if self._read_on is not None else self._by_key
+        found = table.matching(key, sha)
+        rs = table.receipts
+        return (rs.shas, found[0]) if found and isinstance(rs, Receipts) else None
+
+    def read_on(self, log: ReceiptLog) -> None:
+        """Index by key the receipts appended to the log (`extended_by(log)`), their
+        covers left to `grow`: calls that settle meanwhile find their receipts' hashes
+        there (`hash_place`), and the covers `grow` then reads of them are their slots
+        in the columns (4 bytes), not their attempt ids' text."""
+        if self._read_on is None or self._read_on[0] is not log:
+            self._read_on = (log, self._by_key.grown(log.receipts))  # type: ignore[arg-type]
 
     def _own_covers(self) -> None:
         """Copy the covers column before changing it if a check handed out holds it."""
@@ -1285,13 +1314,17 @@ class LiveReceiptCheck:
         """Take in the receipts appended to the log (`extended_by(log)`): their covers,
         and the duplicate groups of their keys; in proportion to what was appended."""
         before = len(self._receipts)
-        table = self._by_key.grown(log.receipts)  # type: ignore[arg-type]
+        ahead, self._read_on = self._read_on, None
+        table = ahead[1] if ahead is not None and ahead[0] is log \
+            else self._by_key.grown(log.receipts)  # type: ignore[arg-type]
         _BY_KEY[:] = [(log, table)]
         rs = table.receipts
         self._own_covers()
         keys: dict[str, None] = {}
         for i in range(before, len(rs)):
             have = covering(started, rs.keys[i], rs.shas[i])
+            if type(have) is Cover and have.slot is not None:  # (its call settled first)
+                have.cols.lend_late(have.slot, rs.shas, i)  # type: ignore[union-attr]
             self._covers.append_cover(have)
             self._seqs.append(have.started_seq if have is not None else NO_COVER)  # type: ignore[arg-type]
             if have is None:
