@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeai_tui.ledger.blocks import BLOCK
-from codeai_tui.ledger.text_column import OptionalTextColumn, TextColumn
+from codeai_tui.ledger.text_column import RUN, OptionalTextColumn, TextColumn
 from tests.support import held_by
 
 # any str Python can hold: lone surrogates and NUL included
@@ -60,18 +60,20 @@ def test_any_text_comes_back_exactly(prefix: str, rests: list[str], numbered: bo
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.text(st.characters(exclude_categories=()), min_size=1, max_size=40),
+@given(st.text(st.characters(exclude_categories=()), min_size=2, max_size=40),
        st.lists(_hostile, min_size=1, max_size=6), st.booleans())
-def test_a_prefix_every_string_shares_is_kept_once(prefix: str, rests: list[str],
-                                                   numbered: bool) -> None:
+def test_a_prefix_every_string_shares_is_kept_once_a_run(prefix: str, rests: list[str],
+                                                         numbered: bool) -> None:
     """A block of strings that all begin with `prefix` keeps little more than the same
-    block without it: the prefix once, not once a string (4,096 times)."""
+    block without it: the prefix once a run of RUN strings (a str: 4 bytes a character
+    at most and its header), not once a string."""
     bare = _block("", rests, numbered)
     prefixed = [prefix + s for s in bare]
-    col, with_prefix = held_by(lambda: TextColumn(prefixed))
+    TextColumn(bare)  # (whatever a first seal allocates once is not the block's)
     _bare_col, without = held_by(lambda: TextColumn(bare))
+    col, with_prefix = held_by(lambda: TextColumn(prefixed))
     assert list(col) == prefixed
-    assert with_prefix - without <= 4 * len(prefix) + 120
+    assert with_prefix - without <= BLOCK // RUN * (4 * len(prefix) + 64) + 200
 
 
 def _held_per_item(items: list[str]) -> float:
