@@ -76,7 +76,7 @@ class JoinedText(Sequence[str]):
         return self._prefixes[run] + self._text[ends[j - 1] if j else 0:ends[j]]  # type: ignore[index]
 
     def __iter__(self) -> Iterator[str]:
-        # (no generator: each string is made by maps in C, a run at a time)
+        # (no generator: a run's strings are made at once, by `_run`)
         return chain.from_iterable(map(self._run, range(len(self._prefixes))))
 
     def _run(self, run: int) -> list[str]:
@@ -143,9 +143,9 @@ _OFFSET_LIMITS = tuple((code, 1 << (8 * array(code).itemsize)) for code in "HIQ"
 
 
 class TextColumn(Blocks[str]):
-    """A column of strings whose sealed blocks are joined texts, their shared prefix
-    kept once (receipt ids while following: ~63 bytes a str, 5 joined); otherwise a
-    column as any other."""
+    """A column of strings whose sealed blocks are joined texts, the prefix a run of
+    them shares kept once (a receipt id while following: ~63 bytes as a str, ~4.3
+    sealed); otherwise a column as any other."""
 
     __slots__ = ()
 
