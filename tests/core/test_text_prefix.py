@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeai_tui.ledger.blocks import BLOCK
-from codeai_tui.ledger.text_column import RUN, OptionalTextColumn, TextColumn
+from codeai_tui.ledger.text_column import (
+    RUN,
+    OptionalTextColumn,
+    RepeatingTextColumn,
+    TextColumn,
+)
 from tests.support import held_by
 
 # any str Python can hold: lone surrogates and NUL included
@@ -127,3 +132,25 @@ def test_an_optional_block_keeps_a_shared_prefix_once_past_its_nones() -> None:
     assert list(col) == ids
     assert held / n <= 11.5  # (22-23 characters: joined with a 4-byte end and a None
     # byte each, ~28 bytes; their rests "100-c0-a1" 9)
+
+
+def test_a_repeated_string_is_kept_once_until_its_block_is_sealed() -> None:
+    """An attempt id's rest after its call id repeats call after call: appended one by
+    one, each a str of its own made for the column, the open block keeps one str for
+    them (a pointer each); a string that differs is kept as it is."""
+    count = BLOCK // 2  # (all in the open block, not yet sealed)
+
+    def filled() -> RepeatingTextColumn:
+        col = RepeatingTextColumn()
+        for _ in range(count):
+            col.append("".join(["-a", "1"]))  # (a new str each, as slicing an id makes)
+        col.append("".join(["-a", "2"]))
+        col.append("".join(["-a", "1"]))
+        return col
+    col, held = held_by(filled)
+    expected = ["-a1"] * count + ["-a2", "-a1"]
+    assert list(col) == expected
+    assert held / len(expected) <= 10  # (a str each: ~60 bytes with its pointer)
+    for _ in range(BLOCK + 3):
+        col.append("".join(["-a", "1"]))
+    assert list(col) == expected + ["-a1"] * (BLOCK + 3)
