@@ -24,7 +24,7 @@ from itertools import islice
 from typing import Any
 
 from codeai_tui.ledger.blocks import BLOCK, appended, extended
-from codeai_tui.ledger.text_column import TextColumn
+from codeai_tui.ledger.text_column import RepeatingTextColumn, TextColumn
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence, ReceiptIndex
 from codeai_tui.workstate.ladder import Contribution
 from codeai_tui.workstate.tool_ops import ToolsState
@@ -131,7 +131,7 @@ class SettledCalls:
         # found by key through a second index
         # (the attempt id without the call id where it begins with it, as the runtime
         # names attempts: `cover_form`)
-        self.cover_attempt = TextColumn()
+        self.cover_attempt = RepeatingTextColumn()
         self.cover_form = array("b")  # _NONE (no cover), _KEPT, or _AFTER_ID
         self.cover_seq: array[int] | list[int] = array(_NARROW)  # (after the call's first
         # seq, as `completed`)

@@ -210,5 +210,7 @@ def test_the_check_of_a_finished_document_reads_its_coverage_in_place() -> None:
     assert list(check.covered_by.attempts) == list(copied.covered_by.attempts)
     assert check.covered_by.attempts[-1] == copied.covered_by.attempts[-1]
     assert 0 < len(check.uncovered) < N
-    # (what both hold is the check's own answer: the uncovered and duplicate ids)
-    assert held_copied - held > 12 * N, (held / N, held_copied / N)
+    # (what both hold is the check's own answer: the uncovered and duplicate ids; the
+    # column of ids the copy holds besides keeps ~7 bytes a receipt, `call-000123-a1`
+    # sealed as a run's prefix and the last few characters of each)
+    assert held_copied - held > 5 * N, (held / N, held_copied / N)
