@@ -330,7 +330,9 @@ class TaskState:
                 self.first_seq, self.last_seq, self.follow_up_of)
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not TaskState:
+        # (a verdict read from columns, `task_columns.ColumnTaskState`, equals the one
+        # judged as objects from the same evidence)
+        if not isinstance(other, TaskState):
             return NotImplemented
         return self._facts() == other._facts()
 
