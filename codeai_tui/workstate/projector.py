@@ -350,7 +350,7 @@ class Projector:
         must add to (it answers for the calls in columns)."""
         p = cls(event_ids_unique=True)
         if load is not None:
-            p.settle_in_columns(load)
+            p.settle_in_columns(load, share_tasks=False)
         return p
 
     @property
@@ -481,6 +481,8 @@ class Projector:
         elif coverage is not None and coverage is not self._pairs:
             raise ValueError("a projector settling in columns keeps its own coverage: "
                              "the gatherer adds to `coverage`")
+        if self._settled is not None:  # (every call's task has its position now)
+            self._settled.share_tasks(self._task_ids, self._task_pos)
         for call_id in self.call_anomalies:
             self._live_call(call_id)  # (one in columns is taken back and judged again)
 
@@ -708,7 +710,7 @@ class Projector:
 
     # ---- settled calls in columns
 
-    def settle_in_columns(self, load: CallLoader) -> None:
+    def settle_in_columns(self, load: CallLoader, *, share_tasks: bool = True) -> None:
         """Keep each call judged from now on that settles (see `columns.settles`) in
         columns instead of objects, from the next snapshot on; `load` derives its
         evidence from its own events when its reason or evidence is asked for (the same
@@ -716,10 +718,14 @@ class Projector:
         `rest_after` seqs behind is kept there too while it stays quiet (`_rest`).
         The calls judged already (a fast start's) stay objects: moving them costs the
         first snapshot ~12 µs a call, and the memory they free stays with the process,
-        so the columns would only add to it."""
+        so the columns would only add to it. `share_tasks`: the columns code each call's
+        task by its position here (False while gathering: tasks are given positions
+        by `take_rest`, which lends them then)."""
         if self._settled is None:
             self._settled = SettledCalls(load)
             self._settled.share_seqs(self._firsts, self._lasts)
+            if share_tasks:
+                self._settled.share_tasks(self._task_ids, self._task_pos)
             self._resting = RestingTasks(self._task_ids, self._settled, self._slot_of)
             if not self._pairs_stale:
                 self._pairs = SettledCoverage(self._pairs, self._settled)
