@@ -83,6 +83,10 @@ SETTLE_BATCH = 8192
 # columns while it stays quiet (`columns.rests`): ~20 s of a writer at 1,000 events/s,
 # longer than most calls take, so few are taken back to objects by a later event
 REST_AFTER = 20_000
+# a task's tally of its calls (`_CallTally`) is kept only from this many calls on: a
+# smaller task's calls are counted again when it is judged (~1.5 µs a call), where its
+# tally cost ~240 bytes (a task in ten calls while following)
+KEEP_TALLY_FROM = 32
 
 
 def seq_problem(seq: int, last_seq: int) -> str | None:
@@ -1016,15 +1020,20 @@ class Projector:
         """The task's (at position `task`) calls' share of its verdict, counted from
         every call where it is missing or stale (the verdicts are current: see
         _refresh_tasks). A task with no call has none kept (10^6 such tasks: as many
-        objects for nothing), nor one kept in columns (`_rest_tasks`)."""
+        objects for nothing), nor one of fewer than KEEP_TALLY_FROM calls, nor one kept
+        in columns (`_rest_tasks`)."""
         tally = self._tallies.get(task_id)
         if tally is None or tally.stale:
             calls = self._calls_of_task(task)
             if not calls:
                 return _NO_CALLS
-            tally = self._tallies[task_id] = _CallTally()
+            tally = _CallTally()
             for pos in calls:
                 tally.update(pos, contribution(self._state_at(pos)))
+            if len(calls) >= KEEP_TALLY_FROM:
+                self._tallies[task_id] = tally
+            else:
+                self._tallies.pop(task_id, None)  # (a stale one: counted afresh each time)
         return tally
 
     def _refresh_pairs(self) -> None:
