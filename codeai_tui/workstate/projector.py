@@ -996,6 +996,7 @@ class Projector:
         dirty = {task_pos[t] for t in self._dirty_tasks}
         dirty.update(evs.keys() - cache.keys())
         queue = self._tasks_to_rest if self._resting is not None else None
+        horizon = self.last_seq - self.rest_after
         for pos in dirty:
             task = evs.get(pos) or self._wake_task(pos)
             task_id = task.task_id
@@ -1010,7 +1011,9 @@ class Projector:
             cache[pos] = classify_task(task, rollup)
             if queue is not None and self._may_rest(pos, task):
                 entry = (pos, self._extent[pos])
-                if queue and queue[-1][0] == pos:  # (a task judged on every poll)
+                if entry[1] <= horizon:  # (quiet already: judged again as its last call
+                    queue.appendleft(entry)  # came to rest; not behind newer tasks)
+                elif queue and queue[-1][0] == pos:  # (a task judged on every poll)
                     queue[-1] = entry
                 else:
                     queue.append(entry)
