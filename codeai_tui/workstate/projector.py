@@ -49,6 +49,7 @@ from codeai_tui.workstate.ladder import (
     contribution,
     pending_order,
 )
+from codeai_tui.workstate.positions import SortedPositions
 from codeai_tui.workstate.receipts import (
     Coverage,
     LiveReceiptCheck,
@@ -288,7 +289,8 @@ class Projector:
         # (the console asks on every live snapshot: 30-90 ms each at 10^5 calls)
         self._resumable: set[int] = set()  # positions of calls the projection lets resume
         # positions of calls with something to do: a next operation, or tool operations
-        self._pending: set[int] = set()
+        # (a sorted array: 4 bytes a call in flight, where a set of ints cost ~70)
+        self._pending = SortedPositions()
         self._tool_unknown: dict[int, int] = {}  # position -> tool operations effect unknown
         self._keys_moved = False  # a call's key changed under started attempts (hostile)
         self.seq_dense = True  # seqs so far were 1, 2, 3 ... (then count as of n is n)
@@ -1084,7 +1086,7 @@ class Projector:
             receipts=self.receipt_check(receipt_log),
             effect_unknown_ids=frozenset(self._unknown_ids),
             resumable_positions=tuple(sorted(self._resumable)),
-            pending_positions=tuple(sorted(self._pending)),
+            pending_positions=self._pending.copy(),
             tool_effect_unknown_tally=sum(self._tool_unknown.values()),
         )
 

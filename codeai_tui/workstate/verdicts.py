@@ -436,7 +436,8 @@ class WorkState:
                                                         repr=False)
     tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
     # the positions of the calls with something to do (see `pending_calls`), when kept
-    pending_positions: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
+    # (rising; an array of the snapshot's own while following: 4 bytes a position)
+    pending_positions: Sequence[int] | None = field(default=None, compare=False, repr=False)
     # the case's tool receipts and trusted key, read by the services (docs/tools.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
