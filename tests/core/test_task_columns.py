@@ -5,6 +5,7 @@ that ten minutes of following at 1,000 events/s (~9,000 new tasks) multiplies.""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 from codeai_tui.ledger.schema import Event
@@ -35,6 +36,16 @@ def _followed(tasks: int, rest_after: int,
     return projector
 
 
+def _history(tmp_path: Path, events: list[Event]) -> CallHistory:
+    """A ledger of `events` and what reads a call's evidence from it (close it)."""
+    case = _write(tmp_path, [{"seq": e.seq, "event_id": e.event_id, "recorded_at": e.recorded_at,
+                              "kind": e.kind, "task_id": e.task_id, "call_id": e.call_id,
+                              "attempt_id": e.attempt_id, "compilation_id": None,
+                              "payload": json.dumps(e.payload)} for e in events], [], True)
+    return CallHistory(case / "ledger.sqlite3")
+
+
+@cache  # (measured once for the tests that read it)
 def _bytes_a_task(rest_after: int) -> float:
     """What 1,280 tasks (of ten calls) cost more than 256, a task: the fixed costs
     (the last tasks not at rest yet, tables sized once) cancel out."""
@@ -53,11 +64,7 @@ def test_a_quiet_task_is_kept_in_columns_its_verdict_made_when_read(tmp_path: Pa
     kept = _bytes_a_task(64 * _PER_TASK)
     assert kept < 1800, kept
     events = [e for t in range(128) for e in _task_events(t, 10, 1 + t * _PER_TASK)]
-    case = _write(tmp_path, [{"seq": e.seq, "event_id": e.event_id, "recorded_at": e.recorded_at,
-                              "kind": e.kind, "task_id": e.task_id, "call_id": e.call_id,
-                              "attempt_id": e.attempt_id, "compilation_id": None,
-                              "payload": json.dumps(e.payload)} for e in events], [], True)
-    history = CallHistory(case / "ledger.sqlite3")
+    history = _history(tmp_path, events)
     try:
         _check_held_while_a_task_wakes(_followed(128, 0, history), events)
     finally:
@@ -92,3 +99,31 @@ def test_a_task_waiting_to_rest_keeps_no_tally_no_array_and_no_dicts_of_its_own(
     (~3,410 a task of ten calls before, ~3,110 now)."""
     kept = _bytes_a_task(1 << 40)  # (never at rest)
     assert kept < 3260, kept
+
+
+def test_a_call_in_flight_is_kept_among_those_with_something_to_do_in_4_bytes(
+        tmp_path: Path) -> None:
+    """The positions of the calls with something to do (a call in flight, one in ten
+    while following, for as long as it waits) are one sorted array: a set of int
+    objects cost ~70 bytes a call in flight and more as it grew (a task of ten calls
+    ~1,520 bytes at rest, ~1,360 now). A snapshot keeps its own copy: the pending calls
+    it lists stay those it was taken with."""
+    kept = _bytes_a_task(64 * _PER_TASK)
+    assert kept < 1440, kept
+    events = [e for t in range(64) for e in _task_events(t, 10, 1 + t * _PER_TASK)]
+    seq, call = 64 * _PER_TASK + 1, "live-task-000000-c9"  # (its attempt completes)
+    later = [Event(seq + i, f"e{seq + i}", "2026-09-13T12:00:00Z", kind, "live-task-000000",
+                   call, f"{call}-a1" if a else None,
+                   payload={k: f"{call}-a1" if v == "A" else v for k, v in p.items()})
+             for i, (kind, a, p) in enumerate(_LIFE[3:])]
+    history = _history(tmp_path, events + later)
+    try:
+        projector = _followed(64, 0, history)
+        held = projector.snapshot()
+        listed = [c.call_id for c in held.pending_calls()]
+        assert listed == [f"live-task-{t:06d}-c9" for t in range(64)]
+        projector.feed(later)
+        assert [c.call_id for c in projector.snapshot().pending_calls()] == listed[1:]
+        assert [c.call_id for c in held.pending_calls()] == listed
+    finally:
+        history.close()
