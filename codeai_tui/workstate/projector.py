@@ -309,7 +309,8 @@ class Projector:
         self._gathered_extent: dict[str, int] = {}
         # task_id -> its compilations, in first-seq order
         self._task_comps: dict[str, list[str]] = {}
-        # task_id -> its calls' share of its verdict, made on first use, then kept
+        # task_id -> its calls' share of its verdict, made on first use, then kept for
+        # a task of KEEP_TALLY_FROM calls or more while it is held as objects
         self._tallies: dict[str, _CallTally] = {}
 
     @property
