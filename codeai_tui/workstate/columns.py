@@ -103,6 +103,7 @@ class SettledCalls:
         self.has_key = array("b")  # _NONE, _KEPT, or _SAME_AS_ID
         self.has_manifest = array("b")
         self.task = array(_SMALL)  # index into `_tasks`
+        # (the projector's own task ids and index once it lends them: `share_tasks`)
         self._tasks: list[str] = []
         self._task_of: dict[str, int] = {}
         self.positions = array(_SMALL)
@@ -155,6 +156,20 @@ class SettledCalls:
         if len(self.positions) and not self._by_position:
             raise ValueError("seqs can only be lent to empty columns")
         self._firsts, self._lasts, self._by_position = firsts, lasts, True
+
+    def share_tasks(self, ids: list[str], positions: dict[str, int]) -> None:
+        """Code each call's task as its position among the projector's tasks (`ids`, and
+        `positions` from id to position, both kept and appended to by the projector,
+        which gives every task a position before any of its calls is added here),
+        instead of in a table of these columns' own: ~126 bytes a task fewer (a dict
+        entry, an int and a list slot; a task in ten calls while following). The codes
+        of the calls added so far are translated."""
+        if self._tasks is ids:
+            return
+        if len(self.task):
+            translate = [positions[task_id] for task_id in self._tasks]
+            self.task = array(_SMALL, map(translate.__getitem__, self.task))
+        self._tasks, self._task_of = ids, positions
 
     def first_seq(self, slot: int) -> int:
         return self._firsts[self.positions[slot] if self._by_position else slot]

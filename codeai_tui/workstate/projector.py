@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,7 @@ from codeai_tui.workstate.ladder import (
     contribution,
     pending_order,
 )
+from codeai_tui.workstate.positions import SortedPositions
 from codeai_tui.workstate.receipts import (
     Coverage,
     LiveReceiptCheck,
@@ -61,6 +62,7 @@ from codeai_tui.workstate.receipts import (
     receipts_before,
     repoint_coverage,
 )
+from codeai_tui.workstate.task_columns import RestingTasks, task_rests, tasks_of
 from codeai_tui.workstate.verdicts import (
     CallState,
     CompilationState,
@@ -83,6 +85,10 @@ SETTLE_BATCH = 8192
 # columns while it stays quiet (`columns.rests`): ~20 s of a writer at 1,000 events/s,
 # longer than most calls take, so few are taken back to objects by a later event
 REST_AFTER = 20_000
+# a task's tally of its calls (`_CallTally`) is kept only from this many calls on: a
+# smaller task's calls are counted again when it is judged (~1.5 µs a call), where its
+# tally cost ~240 bytes (a task in ten calls while following)
+KEEP_TALLY_FROM = 32
 
 
 def seq_problem(seq: int, last_seq: int) -> str | None:
@@ -229,7 +235,6 @@ class Projector:
         self._to_rest: deque[tuple[int, int]] = deque()
         self.rest_after = REST_AFTER
         self.compilations: dict[str, CompilationEvidence] = {}
-        self.tasks: dict[str, TaskEvidence] = {}
         self.anomalies: list[Anomaly] = []
         self.unknown_kinds: dict[str, int] = {}
         self._unknown_seqs: list[tuple[int, str]] = []  # for unknown kinds as of a seq
@@ -245,7 +250,19 @@ class Projector:
         self._comp_pending: dict[str, dict[str, CompilationState]] = {}
         self._stale_comps: set[str] = set()
         self._dirty_tasks: set[str] = set()
-        self._task_cache: dict[str, TaskState] = {}
+        # tasks by position (first-appearance order: a snapshot's order), one index from
+        # id to position for every per-task fact (a dict by task id each cost a task
+        # ~50-190 bytes while following, an object or an array per task on top). A task
+        # held as objects has its evidence and verdict here; a quiet one is kept in
+        # columns instead (`_rest_tasks`) and taken back when an event names it
+        self._task_pos: dict[str, int] = {}
+        self._task_ids: list[str] = []
+        self._task_ev: dict[int, TaskEvidence] = {}
+        self._task_cache: dict[int, TaskState] = {}
+        self._resting: RestingTasks | None = None
+        self._task_slot = array("i")  # by position: its slot in `_resting` (-1: objects)
+        self._tasks_woken: set[int] = set()  # taken back from columns: never rest again
+        self._tasks_to_rest: deque[tuple[int, int]] = deque()  # (position, extent then)
         # call_id -> seqs of anomalies naming it (resume refuses such calls)
         self.call_anomalies: dict[str, list[int]] = {}
         # receipt coverage: (key, request hash) of started attempts, kept as calls change,
@@ -273,17 +290,28 @@ class Projector:
         # (the console asks on every live snapshot: 30-90 ms each at 10^5 calls)
         self._resumable: set[int] = set()  # positions of calls the projection lets resume
         # positions of calls with something to do: a next operation, or tool operations
-        self._pending: set[int] = set()
+        # (a sorted array: 4 bytes a call in flight, where a set of ints cost ~70)
+        self._pending = SortedPositions()
         self._tool_unknown: dict[int, int] = {}  # position -> tool operations effect unknown
         self._keys_moved = False  # a call's key changed under started attempts (hostile)
         self.seq_dense = True  # seqs so far were 1, 2, 3 ... (then count as of n is n)
-        # task_id -> the last seq of any event of the task or of its calls/compilations:
-        # a task whose extent ends by n has its live verdict as of n
-        self._extent: dict[str, int] = {}
-        # task_id -> its calls and compilations, in first-seq order
-        self._task_calls: dict[str, array[int]] = {}  # (their positions, 4 bytes each)
+        # by task position, the last seq of any event of the task or of its calls and
+        # compilations: a task whose extent ends by n has its live verdict as of n
+        self._extent: array[int] | list[int] = array("i")
+        # by task position, its calls (in first-seq order): positions start, start + 1,
+        # ... (count of them) as most tasks' calls are, 8 bytes a task; the positions
+        # of a task whose calls are not one run in `_scattered` instead (count -1)
+        self._run_start = array("i")
+        self._run_count = array("i")
+        self._scattered: dict[int, array[int]] = {}
+        # gathering only (`take_calls`, before `take_rest` gives the tasks' order):
+        # task_id -> its calls' positions, and their last seq
+        self._gathered_calls: dict[str, array[int]] = {}
+        self._gathered_extent: dict[str, int] = {}
+        # task_id -> its compilations, in first-seq order
         self._task_comps: dict[str, list[str]] = {}
-        # task_id -> its calls' share of its verdict, made on first use, then kept
+        # task_id -> its calls' share of its verdict, made on first use, then kept for
+        # a task of KEEP_TALLY_FROM calls or more while it is held as objects
         self._tallies: dict[str, _CallTally] = {}
 
     @property
@@ -330,7 +358,7 @@ class Projector:
         must add to (it answers for the calls in columns)."""
         p = cls(event_ids_unique=True)
         if load is not None:
-            p.settle_in_columns(load)
+            p.settle_in_columns(load, share_tasks=False)
         return p
 
     @property
@@ -343,14 +371,14 @@ class Projector:
         settles goes straight into the columns, its covering attempt with it. Its
         coverage must be in `coverage` already (the gatherer adds it as it produces).
         `expected`: how many calls will come (the columns' index is sized once)."""
-        cols, extent = self._settled, self._extent
+        cols, extent = self._settled, self._gathered_extent
         if cols is not None and expected:
             cols.reserve(expected)
         pairs = self._pairs if type(self._pairs) is SettledCoverage else None
         for st in calls:
             pos = len(self._firsts)
             task_id = st.task_id
-            self._task_calls.setdefault(task_id, array("i")).append(pos)  # (as `add`)
+            self._gathered_calls.setdefault(task_id, array("i")).append(pos)  # (as `add`)
             last = st.last_seq
             self._append_seqs(st.first_seq, last)
             if extent.get(task_id, 0) < last:
@@ -373,8 +401,9 @@ class Projector:
         if self._settled is None or type(self._pairs) is not SettledCoverage:
             raise ValueError("only a projector settling in columns hands its calls over")
         kept = sorted(self._states.items())
-        return TakenCalls(self._firsts, self._lasts, self._slot_of, self._task_calls,
-                          self._extent, self._settled.to_extend(), kept, dict(self._pairs))
+        return TakenCalls(self._firsts, self._lasts, self._slot_of, self._gathered_calls,
+                          self._gathered_extent, self._settled.to_extend(), kept,
+                          dict(self._pairs))
 
     def take_half(self, half: TakenCalls) -> bool:
         """Take the calls that follow those taken so far, as another projector took them
@@ -397,7 +426,7 @@ class Projector:
                         extended(self._lasts, half.lasts))
         cols.extend(half.settled, base)
         self._slot_of.extend(array("i", (s + slot_base if s >= 0 else -1 for s in half.slots)))
-        task_calls, extent = self._task_calls, self._extent
+        task_calls, extent = self._gathered_calls, self._gathered_extent
         for task_id, positions in half.task_calls.items():
             task_calls.setdefault(task_id, array("i")).extend(
                 array("i", (p + base for p in positions)))
@@ -428,11 +457,15 @@ class Projector:
     ) -> None:
         """The rest of a gathered projection, once its calls were taken (see
         `from_evidence`). An anomaly that names a call in columns takes it back."""
+        for task in tasks:
+            self._new_task(task)
+        for task_id in self._gathered_calls.keys() - self._task_pos.keys():
+            self._new_task(TaskEvidence(task_id, 0))  # (never: a call's task has evidence)
+        self._take_gathered_calls()
         for comp in compilations:
             self._new_compilation(comp)
-        for task in tasks:
-            self.tasks[task.task_id] = task
-        self._task_cache = {t.task_id: t for t in task_states}
+        task_pos = self._task_pos
+        self._task_cache = {task_pos[t.task_id]: t for t in task_states}
         for cs in compilation_states:
             self._judged(cs)
         self._stale_comps = self.compilations.keys() - self._comp_cache.keys()
@@ -446,20 +479,110 @@ class Projector:
         self.event_count = event_count
         self.last_seq = last_seq
         self.seq_dense = not any(a.problem.startswith("seq ") for a in self.anomalies)
-        extent = self._extent
-        for task in self.tasks.values():
-            if extent.get(task.task_id, 0) < task.last_seq:
-                extent[task.task_id] = task.last_seq
+        for pos, task in self._task_ev.items():
+            self._widen_extent(pos, task.last_seq)
         for comp in self.compilations.values():
-            extent[comp.task_id] = max(extent.get(comp.task_id, 0), comp.last_seq)
+            self._widen_extent(task_pos[comp.task_id], comp.last_seq)
         if self._settled is None:
             self._pairs = coverage if coverage is not None else coverage_pairs(
                 self.calls.values())
         elif coverage is not None and coverage is not self._pairs:
             raise ValueError("a projector settling in columns keeps its own coverage: "
                              "the gatherer adds to `coverage`")
+        if self._settled is not None:  # (every call's task has its position now)
+            self._settled.share_tasks(self._task_ids, self._task_pos)
         for call_id in self.call_anomalies:
             self._live_call(call_id)  # (one in columns is taken back and judged again)
+
+    # ---- tasks by position
+
+    @property
+    def tasks(self) -> Mapping[str, TaskEvidence]:
+        """Each task's own evidence by id, in first-appearance order (a task kept in
+        columns has it made again when read)."""
+        return _TaskEvidence(self)
+
+    def _task_evidence(self, pos: int) -> TaskEvidence:
+        """The evidence of the task at `pos`, held as objects or in columns."""
+        task = self._task_ev.get(pos)
+        if task is None:  # (its slot is set before it leaves the objects: `_rest_tasks`)
+            return self._resting.evidence(self._task_slot[pos])  # type: ignore[union-attr]
+        return task
+
+    def _new_task(self, task: TaskEvidence) -> int:
+        """Give `task` the next position (or its own, when it has one); returns it."""
+        pos = self._task_pos.get(task.task_id)
+        if pos is not None:
+            self._task_ev[pos] = task
+            return pos
+        pos = len(self._task_ids)
+        self._task_ids.append(task.task_id)
+        self._task_pos[task.task_id] = pos
+        self._task_ev[pos] = task
+        self._extent = appended(self._extent, 0)
+        self._run_start.append(0)
+        self._run_count.append(0)
+        self._task_slot.append(-1)
+        return pos
+
+    def _wake_task(self, pos: int) -> TaskEvidence:
+        """The task's evidence as objects: a task kept in columns that an event names
+        again (or one of its calls) is taken back, judged again, and never rests again;
+        its columns stay, so a snapshot that reads them is unchanged."""
+        task = self._task_ev.get(pos)
+        if task is not None:
+            return task
+        task = self._resting.evidence(self._task_slot[pos])  # type: ignore[union-attr]
+        self._tasks_woken.add(pos)
+        self._task_ev[pos] = task
+        self._dirty_tasks.add(task.task_id)
+        return task
+
+    def _set_extent(self, pos: int, seq: int) -> None:
+        try:
+            self._extent[pos] = seq
+        except OverflowError:  # (4 bytes while seqs fit: see `_append_seqs`)
+            self._extent = assigned(self._extent, pos, seq)
+
+    def _widen_extent(self, pos: int, seq: int) -> None:
+        if self._extent[pos] < seq:
+            self._set_extent(pos, seq)
+
+    def _add_task_call(self, task: int, pos: int) -> None:
+        """Count the call at `pos` (the latest) among the task at `task`'s calls."""
+        count = self._run_count[task]
+        if count == 0:
+            self._run_start[task], self._run_count[task] = pos, 1
+        elif count > 0 and self._run_start[task] + count == pos:
+            self._run_count[task] = count + 1
+        else:
+            if count > 0:  # (the run ends: its positions listed from now on)
+                start = self._run_start[task]
+                self._scattered[task] = array("i", range(start, start + count))
+                self._run_count[task] = -1
+            self._scattered[task].append(pos)
+
+    def _calls_of_task(self, task: int) -> Sequence[int]:
+        """The positions of the calls of the task at `task`, in first-seq order."""
+        count = self._run_count[task]
+        if count < 0:
+            return self._scattered[task]
+        start = self._run_start[task]
+        return range(start, start + count)
+
+    def _take_gathered_calls(self) -> None:
+        """Give each task (now that they have positions) the calls `take_calls` took."""
+        task_pos = self._task_pos
+        for task_id, positions in self._gathered_calls.items():
+            task = task_pos[task_id]
+            if positions[-1] - positions[0] + 1 == len(positions):  # (positions rise)
+                self._run_start[task], self._run_count[task] = positions[0], len(positions)
+            else:
+                self._run_count[task] = -1
+                self._scattered[task] = positions
+        for task_id, last in self._gathered_extent.items():
+            self._widen_extent(task_pos[task_id], last)
+        self._gathered_calls, self._gathered_extent = {}, {}
 
     # ---- feeding
 
@@ -488,14 +611,15 @@ class Projector:
             first = self._event_ids.setdefault(ev.event_id, ev.seq)
             if first != ev.seq:
                 self._anomaly(ev, duplicate_id_problem(ev.event_id, first))
-        task = self.tasks.get(ev.task_id)
-        if task is None:
-            task = self.tasks[ev.task_id] = TaskEvidence(ev.task_id, ev.seq)
+        pos = self._task_pos.get(ev.task_id)
+        if pos is None:
+            pos = self._new_task(TaskEvidence(ev.task_id, ev.seq))
+        task = self._task_ev.get(pos) or self._wake_task(pos)
         task.last_seq = ev.seq
         # (the task's id is one object wherever it is kept: its evidence's, not each
         # event's, and not interned either: an interned table's entry cost ~100 bytes
         # a task while following)
-        self._extent[task.task_id] = ev.seq
+        self._set_extent(pos, ev.seq)
         self._dirty_tasks.add(task.task_id)
         if ev.payload is None:
             # Shown and flagged; the event still counts as evidence of its kind (an
@@ -527,7 +651,7 @@ class Projector:
         self._comp_cache.pop(cid, None)  # CompilationState copies what it shows
         self._stale_comps.add(cid)
         self._dirty_tasks.add(comp.task_id)
-        self._extent[comp.task_id] = ev.seq
+        self._set_extent(self._task_pos[comp.task_id], ev.seq)
         fold_compilation_event(comp, is_new, ev.kind, ev.seq, p,
                                lambda problem: self._anomaly(ev, problem, call=False))
 
@@ -539,10 +663,9 @@ class Projector:
         call = self._live_call(cid)
         is_new = call is None
         if call is None:
-            pos = len(self._firsts)
-            call = self.calls[cid] = CallEvidence(cid, self.tasks[ev.task_id].task_id, ev.seq,
-                                                  pos)
-            self._task_calls.setdefault(call.task_id, array("i")).append(pos)
+            pos, task = len(self._firsts), self._task_pos[ev.task_id]
+            call = self.calls[cid] = CallEvidence(cid, self._task_ids[task], ev.seq, pos)
+            self._add_task_call(task, pos)
             self._ids[pos] = cid
             self._slot_of.append(-1)
             self._append_seqs(ev.seq, ev.seq)
@@ -555,7 +678,7 @@ class Projector:
                 repoint_coverage(self._pairs, before, call)
         self._stale.add(call.position)
         self._dirty_tasks.add(call.task_id)
-        self._extent[call.task_id] = ev.seq
+        self._set_extent(self._task_pos[call.task_id], ev.seq)
         key_before = call.key
         fold_call_event(call, is_new, ev.kind, ev.seq, ev.attempt_id, p,
                         lambda problem: self._anomaly(ev, problem))
@@ -595,7 +718,7 @@ class Projector:
 
     # ---- settled calls in columns
 
-    def settle_in_columns(self, load: CallLoader) -> None:
+    def settle_in_columns(self, load: CallLoader, *, share_tasks: bool = True) -> None:
         """Keep each call judged from now on that settles (see `columns.settles`) in
         columns instead of objects, from the next snapshot on; `load` derives its
         evidence from its own events when its reason or evidence is asked for (the same
@@ -603,10 +726,15 @@ class Projector:
         `rest_after` seqs behind is kept there too while it stays quiet (`_rest`).
         The calls judged already (a fast start's) stay objects: moving them costs the
         first snapshot ~12 µs a call, and the memory they free stays with the process,
-        so the columns would only add to it."""
+        so the columns would only add to it. `share_tasks`: the columns code each call's
+        task by its position here (False while gathering: tasks are given positions
+        by `take_rest`, which lends them then)."""
         if self._settled is None:
             self._settled = SettledCalls(load)
             self._settled.share_seqs(self._firsts, self._lasts)
+            if share_tasks:
+                self._settled.share_tasks(self._task_ids, self._task_pos)
+            self._resting = RestingTasks(self._task_ids, self._settled, self._slot_of)
             if not self._pairs_stale:
                 self._pairs = SettledCoverage(self._pairs, self._settled)
 
@@ -678,6 +806,49 @@ class Projector:
         del self.calls[st.call_id]
         return slot
 
+    def _rest_tasks(self) -> None:
+        """Keep in columns the tasks whose last event (their calls' too) is `rest_after`
+        seqs behind, judged since, that the columns can hold (`_task_can_rest`), at most
+        SETTLE_BATCH a snapshot: their evidence, verdict and tally let go. A task an
+        event names again is taken back (`_wake_task`)."""
+        resting, queue = self._resting, self._tasks_to_rest
+        if resting is None or not queue:
+            return
+        horizon = self.last_seq - self.rest_after
+        evs, cache, extent = self._task_ev, self._task_cache, self._extent
+        moved = 0
+        while queue and queue[0][1] <= horizon and moved < SETTLE_BATCH:
+            pos, last = queue.popleft()
+            task, st = evs.get(pos), cache.get(pos)
+            if (task is None or st is None or extent[pos] != last
+                    or task.task_id in self._dirty_tasks or not self._task_can_rest(pos, task)):
+                continue  # (changed since, kept already, or what columns cannot hold)
+            moved += 1
+            count = self._run_count[pos]
+            # (the slot first: a reader on another thread finds the task in one or both)
+            self._task_slot[pos] = resting.add(pos, task, st.next_operation,
+                                               self._run_start[pos] if count else 0, count)
+            del cache[pos], evs[pos]
+            self._tallies.pop(task.task_id, None)
+
+    def _may_rest(self, pos: int, task: TaskEvidence) -> bool:
+        """True when the columns can hold what the task at `pos` is judged from, but
+        for its calls: its own evidence (`task_rests`), no compilation, its calls one
+        run of positions, never taken back (only such tasks wait in the queue: one
+        entry a poll for each task judged cost ~11 bytes a call where tasks interleave)."""
+        return (pos not in self._tasks_woken and self._run_count[pos] >= 0
+                and task_rests(task) and task.task_id not in self._task_comps)
+
+    def _task_can_rest(self, pos: int, task: TaskEvidence) -> bool:
+        """True when the columns hold all the task at `pos` is judged from (`_may_rest`)
+        and its calls are all kept in columns (settled or at rest), so its verdict read
+        from them is the one judged from objects."""
+        if not self._may_rest(pos, task):
+            return False
+        count = self._run_count[pos]
+        slots, states, start = self._slot_of, self._states, self._run_start[pos]
+        return all(slots[p] >= 0 and p not in states for p in range(start, start + count))
+
     def _state_at(self, pos: int) -> CallState:
         """The verdict at `pos` (current), from the objects or the columns."""
         st = self._states.get(pos)
@@ -718,6 +889,9 @@ class Projector:
             return None
         ev = cols.load(slot)
         pos = ev.position
+        task = self._task_pos.get(ev.task_id)
+        if task is not None:
+            self._wake_task(task)  # (its verdict reads this call: judged again)
         cols.forget(slot)
         self._revived.add(pos)
         self.calls[call_id] = ev
@@ -814,40 +988,63 @@ class Projector:
             pending.pop(cid, None)
 
     def task_state(self, task_id: str) -> TaskState:
-        if task_id in self._dirty_tasks or task_id not in self._task_cache:
+        pos = self._task_pos[task_id]
+        if pos not in self._task_ev:  # kept in columns: made when read
+            return self._resting.state(self._task_slot[pos])  # type: ignore[union-attr]
+        if task_id in self._dirty_tasks or pos not in self._task_cache:
             self._refresh_tasks()
-        return self._task_cache[task_id]
+        return self._task_cache[pos]
 
     def _refresh_tasks(self) -> None:
         self._refresh_states()  # every call's verdict, so every tally, is current
         for cid in self._stale_comps:  # and every compilation's
             self.compilation_state(cid)
         self._stale_comps.clear()
-        dirty = self._dirty_tasks | (self.tasks.keys() - self._task_cache.keys())
-        for task_id in dirty:
+        task_pos, evs, cache = self._task_pos, self._task_ev, self._task_cache
+        dirty = {task_pos[t] for t in self._dirty_tasks}
+        dirty.update(evs.keys() - cache.keys())
+        queue = self._tasks_to_rest if self._resting is not None else None
+        horizon = self.last_seq - self.rest_after
+        for pos in dirty:
+            task = evs.get(pos) or self._wake_task(pos)
+            task_id = task.task_id
             pending = self._comp_pending.get(task_id)
-            tally = self._tally(task_id)
+            tally = self._tally(task_id, pos)
             rollup = None  # (nothing unresolved, no call: nothing to roll up)
             if pending or tally is not _NO_CALLS:
                 rollup = TaskRollup()
                 if pending:  # (a compilation gives its task only what is unresolved)
                     rollup.take((min(pending.values(), key=pending_order), None, None))
                 tally.into(rollup, self._call_id_at)
-            self._task_cache[task_id] = classify_task(self.tasks[task_id], rollup)
+            cache[pos] = classify_task(task, rollup)
+            if queue is not None and self._may_rest(pos, task):
+                entry = (pos, self._extent[pos])
+                if entry[1] <= horizon:  # (quiet already: judged again as its last call
+                    queue.appendleft(entry)  # came to rest; not behind newer tasks)
+                elif queue and queue[-1][0] == pos:  # (a task judged on every poll)
+                    queue[-1] = entry
+                else:
+                    queue.append(entry)
         self._dirty_tasks.clear()
 
-    def _tally(self, task_id: str) -> _CallTally:
-        """The task's calls' share of its verdict, counted from every call where it is
-        missing or stale (the verdicts are current: see _refresh_tasks). A task with no
-        call has none kept (10^6 such tasks: as many objects for nothing)."""
+    def _tally(self, task_id: str, task: int) -> _CallTally:
+        """The task's (at position `task`) calls' share of its verdict, counted from
+        every call where it is missing or stale (the verdicts are current: see
+        _refresh_tasks). A task with no call has none kept (10^6 such tasks: as many
+        objects for nothing), nor one of fewer than KEEP_TALLY_FROM calls, nor one kept
+        in columns (`_rest_tasks`)."""
         tally = self._tallies.get(task_id)
         if tally is None or tally.stale:
-            calls = self._task_calls.get(task_id)
+            calls = self._calls_of_task(task)
             if not calls:
                 return _NO_CALLS
-            tally = self._tallies[task_id] = _CallTally()
+            tally = _CallTally()
             for pos in calls:
                 tally.update(pos, contribution(self._state_at(pos)))
+            if len(calls) >= KEEP_TALLY_FROM:
+                self._tallies[task_id] = tally
+            else:
+                self._tallies.pop(task_id, None)  # (a stale one: counted afresh each time)
         return tally
 
     def _refresh_pairs(self) -> None:
@@ -901,6 +1098,7 @@ class Projector:
         self._read_receipts_on(receipt_log)
         self._settle()
         self._rest()
+        self._rest_tasks()
         calls = calls_of(self._states, len(self._firsts), self._settled,
                          self._slot_of)  # (all fresh)
         return WorkState(
@@ -908,13 +1106,14 @@ class Projector:
             event_count=self.event_count,
             anomalies=tuple(self.anomalies),
             unknown_kinds=dict(self.unknown_kinds),
-            tasks=tuple(self._task_cache[t] for t in self.tasks),
+            tasks=tasks_of(self._task_cache, len(self._task_ids), self._resting,
+                           self._task_slot),
             calls=calls,
             compilations=tuple(self._comp_list),  # type: ignore[arg-type]  # all fresh
             receipts=self.receipt_check(receipt_log),
             effect_unknown_ids=frozenset(self._unknown_ids),
             resumable_positions=tuple(sorted(self._resumable)),
-            pending_positions=tuple(sorted(self._pending)),
+            pending_positions=self._pending.copy(),
             tool_effect_unknown_tally=sum(self._tool_unknown.values()),
         )
 
@@ -974,15 +1173,17 @@ class Projector:
         # a task whose events and whose calls' and compilations' events all lie by n has
         # its live verdict; the others are judged from their entities as of n
         self._refresh_tasks()
-        late = {t for t, last in self._extent.items() if last > n}
-        rollups: dict[str, TaskRollup] = {t: TaskRollup() for t in late}
+        late = [t for t, last in enumerate(self._extent) if last > n]  # (by position)
+        rollups: dict[int, TaskRollup] = {t: TaskRollup() for t in late}
+        task_pos = self._task_pos
         for cs in comps:
-            if cs.task_id in late:
-                rollups[cs.task_id].add(cs)
+            t = task_pos.get(cs.task_id)
+            if t in rollups:
+                rollups[t].add(cs)  # type: ignore[index]
         cols, slot_of = self._settled, self._slot_of
         for t in late:
             rollup, settled = rollups[t], []
-            for pos in self._task_calls.get(t, ()):  # (first-seq order: positions rise)
+            for pos in self._calls_of_task(t):  # (first-seq order: positions rise)
                 if pos >= k:
                     break  # begun after n, as are the rest (all calls, as of an early n)
                 st = calls.get(pos)
@@ -993,14 +1194,18 @@ class Projector:
             if settled:
                 rollup.take(cols.contribution(settled))  # type: ignore[union-attr]
         tasks: list[TaskState] = []
-        for task_id, task in self.tasks.items():
+        cache, resting, task_slot = self._task_cache, self._resting, self._task_slot
+        for t in range(len(self._task_ids)):
+            if t not in rollups:  # (its live verdict, held as objects or in columns)
+                ts = cache.get(t) or resting.state(task_slot[t])  # type: ignore[union-attr]
+                if ts.first_seq <= n:
+                    tasks.append(ts)
+                continue
+            task = self._task_evidence(t)
             if task.first_seq > n:
                 continue
-            if task_id not in late:
-                tasks.append(self._task_cache[task_id])
-                continue
-            evidence = task if task.last_seq <= n else task_before(task_id, n)
-            tasks.append(classify_task(evidence, rollups[task_id]))
+            evidence = task if task.last_seq <= n else task_before(task.task_id, n)
+            tasks.append(classify_task(evidence, rollups[t]))
         if self._keys_moved:  # keys as of n may differ from now: check from as-of evidence
             check = check_receipts(
                 receipt_log.receipts if receipt_log else (),
@@ -1070,6 +1275,25 @@ class Projector:
                 tuple(sorted(live(self._resumable) + [p for p in redone if calls[p].resumable])),
                 tuple(sorted(live(self._pending) + [p for p in redone if not calls[p].settled])),
                 tools_unknown)
+
+
+class _TaskEvidence(Mapping[str, TaskEvidence]):
+    """A projector's tasks' own evidence by id (`Projector.tasks`), read when asked."""
+
+    __slots__ = ("_projector",)
+
+    def __init__(self, projector: Projector) -> None:
+        self._projector = projector
+
+    def __getitem__(self, task_id: str) -> TaskEvidence:
+        p = self._projector
+        return p._task_evidence(p._task_pos[task_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._projector._task_ids)
+
+    def __len__(self) -> int:
+        return len(self._projector._task_ids)
 
 
 def project(

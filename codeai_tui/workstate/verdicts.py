@@ -330,7 +330,9 @@ class TaskState:
                 self.first_seq, self.last_seq, self.follow_up_of)
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not TaskState:
+        # (a verdict read from columns, `task_columns.ColumnTaskState`, equals the one
+        # judged as objects from the same evidence)
+        if not isinstance(other, TaskState):
             return NotImplemented
         return self._facts() == other._facts()
 
@@ -434,7 +436,8 @@ class WorkState:
                                                         repr=False)
     tool_effect_unknown_tally: int | None = field(default=None, compare=False, repr=False)
     # the positions of the calls with something to do (see `pending_calls`), when kept
-    pending_positions: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
+    # (rising; an array of the snapshot's own while following: 4 bytes a position)
+    pending_positions: Sequence[int] | None = field(default=None, compare=False, repr=False)
     # the case's tool receipts and trusted key, read by the services (docs/tools.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
