@@ -15,11 +15,11 @@ it was taken; the projector takes a task back to objects when an event names it 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Mapping, Sequence
 
-from codeai_tui.ledger.blocks import ValueSequence, appended
+from codeai_tui.ledger.blocks import appended
 from codeai_tui.ledger.text_column import OptionalTextColumn
+from codeai_tui.workstate.calls_view import KeptOrRead
 from codeai_tui.workstate.columns import SettledCalls
 from codeai_tui.workstate.evidence import TaskEvidence
 from codeai_tui.workstate.ladder import TaskRollup, classify_task
@@ -152,53 +152,17 @@ class ColumnTaskState(TaskState):
         return self._judged().follow_up_of
 
 
-class TasksView(ValueSequence[TaskState]):
-    """A snapshot's tasks: the verdicts held as objects when it was taken, by task
-    position, and every other position's verdict read from the columns. What it reads
-    never changes: `kept` is its own copy, the columns are only appended to, and a
-    position's slot is set once (before the snapshot, for every position not kept)."""
+class TasksView(KeptOrRead[TaskState]):
+    """A snapshot's tasks, those not held as objects read from the columns of quiet
+    tasks (by task position)."""
 
-    __slots__ = ("_count", "_kept", "_slots", "_tasks")
+    __slots__ = ()
+
+    noun = "tasks"
 
     def __init__(self, kept: dict[int, TaskState], count: int, tasks: RestingTasks,
                  slots: array[int]) -> None:
-        self._kept = kept
-        self._count = count
-        self._tasks = tasks
-        self._slots = slots
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, i: int) -> TaskState: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[TaskState, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> TaskState | tuple[TaskState, ...]:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(self._count)))
-        if i < 0:
-            i += self._count
-        if not 0 <= i < self._count:
-            raise IndexError("task position out of range")
-        st = self._kept.get(i)
-        return st if st is not None else self._tasks.state(self._slots[i])
-
-    def __iter__(self) -> Iterator[TaskState]:
-        kept, state, slots = self._kept, self._tasks.state, self._slots
-        at = 0
-        for pos in sorted(kept):  # (the runs between them are read from columns)
-            for i in range(at, pos):
-                yield state(slots[i])
-            yield kept[pos]
-            at = pos + 1
-        for i in range(at, self._count):
-            yield state(slots[i])
-
-    def __repr__(self) -> str:
-        return f"TasksView({self._count} tasks)"
+        super().__init__(kept, count, tasks.state, slots)
 
 
 def tasks_of(kept: Mapping[int, TaskState], count: int, tasks: RestingTasks | None,

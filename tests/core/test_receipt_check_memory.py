@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
-from codeai_tui.ledger.receipts import parse_receipt_lines, read_more_receipts
+from codeai_tui.ledger.receipts import Receipts, parse_receipt_lines, read_more_receipts
 from codeai_tui.workstate.evidence import AttemptEvidence, CallEvidence
 from codeai_tui.workstate.receipts import (
     ByKey,
@@ -161,6 +161,15 @@ def test_the_live_check_keeps_each_covers_started_seq_in_four_bytes(tmp_path: Pa
         assert check.check() == check_coverage(log.receipts, big, log_present=True)
 
 
+def _grown_tables(first: ByKey, logs: list[Receipts]) -> list[ByKey]:
+    """The key tables grown from `first` as the log is read on to each of `logs`."""
+    tables, table = [], first
+    for grown in logs:
+        table = table.grown(grown)
+        tables.append(table)
+    return tables
+
+
 def test_receipts_appended_to_the_key_table_cost_a_few_bytes_each() -> None:
     """A followed log's table keeps the receipts appended since it was indexed by key
     (`ByKey.grown`, in steps as the log is read on): a dict of one list per key, copied
@@ -172,14 +181,7 @@ def test_receipts_appended_to_the_key_table_cost_a_few_bytes_each() -> None:
     first = ByKey(log[:n])
     logs = [log[:k] for k in range(n + step, n + more + 1, step)]
 
-    def grow() -> list[ByKey]:
-        tables, table = [], first
-        for grown in logs:
-            table = table.grown(grown)
-            tables.append(table)
-        return tables
-
-    tables, held = held_by(grow)
+    tables, held = held_by(lambda: _grown_tables(first, logs))
     assert held / more < 40, held / more  # (285 on the dict of lists)
 
     def expected(count: int, key: str) -> list[int]:
@@ -212,14 +214,7 @@ def test_receipts_of_keys_of_their_own_cost_under_thirteen_bytes_each_when_appen
     first = ByKey(log[:n])
     logs = [log[:k] for k in range(n + step, n + more + 1, step)]
 
-    def grow() -> list[ByKey]:
-        tables, table = [], first
-        for grown in logs:
-            table = table.grown(grown)
-            tables.append(table)
-        return tables
-
-    tables, held = held_by(grow)
+    tables, held = held_by(lambda: _grown_tables(first, logs))
     assert held / more < 13, held / more
     for table, count in zip(tables, map(len, logs), strict=True):
         asked = [keys[0], keys[n], keys[count - 1], keys[-1]]
