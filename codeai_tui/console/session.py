@@ -9,6 +9,7 @@ to that case's live follower), never through a lookup by path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -67,7 +68,7 @@ class CaseSession:
     activity: str | None = None
     jump_to_effect_unknown: bool = False
     # alert memory: what the last snapshot had, and effect_unknown calls waiting to alert
-    seen_unknown: set[str] | None = None
+    seen_unknown: AbstractSet[str] | None = None  # the last snapshot's (its own set)
     # the last snapshot's duplicate groups as its check gave them (a set of them, made
     # on every snapshot, read each group's ids anew: ~90 ms and ~17 MB at 10M events)
     seen_duplicates: Sequence[tuple[str, ...]] | None = None
@@ -181,7 +182,7 @@ class CaseSession:
         """Remember the snapshot's effect_unknown calls (new ones wait ALERT_AFTER_S: a
         call in flight passes through effect_unknown); returns the new duplicate-effect
         groups, which alert at once."""
-        unknown = set(snap.unknown_ids)
+        unknown = snap.unknown_ids  # (a snapshot's set never changes: no copy kept)
         dups = snap.state.receipts.duplicates
         if not first and self.seen_unknown is not None:
             for call_id in unknown - self.seen_unknown:
@@ -211,9 +212,16 @@ class CaseSession:
     # ---- drift
 
     def drift_todo(self, snap: CaseSnapshot) -> list[str]:
-        """Resumable calls whose drift check is missing or older than their evidence."""
-        todo = [c.call_id for c in snap.state.resumable_calls() if (
-            c.call_id not in self.drift or self.drift[c.call_id].last_seq != c.last_seq)]
+        """Resumable calls whose drift check is missing or older than their evidence.
+        The checks of calls no longer resumable go: a check is of one call's evidence
+        (its last seq), and a followed writer's calls pass through start_call by the
+        thousand."""
+        drift = self.drift
+        resumable = {c.call_id: c.last_seq for c in snap.state.resumable_calls()}
+        for call_id in [k for k in drift if k not in resumable]:
+            del drift[call_id]
+        todo = [call_id for call_id, last_seq in resumable.items() if (
+            call_id not in drift or drift[call_id].last_seq != last_seq)]
         return todo[:DRIFT_CHECKS_PER_SNAPSHOT]
 
     def take_drift(self, checks: list[DriftCheck]) -> bool:

@@ -46,6 +46,7 @@ TOOL_UNKNOWN = "tool_unknown"  # admitted without an outcome
 
 SEQ, TIME = "seq", "time"  # the axes
 CLOCK_SAMPLES = 2048  # recorded_at samples a clock reads (a small ledger: every event)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 CLOCK_KEEP = 8192  # samples a followed clock keeps before it thins them
 
 
@@ -105,8 +106,8 @@ class SeqClock:
     __slots__ = ("seqs", "times")
 
     def __init__(self, samples: Iterable[tuple[int, str]] = ()) -> None:
-        self.seqs: list[int] = []
-        self.times: list[int] = []
+        self.seqs = array("q")  # (8 bytes a sample: a followed clock keeps thousands)
+        self.times = array("q")
         self.add(samples)
 
     def __len__(self) -> int:
@@ -124,6 +125,8 @@ class SeqClock:
             micros = micros_of(when)
             if self.times and micros < self.times[-1]:
                 micros = self.times[-1]
+            if not _INT64_MIN <= seq <= _INT64_MAX or not _INT64_MIN <= micros <= _INT64_MAX:
+                continue  # (SQLite's integers fit: a seq past them is no ledger's)
             self.seqs.append(seq)
             self.times.append(micros)
         if len(self.seqs) > CLOCK_KEEP:

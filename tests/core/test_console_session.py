@@ -128,3 +128,22 @@ def test_the_duplicates_seen_are_remembered_without_a_copy(tmp_path: Path) -> No
     assert session.note_changes(after, False, 2.0) == []  # once
     # (the groups themselves are the check's: nothing per group is kept besides)
     assert held / len(pairs) < 8, held / len(pairs)
+
+
+def test_drift_checks_are_kept_for_the_calls_resumable_now(tmp_path: Path) -> None:
+    """A followed writer's calls pass through start_call by the thousand: the check of a
+    call that moved on goes (it was of evidence that is no longer the call's), and a call
+    resumable again is checked again."""
+
+    def snap(*calls: tuple[str, int]) -> Any:
+        resumable = [SimpleNamespace(call_id=c, last_seq=s) for c, s in calls]
+        return SimpleNamespace(state=SimpleNamespace(resumable_calls=lambda: iter(resumable)))
+
+    session = CaseSession(tmp_path)
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == ["c1", "c2"]
+    session.take_drift([DriftCheck("c1", 5, DriftStatus.MATCH),
+                        DriftCheck("c2", 7, DriftStatus.DRIFT)])
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == []
+    assert session.drift_todo(snap(("c2", 7))) == []  # c1 moved on
+    assert list(session.drift) == ["c2"]
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == ["c1"]

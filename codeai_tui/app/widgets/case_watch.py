@@ -31,6 +31,7 @@ from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 
 FLUSH_EVERY_S = 0.5
+ALERT_NAMES = 3  # the calls an alert of several names (the Calls pane has them all)
 
 
 def resume_read(actions: Mapping[str, GatedAction], options: Callable[[], ActionOptions]
@@ -76,9 +77,16 @@ class CaseWatch(Widget):
         self.workers.cancel_group(self, "drift")
 
     def _flush_alerts(self) -> None:
-        for call_id in self.session.due_alerts(time.monotonic()):
-            self.alert(call_id, f"{WARN} call {call_id} entered effect_unknown: "
+        """The calls due now make one alert: a writer that leaves many calls in flight
+        made a toast and a log entry a call (ten a second at 1,000 events/s)."""
+        due = self.session.due_alerts(time.monotonic())
+        if len(due) == 1:
+            self.alert(due[0], f"{WARN} call {due[0]} entered effect_unknown: "
                        "duplicate risk", "effect unknown")
+        elif due:
+            named = ", ".join(due[:ALERT_NAMES]) + (", …" if len(due) > ALERT_NAMES else "")
+            self.alert(None, f"{WARN} {len(due)} calls entered effect_unknown: duplicate "
+                       f"risk ({named}; e steps through them)", "effect unknown")
 
     def replaced(self, case: Path) -> None:
         """Another file now sits at the case's ledger path (after the one reset): the
