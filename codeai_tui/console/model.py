@@ -13,6 +13,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -89,7 +90,7 @@ class CaseSnapshot:
     receipts: ReceiptLog
     call_index: CallPositions | dict[str, int] = field(default_factory=dict)
     as_of: int | None = None
-    unknown_ids: frozenset[str] = frozenset()
+    unknown_ids: AbstractSet[str] = frozenset()
     # the newest events read, ending at max_seq (every seq from the first of them was
     # read): the timeline draws its end from them; empty when none were read one by one
     recent: tuple[Event, ...] = ()

@@ -19,7 +19,7 @@ from typing import Any
 from codeai_tui.ledger.blocks import appended, assigned, extended
 from codeai_tui.ledger.receipts import ReceiptLog
 from codeai_tui.ledger.schema import KNOWN_KINDS, Event
-from codeai_tui.workstate.calls_view import calls_of
+from codeai_tui.workstate.calls_view import CallIds, calls_of
 from codeai_tui.workstate.columns import (
     LEND_LATER,
     CallLoader,
@@ -285,7 +285,7 @@ class Projector:
         # flight at n without asking 137,000 verdicts (~70 ms at the middle of 1M events)
         self._lasts: array[int] | list[int] = array("i")
         self._stale: set[int] = set()
-        self._unknown_ids: set[str] = set()
+        self._unknown = SortedPositions()  # positions of the effect-unknown calls
         # kept as verdicts change, so a snapshot never passes over every call for them
         # (the console asks on every live snapshot: 30-90 ms each at 10^5 calls)
         self._resumable: set[int] = set()  # positions of calls the projection lets resume
@@ -937,9 +937,9 @@ class Projector:
         operations whose effect is unknown (tools are judged for tool calls only), and
         its task's tally where one is kept (tools judged once for both)."""
         if st.effect_unknown:
-            self._unknown_ids.add(st.call_id)
+            self._unknown.add(pos)
         else:
-            self._unknown_ids.discard(st.call_id)
+            self._unknown.discard(pos)
         if st.resumable:
             self._resumable.add(pos)
         else:
@@ -1111,7 +1111,7 @@ class Projector:
             calls=calls,
             compilations=tuple(self._comp_list),  # type: ignore[arg-type]  # all fresh
             receipts=self.receipt_check(receipt_log),
-            effect_unknown_ids=frozenset(self._unknown_ids),
+            effect_unknown_ids=CallIds(self._unknown.copy(), calls, self.position_of),
             resumable_positions=tuple(sorted(self._resumable)),
             pending_positions=self._pending.copy(),
             tool_effect_unknown_tally=sum(self._tool_unknown.values()),
@@ -1253,7 +1253,7 @@ class Projector:
         return check_log(cut, self._pairs, upto=n)
 
     def _kept_as_of(self, calls: Sequence[CallState], redone: set[int]
-                    ) -> tuple[frozenset[str], tuple[int, ...], tuple[int, ...], int]:
+                    ) -> tuple[CallIds, tuple[int, ...], tuple[int, ...], int]:
         """What a live snapshot keeps (effect-unknown ids, resumable and pending positions,
         the tool tally) as of the seq `calls` were judged at, from the live sets: a call
         not `redone` has its live verdict. Without them each pane and count would pass
@@ -1262,16 +1262,14 @@ class Projector:
         def live(positions: Iterable[int]) -> list[int]:
             return [p for p in positions if p < k and p not in redone]
 
-        # (an effect-unknown call may be at rest in columns: found by id there)
-        unknown_ids = {cid for cid in self._unknown_ids
-                       if (p := self.position_of(cid)) < k and p not in redone}  # type: ignore[operator]
-        unknown_ids.update(calls[p].call_id for p in redone if calls[p].effect_unknown)
+        unknown = array("i", sorted(live(self._unknown) + [
+            p for p in redone if calls[p].effect_unknown]))
         tools_unknown = sum(v for p, v in self._tool_unknown.items()
                             if p < k and p not in redone)
         for p in redone:
             tools = calls[p].tools
             tools_unknown += tools.effect_unknown_count if tools is not None else 0
-        return (frozenset(unknown_ids),
+        return (CallIds(unknown, calls, self.position_of),
                 tuple(sorted(live(self._resumable) + [p for p in redone if calls[p].resumable])),
                 tuple(sorted(live(self._pending) + [p for p in redone if not calls[p].settled])),
                 tools_unknown)

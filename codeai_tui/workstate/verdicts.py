@@ -9,6 +9,7 @@ into a copy (copy on write), so a verdict already handed out never changes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -428,7 +429,7 @@ class WorkState:
     # or "events" (event by event), with why when the fast path was not taken
     gathered: str = field(default="events", compare=False)
     # the effect-unknown calls' ids when the projector keeps them (else counted on demand)
-    effect_unknown_ids: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    effect_unknown_ids: AbstractSet[str] | None = field(default=None, compare=False, repr=False)
     # kept by the incremental projector (else found by a pass over the calls): the
     # positions in `calls` of the resumable calls, and the count of tool operations
     # whose effect is unknown
@@ -456,7 +457,7 @@ class WorkState:
             return len(self.effect_unknown_ids)
         return sum(1 for c in self.calls if c.effect_unknown)
 
-    def effect_unknown_set(self) -> frozenset[str]:
+    def effect_unknown_set(self) -> AbstractSet[str]:
         """The effect-unknown calls' ids: kept, or found by a pass over the calls."""
         if self.effect_unknown_ids is not None:
             return self.effect_unknown_ids
