@@ -25,6 +25,10 @@ from codeai_tui.workstate.calls_view import CallIds
 T = TypeVar("T")
 
 ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight, not news
+# effect_unknown alerts come at most this often (a toast stays as long): the calls due
+# meanwhile wait and make the next one (a writer leaving calls in flight made a toast
+# each half second, stacked down half the screen)
+ALERT_EVERY_S = 10.0
 DRIFT_CHECKS_PER_SNAPSHOT = 50
 
 
@@ -74,6 +78,8 @@ class CaseSession:
     # on every snapshot, read each group's ids anew: ~90 ms and ~17 MB at 10M events)
     seen_duplicates: Sequence[tuple[str, ...]] | None = None
     pending_alerts: dict[str, float] = field(default_factory=dict)
+    held_alerts: list[str] = field(default_factory=list)  # due, waiting for ALERT_EVERY_S
+    alerted_at: float | None = None  # when the last effect_unknown alert came
 
     def reset(self, case: Path, machine: TimeMachine | None) -> None:
         """Forget everything read from a ledger file: a new case, or another file at the
@@ -93,6 +99,7 @@ class CaseSession:
         self.filters = {}
         self.seen_unknown = self.seen_duplicates = None
         self.pending_alerts = {}
+        self.held_alerts, self.alerted_at = [], None
 
     # ---- the ledger's first facts, its projections and its troubles
 
@@ -200,15 +207,23 @@ class CaseSession:
         return new
 
     def due_alerts(self, now: float) -> list[str]:
-        """The calls in effect_unknown for ALERT_AFTER_S now (each alerts once)."""
-        due: list[str] = []
+        """The calls in effect_unknown for ALERT_AFTER_S now (each alerts once), at most
+        once every ALERT_EVERY_S: those due sooner wait for the next, and one that left
+        effect_unknown meanwhile is not named."""
         live = self.live
         for call_id, since in list(self.pending_alerts.items()):
             if live is None or call_id not in live.unknown_ids:
                 del self.pending_alerts[call_id]
             elif now - since >= ALERT_AFTER_S:
                 del self.pending_alerts[call_id]
-                due.append(call_id)
+                self.held_alerts.append(call_id)
+        if not self.held_alerts or (
+                self.alerted_at is not None and now - self.alerted_at < ALERT_EVERY_S):
+            return []
+        due = [c for c in self.held_alerts if live is not None and c in live.unknown_ids]
+        self.held_alerts = []
+        if due:
+            self.alerted_at = now
         return due
 
     # ---- drift

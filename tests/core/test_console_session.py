@@ -12,7 +12,7 @@ import orjson
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import CaseFollower, TimeMachine
-from codeai_tui.console.session import ALERT_AFTER_S, CaseSession, Note
+from codeai_tui.console.session import ALERT_AFTER_S, ALERT_EVERY_S, CaseSession, Note
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger.blocks import BLOCK
 from codeai_tui.ledger.receipts import parse_receipt_lines
@@ -147,3 +147,19 @@ def test_drift_checks_are_kept_for_the_calls_resumable_now(tmp_path: Path) -> No
     assert session.drift_todo(snap(("c2", 7))) == []  # c1 moved on
     assert list(session.drift) == ["c2"]
     assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == ["c1"]
+
+
+def test_effect_unknown_alerts_come_at_most_every_few_seconds(tmp_path: Path) -> None:
+    """The calls due within ALERT_EVERY_S of the last alert wait and make the next one;
+    a call that left effect_unknown meanwhile is not named."""
+    session = CaseSession(tmp_path)
+    unknown = {"c1", "c2", "c3"}
+    session.live = SimpleNamespace(unknown_ids=unknown)  # type: ignore[assignment]
+    session.pending_alerts = {"c1": 0.0}
+    assert session.due_alerts(ALERT_AFTER_S) == ["c1"]  # the first at once
+    session.pending_alerts = {"c2": 1.0, "c3": 1.0}
+    assert session.due_alerts(1.0 + ALERT_AFTER_S) == []  # held: an alert came just now
+    unknown.discard("c3")  # it moved on
+    assert session.due_alerts(ALERT_AFTER_S + ALERT_EVERY_S / 2) == []
+    assert session.due_alerts(ALERT_AFTER_S + ALERT_EVERY_S) == ["c2"]
+    assert session.due_alerts(ALERT_AFTER_S + 3 * ALERT_EVERY_S) == []  # once

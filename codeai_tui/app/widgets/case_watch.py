@@ -77,8 +77,9 @@ class CaseWatch(Widget):
         self.workers.cancel_group(self, "drift")
 
     def _flush_alerts(self) -> None:
-        """The calls due now make one alert: a writer that leaves many calls in flight
-        made a toast and a log entry a call (ten a second at 1,000 events/s)."""
+        """The calls due now make one alert (the session holds them to one every
+        ALERT_EVERY_S): a writer that leaves many calls in flight made a toast and a
+        log entry a call (ten a second at 1,000 events/s)."""
         due = self.session.due_alerts(time.monotonic())
         if len(due) == 1:
             self.alert(due[0], f"{WARN} call {due[0]} entered effect_unknown: "
