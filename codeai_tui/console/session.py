@@ -20,7 +20,6 @@ from codeai_tui.console.model import CaseSnapshot, Skeleton, SkeletonCall, TimeM
 from codeai_tui.console.severity import CaseVerdict, case_verdict
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.workstate import CallState
-from codeai_tui.workstate.calls_view import CallIds
 
 T = TypeVar("T")
 
@@ -193,8 +192,7 @@ class CaseSession:
         unknown = snap.unknown_ids  # (a snapshot's set never changes: no copy kept)
         dups = snap.state.receipts.duplicates
         if not first and self.seen_unknown is not None:
-            for call_id in (unknown.not_in(self.seen_unknown) if isinstance(unknown, CallIds)
-                            else unknown - self.seen_unknown):
+            for call_id in unknown - self.seen_unknown:  # (by position: `CallIds`)
                 self.pending_alerts.setdefault(call_id, now)
         for call_id in list(self.pending_alerts):
             if call_id not in unknown:

@@ -6,13 +6,13 @@ nothing (a list or tuple slot a call was 8 bytes for every call, ~11 MB a snapsh
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from codeai_tui.ledger.blocks import ValueSequence
 from codeai_tui.workstate.columns import SettledCalls
+from codeai_tui.workstate.positions import holds
 from codeai_tui.workstate.verdicts import CallState
 
 T = TypeVar("T")
@@ -115,15 +115,15 @@ class CallIds(AbstractSet[str]):
         if not isinstance(call_id, str):
             return False
         pos = self._position_of(call_id)
-        if pos is None:
-            return False
-        items = self._positions
-        at = bisect_left(items, pos)
-        return at < len(items) and items[at] == pos
+        return pos is not None and holds(self._positions, pos)
 
     @classmethod
     def _from_iterable(cls, it: Iterable[str]) -> frozenset[str]:  # type: ignore[override]
         return frozenset(it)  # (what `|`, `&` and `-` make: plain sets of ids)
+
+    def __sub__(self, other: AbstractSet[Any]) -> frozenset[str]:  # type: ignore[override]
+        return frozenset(self.not_in(other)) if isinstance(other, AbstractSet) \
+            else NotImplemented
 
     def not_in(self, other: AbstractSet[str]) -> list[str]:
         """The ids here that `other` lacks. Between two snapshots of one projection it

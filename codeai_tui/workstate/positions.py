@@ -9,6 +9,12 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 
+def holds(items: array[int], pos: int) -> bool:
+    """True when the rising positions `items` hold `pos` (by bisection)."""
+    at = bisect_left(items, pos)
+    return at < len(items) and items[at] == pos
+
+
 class SortedPositions:
     """Positions (0 to 2^31 - 1) in rising order. A new call's position, the largest so
     far, is appended; any other is placed by bisection (a shift of the items after it:
@@ -35,11 +41,7 @@ class SortedPositions:
             del items[at]
 
     def __contains__(self, pos: object) -> bool:
-        items = self._items
-        if type(pos) is not int:
-            return False
-        at = bisect_left(items, pos)
-        return at < len(items) and items[at] == pos
+        return type(pos) is int and holds(self._items, pos)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -52,4 +54,4 @@ class SortedPositions:
         return array("i", self._items)
 
 
-__all__ = ["SortedPositions"]
+__all__ = ["SortedPositions", "holds"]

@@ -92,5 +92,6 @@ def test_a_snapshots_effect_unknown_ids_answer_as_a_set_and_never_change(
     assert later == (want - {"call-000009", "call-000019"}) | {f"call-{late:06d}"}
     assert early == want  # a snapshot handed out never changes
     assert later.not_in(early) == [f"call-{late:06d}"]  # type: ignore[attr-defined]
+    assert later - early == {f"call-{late:06d}"}  # (what the console's alerts ask)
     assert sorted(early.not_in(later)) == ["call-000009", "call-000019"]  # type: ignore[attr-defined]
     assert early.not_in(frozenset(want)) == []  # type: ignore[attr-defined]
