@@ -29,6 +29,10 @@ ALERT_AFTER_S = 2.0  # an effect_unknown shorter than this was a call in flight,
 # each half second, stacked down half the screen)
 ALERT_EVERY_S = 10.0
 DRIFT_CHECKS_PER_SNAPSHOT = 50
+# a call that turned resumable while the case is followed has its drift checked once it
+# stayed so this long (a live writer's calls pass through start_call for milliseconds,
+# and each check reads the call's events from the table alone: a scan of the ledger)
+DRIFT_AFTER_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class CaseSession:
     selected_call_id: str | None = None
     filters: dict[str, Needle] = field(default_factory=dict)
     drift: dict[str, DriftCheck] = field(default_factory=dict)
+    resumable_since: dict[str, float] = field(default_factory=dict)  # (see `drift_todo`)
     note: Note | None = None
     activity: str | None = None
     jump_to_effect_unknown: bool = False
@@ -95,6 +100,7 @@ class CaseSession:
         self.progress = None
         self.note = None
         self.drift = {}
+        self.resumable_since = {}
         self.filters = {}
         self.seen_unknown = self.seen_duplicates = None
         self.pending_alerts = {}
@@ -226,17 +232,26 @@ class CaseSession:
 
     # ---- drift
 
-    def drift_todo(self, snap: CaseSnapshot) -> list[str]:
-        """Resumable calls whose drift check is missing or older than their evidence.
-        The checks of calls no longer resumable go: a check is of one call's evidence
-        (its last seq), and a followed writer's calls pass through start_call by the
-        thousand."""
-        drift = self.drift
+    def drift_todo(self, snap: CaseSnapshot, now: float, first: bool = False,
+                   asked: AbstractSet[str] = frozenset()) -> list[str]:
+        """Resumable calls whose drift check is missing or older than their evidence,
+        once they have been resumable DRIFT_AFTER_S (those resumable in the `first`
+        snapshot of the case: at once), less the calls `asked` already. The checks of
+        calls no longer resumable go: a check is of one call's evidence (its last seq).
+        A followed writer's calls pass through start_call by the thousand, and checking
+        each one as it passed kept a core scanning the ledger (and its pages churning
+        through the heap) while the console followed."""
+        drift, since = self.drift, self.resumable_since
         resumable = {c.call_id: c.last_seq for c in snap.state.resumable_calls()}
-        for call_id in [k for k in drift if k not in resumable]:
-            del drift[call_id]
-        todo = [call_id for call_id, last_seq in resumable.items() if (
-            call_id not in drift or drift[call_id].last_seq != last_seq)]
+        for gone in [k for k in drift if k not in resumable]:
+            del drift[gone]
+        for gone in [k for k in since if k not in resumable]:
+            del since[gone]
+        seen_at = now - DRIFT_AFTER_S if first else now
+        todo = [call_id for call_id, last_seq in resumable.items()
+                if now - since.setdefault(call_id, seen_at) >= DRIFT_AFTER_S
+                and call_id not in asked
+                and (call_id not in drift or drift[call_id].last_seq != last_seq)]
         return todo[:DRIFT_CHECKS_PER_SNAPSHOT]
 
     def take_drift(self, checks: list[DriftCheck]) -> bool:

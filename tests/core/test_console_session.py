@@ -12,7 +12,13 @@ import orjson
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import CaseFollower, TimeMachine
-from codeai_tui.console.session import ALERT_AFTER_S, ALERT_EVERY_S, CaseSession, Note
+from codeai_tui.console.session import (
+    ALERT_AFTER_S,
+    ALERT_EVERY_S,
+    DRIFT_AFTER_S,
+    CaseSession,
+    Note,
+)
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger.blocks import BLOCK
 from codeai_tui.ledger.receipts import parse_receipt_lines
@@ -140,13 +146,37 @@ def test_drift_checks_are_kept_for_the_calls_resumable_now(tmp_path: Path) -> No
         return SimpleNamespace(state=SimpleNamespace(resumable_calls=lambda: iter(resumable)))
 
     session = CaseSession(tmp_path)
-    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == ["c1", "c2"]
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7)), 0.0, first=True) == ["c1", "c2"]
     session.take_drift([DriftCheck("c1", 5, DriftStatus.MATCH),
                         DriftCheck("c2", 7, DriftStatus.DRIFT)])
-    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == []
-    assert session.drift_todo(snap(("c2", 7))) == []  # c1 moved on
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7)), 1.0) == []
+    assert session.drift_todo(snap(("c2", 7)), 2.0) == []  # c1 moved on
     assert list(session.drift) == ["c2"]
-    assert session.drift_todo(snap(("c1", 5), ("c2", 7))) == ["c1"]
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7)), 3.0) == []  # resumable again:
+    assert session.drift_todo(snap(("c1", 5), ("c2", 7)), 3.0 + DRIFT_AFTER_S) == ["c1"]
+
+
+def test_a_call_passing_through_start_call_is_not_drift_checked(tmp_path: Path) -> None:
+    """Each drift check reads the call's events from the table alone (a scan of the
+    ledger): a call resumable in the first snapshot is checked at once, one that turns
+    resumable while the case is followed once it stayed so DRIFT_AFTER_S, so a live
+    writer's calls, resumable for milliseconds, are never checked. Calls a running
+    check reads are not asked for twice."""
+
+    def snap(*calls: str) -> Any:
+        resumable = [SimpleNamespace(call_id=c, last_seq=1) for c in calls]
+        return SimpleNamespace(state=SimpleNamespace(resumable_calls=lambda: iter(resumable)))
+
+    session = CaseSession(tmp_path)
+    assert session.drift_todo(snap("crashed"), 10.0, first=True) == ["crashed"]
+    assert session.drift_todo(snap("crashed", "live-1"), 10.1, asked={"crashed"}) == []
+    assert session.drift_todo(snap("crashed", "live-2"), 10.2, asked={"crashed"}) == []
+    assert session.drift_todo(snap("crashed", "live-2"), 10.1 + DRIFT_AFTER_S,
+                              asked={"crashed"}) == []  # (live-2 turned so at 10.2)
+    assert session.drift_todo(snap("crashed", "live-2"), 10.2 + DRIFT_AFTER_S) == \
+        ["crashed", "live-2"]
+    assert session.drift_todo(snap("live-3"), 20.0) == []
+    assert session.drift_todo(snap("live-1"), 20.0 + DRIFT_AFTER_S) == []  # (back: anew)
 
 
 def test_effect_unknown_alerts_come_at_most_every_few_seconds(tmp_path: Path) -> None:

@@ -55,6 +55,10 @@ class CaseWatch(Widget):
         self.session, self.action_log = session, log
         # resume's read-only plan of a call (nothing sent): what its drift check shows
         self.clock, self.read_plan = clock, read_plan
+        # the calls the running drift check reads (one check at a time: a new snapshot
+        # that cancelled it lost every plan it had read)
+        self._checking: frozenset[str] = frozenset()
+        self._drift_worker: Worker[None] | None = None
 
     def on_mount(self) -> None:
         self.set_interval(FLUSH_EVERY_S, self._flush_alerts)
@@ -62,11 +66,27 @@ class CaseWatch(Widget):
     def saw(self, case: Path, snap: CaseSnapshot, first: bool) -> None:
         """A new live snapshot: alert on duplicates at once, remember effect_unknown calls
         (they alert if still there ALERT_AFTER_S later), check new resumable calls."""
-        for group in self.session.note_changes(snap, first, time.monotonic()):
+        now = time.monotonic()
+        for group in self.session.note_changes(snap, first, now):
             self.alert(None, f"{DUPLICATE_TEXT}: receipts {', '.join(group)}",
                        "duplicate effect")
-        if todo := self.session.drift_todo(snap):
-            self._check_drift(case, todo)
+        self._drift_due(case, snap, now, first)
+
+    def _drift_due(self, case: Path, snap: CaseSnapshot, now: float, first: bool = False
+                   ) -> None:
+        """Start a drift check of the resumable calls due (`drift_todo`) unless one runs:
+        the calls it leaves are asked again at the next snapshot or flush."""
+        worker = self._drift_worker
+        if worker is not None:
+            if not worker.is_finished:
+                return
+            if worker.state is not WorkerState.SUCCESS:  # (its checks never come)
+                self._checking = frozenset()
+        # (checks read but not yet taken by the screen are not asked for again)
+        asked = {c for c in self._checking if c not in self.session.drift}
+        if todo := self.session.drift_todo(snap, now, first, asked):
+            self._checking = frozenset(todo)
+            self._drift_worker = self._check_drift(case, todo)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
@@ -75,12 +95,18 @@ class CaseWatch(Widget):
     def stop(self) -> None:
         """The case or its file changed: its drift checks are not wanted any more."""
         self.workers.cancel_group(self, "drift")
+        self._drift_worker, self._checking = None, frozenset()
 
     def _flush_alerts(self) -> None:
         """The calls due now make one alert (the session holds them to one every
         ALERT_EVERY_S): a writer that leaves many calls in flight made a toast and a
         log entry a call (ten a second at 1,000 events/s)."""
-        due = self.session.due_alerts(time.monotonic())
+        now = time.monotonic()
+        live = self.session.live
+        if live is not None and self.session.case is not None:
+            # (a call that stays resumable once the writer stopped has no later snapshot)
+            self._drift_due(self.session.case, live, now)
+        due = self.session.due_alerts(now)
         if len(due) == 1:
             self.alert(due[0], f"{WARN} call {due[0]} entered effect_unknown: "
                        "duplicate risk", "effect unknown")
