@@ -30,7 +30,7 @@ from codeai_tui.console.session import CaseSession, Note
 from codeai_tui.ledger import LedgerError
 from codeai_tui.textsafe import visible
 
-FLUSH_EVERY_S = 0.5
+TICK_EVERY_S = 0.5  # the alerts and drift checks come due between snapshots too
 ALERT_NAMES = 3  # the calls an alert of several names (the Calls pane has them all)
 
 
@@ -61,7 +61,7 @@ class CaseWatch(Widget):
         self._drift_worker: Worker[None] | None = None
 
     def on_mount(self) -> None:
-        self.set_interval(FLUSH_EVERY_S, self._flush_alerts)
+        self.set_interval(TICK_EVERY_S, self._tick)
 
     def saw(self, case: Path, snap: CaseSnapshot, first: bool) -> None:
         """A new live snapshot: alert on duplicates at once, remember effect_unknown calls
@@ -97,15 +97,20 @@ class CaseWatch(Widget):
         self.workers.cancel_group(self, "drift")
         self._drift_worker, self._checking = None, frozenset()
 
-    def _flush_alerts(self) -> None:
-        """The calls due now make one alert (the session holds them to one every
-        ALERT_EVERY_S): a writer that leaves many calls in flight made a toast and a
-        log entry a call (ten a second at 1,000 events/s)."""
+    def _tick(self) -> None:
+        """What came due since the last snapshot: the drift checks of calls that stayed
+        resumable (a writer that stopped makes no later snapshot), and the
+        effect_unknown alert."""
         now = time.monotonic()
         live = self.session.live
         if live is not None and self.session.case is not None:
-            # (a call that stays resumable once the writer stopped has no later snapshot)
             self._drift_due(self.session.case, live, now)
+        self._flush_alerts(now)
+
+    def _flush_alerts(self, now: float) -> None:
+        """The calls due now make one alert (the session holds them to one every
+        ALERT_EVERY_S): a writer that leaves many calls in flight made a toast and a
+        log entry a call (ten a second at 1,000 events/s)."""
         due = self.session.due_alerts(now)
         if len(due) == 1:
             self.alert(due[0], f"{WARN} call {due[0]} entered effect_unknown: "
