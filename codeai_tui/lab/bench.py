@@ -952,18 +952,26 @@ def kept_row(kept: int, calls: int, written: int, rate: int) -> Row:
             f"<= {allowed:,.0f} bytes (20 MB in 10 min at this rate)")
 
 
+TARGET_FOLLOW_S = 600  # the live memory target's own measure: ten minutes of following
+
+
 def growth_row(growth_mb: float, calls: int, seconds: float, rate: int) -> Judged:
     """The whole console's RSS growth while following, per new call, judged against the
-    target's 20 MB in ten minutes: the growth a run of `seconds` would reach by then."""
+    target's 20 MB only by a run of the target's ten minutes (`--live-seconds 600`). A
+    shorter run shows what its rate would reach by then, unjudged: the growth comes
+    early (arenas and caches filling), so a 120 s run scaled up read 43 MB where ten
+    real minutes of the same code grew 18.8-19.6 MB."""
     label = (f"live, the whole console: RSS growth following {rate:,} events/s of new "
              f"tasks and calls for {seconds:.0f} s ({calls:,} new calls, one in ten left "
              "in flight)")
     per_call = growth_mb * 1048576 / calls if calls > 0 else float("nan")
     ten_minutes = growth_mb * 600 / seconds if seconds > 0 else float("nan")
-    value = (f"{growth_mb:.1f} MB ({per_call:,.0f} bytes a call; "
-             f"{ten_minutes:.0f} MB in 10 min)")
-    return judged((label, value, "", "<= 20 MB in 10 min"),
-                  ten_minutes <= 20 if calls > 0 else None)
+    whole = seconds >= TARGET_FOLLOW_S
+    value = (f"{growth_mb:.1f} MB ({per_call:,.0f} bytes a call"
+             + ("" if whole else f"; {ten_minutes:.0f} MB in 10 min at this rate") + ")")
+    target = "<= 20 MB in 10 min" + ("" if whole else " (judged by --live-seconds 600)")
+    return judged((label, value, "", target),
+                  growth_mb * 600 / seconds <= 20 if calls > 0 and whole else None)
 
 
 def _measure_app_live(case: Path, seconds: float, rate: int = 1000) -> list[Judged]:
