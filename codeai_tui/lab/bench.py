@@ -965,13 +965,13 @@ def growth_row(growth_mb: float, calls: int, seconds: float, rate: int) -> Judge
              f"tasks and calls for {seconds:.0f} s ({calls:,} new calls, one in ten left "
              "in flight)")
     per_call = growth_mb * 1048576 / calls if calls > 0 else float("nan")
-    ten_minutes = growth_mb * 600 / seconds if seconds > 0 else float("nan")
+    ten_minutes = growth_mb * TARGET_FOLLOW_S / seconds if seconds > 0 else float("nan")
     whole = seconds >= TARGET_FOLLOW_S
     value = (f"{growth_mb:.1f} MB ({per_call:,.0f} bytes a call"
              + ("" if whole else f"; {ten_minutes:.0f} MB in 10 min at this rate") + ")")
     target = "<= 20 MB in 10 min" + ("" if whole else " (judged by --live-seconds 600)")
     return judged((label, value, "", target),
-                  growth_mb * 600 / seconds <= 20 if calls > 0 and whole else None)
+                  ten_minutes <= 20 if calls > 0 and whole else None)
 
 
 def _measure_app_live(case: Path, seconds: float, rate: int = 1000) -> list[Judged]:
