@@ -73,6 +73,13 @@ def _larger(size: int) -> int:
     return size + max(1, size >> 2)
 
 
+def _fitting(entries: int, size: int) -> int:
+    """`size`, or the first larger size (`_larger` steps) not too full for `entries`."""
+    while _too_full(entries, size):
+        size = _larger(size)
+    return size
+
+
 def settles(st: CallState, anomalous: bool) -> bool:
     """True when `st` can be kept in columns: completed, nothing left to do, and what a
     call at rest needs (`rests`: no tool operations, no anomaly, never resumed)."""
@@ -231,14 +238,10 @@ class SettledCalls:
         """Make the indexes hold `more` calls and `keys` covered keys (at most one a
         call: `more` when not given) without growing: a fast start knows how many calls
         it will settle at most, so each index is built once, not at each step."""
-        size = len(self._index)
-        while _too_full(self._live + more, size):
-            size = _larger(size)
+        size = _fitting(self._live + more, len(self._index))
         if size != len(self._index):
             self._grow(size)
-        size = len(self._key_index)
-        while _too_full(self._keyed + (more if keys is None else keys), size):
-            size = _larger(size)
+        size = _fitting(self._keyed + (more if keys is None else keys), len(self._key_index))
         if size != len(self._key_index):
             self._grow_keys(size)
 
