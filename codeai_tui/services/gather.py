@@ -263,6 +263,12 @@ class Sharing:
     columns: bool = False
 
 
+def _skipped_any(call: CallEvidence) -> bool:
+    """Whether an attempt of `call` holds an event whose payload the fast path skipped."""
+    return any(a.interpreted_off is not None or a.completed_off is not None
+               for a in call.attempts)
+
+
 def fold_call_rows(call_id: str, rows: list[tuple[int, str, str, str | None, str | None, str]],
                    position: int, report: Callable[[int], Callable[[str], None]] | None = None,
                    ) -> CallEvidence | None:
@@ -456,6 +462,9 @@ class Gathered:
         # reads it then)
         self.coverage: Coverage | ReceiptCoverage = {}
         self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
+        # a projector follows on from these calls (`projector_from` with a loader): a call
+        # it keeps as an object must carry the skipped payloads a later event may word
+        self.followed = False
         self.event_count = 0
         self.as_of_seq = 0
         self._skeletons: _Skeletons | None = None
@@ -775,8 +784,10 @@ class Gathered:
             fold_call_event(call, is_new, kind, at, attempt_id, payloads.get(at, empty), report)
             is_new = False
         state = classify_call(call, anomalous=cid in an.calls)
-        if state.stage in _NEEDS_SKIPPED:
-            # the reason words the skipped payload (outcome, status): re-read this call
+        if state.stage in _NEEDS_SKIPPED or (
+                self.followed and not settles(state, False) and _skipped_any(call)):
+            # the reason words the skipped payload (outcome, status), or may once the
+            # followed call moves on: re-read this call
             full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
             if full is not None:
                 call = full
@@ -856,6 +867,7 @@ def projector_from(g: Gathered, load: CallLoader | None = None,
             compilation_states=comps)
     p = Projector.gathering(load)
     g.coverage = p.coverage  # (the columns answer for the calls they keep)
+    g.followed = True
     if g.share is not None:
         g.share = replace(g.share, columns=True)
     if plan is not None and g.call_count >= max(2, plan.min_calls):

@@ -331,6 +331,22 @@ def test_a_gathered_start_in_columns_equals_the_oracle_at_every_seq(ledger: Any)
         _gathered_in_columns(_write(Path(tmp), events, receipts, True))
 
 
+def test_a_followed_call_words_the_outcome_the_fast_path_skipped(tmp_path: Path) -> None:
+    """An attempt interpreted before it started (hostile): gathered at seq 1 the call is
+    only requested, so its reason needs no outcome, but the call is kept as an object
+    and followed: once seq 2 moves it on, its reason words the outcome read at seq 1."""
+    ids = {"task_id": "t1", "call_id": "c1", "attempt_id": "a1", "compilation_id": "k1"}
+    events = [dict(ids, seq=seq, kind=kind, payload=payload, event_id=f"e{seq}",
+                   recorded_at=f"2026-09-13T12:00:0{seq}Z")
+              for seq, kind, payload in [(1, "attempt.interpreted", '{"outcome": []}'),
+                                         (2, "attempt.started", "{}")]]
+    case = _write(tmp_path, events, [], True)
+    assert _gathered_in_columns(case) == 0
+    with LedgerReader(case) as reader:
+        whole = project(reader.events())
+    assert "interpreted as []" in whole.calls[0].reason  # (what the oracle words)
+
+
 def test_a_gathered_start_keeps_settled_calls_in_columns_only(tmp_path: Path) -> None:
     """Three completed calls and one cut short: the three go straight into columns
     (no objects), the fourth stays objects, and every as_of still equals the oracle."""
