@@ -146,13 +146,17 @@ def _suspects_in(sql: EvidenceSQL, after: int | None, upto: int) -> _Suspects:
     """The suspect rows with a seq in (after, upto] (all up to `upto` when None), and
     the table's print of those seqs (one more scan, on the same connection)."""
     found = _Suspects(table=sql.table_print(upto, CALL_EVENT_KINDS, after))
-    for seq, kind, call_id, text, known, odd_text in sql.suspect_rows(
-            upto, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS, after):
-        if odd_text:
-            found.odd_text_seq = seq
-            return found
-        _parsed, problem = parse_payload(text)
-        found.rows.append((seq, kind, call_id, problem, bool(known)))
+    odd_text = sql.first_odd_text(upto, after)
+    for seq, kind, call_id, text, known, odd_type in sql.suspect_rows(
+            upto if odd_text is None else odd_text, sorted(KNOWN_KINDS), SCAN_KINDS,
+            OTHER_KINDS, after):
+        if odd_type:  # (rows come in seq order: this one is the first odd)
+            odd_text = seq
+            break
+        if odd_text is None:  # (else the ledger is read event by event: no row matters)
+            _parsed, problem = parse_payload(text)
+            found.rows.append((seq, kind, call_id, problem, bool(known)))
+    found.odd_text_seq = odd_text
     return found
 
 

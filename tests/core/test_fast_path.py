@@ -302,12 +302,48 @@ def test_attempt_ids_survive_the_packed_skeleton(tmp_path: Path, call_id: str, a
               _ev(4, "attempt.observed", call=call_id, attempt=attempt_id, payload={})]
     case = _write(tmp_path, events, [], unique_ids=True)
     fast = project_case(case)
-    # ids that are not printable ASCII take the event path, which flags what needs it
-    # (SQLite's GLOB stops at a NUL, so a NUL alone stays on the fast path)
-    plain = all(ch == "\0" or " " <= ch <= "~" for ch in call_id + attempt_id)
+    # ids that are not printable ASCII (a NUL too) take the event path, which flags
+    # what needs it
+    plain = all(" " <= ch <= "~" for ch in call_id + attempt_id)
     assert (fast.gathered == "sql") is plain
     assert fast.as_json("x") == _oracle(case, None) | {"case": "x"}
     assert attempt_id in fast.calls[0].reason
+
+
+def test_the_first_cell_that_is_not_plain_text_sends_the_ledger_down_the_event_path(
+        tmp_path: Path) -> None:
+    """Any byte outside printable ASCII in an id or time cell, in any of those columns,
+    past the first page the check joins: the fast path gives way and names the first
+    such seq, where an earlier cell that is not text at all wins."""
+    n = 9_000  # (more rows than one page of the check)
+    events = [_ev(s, "task.created", call=None) for s in range(1, n + 1)]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("UPDATE events SET compilation_id = 'k1', call_id = 'c', attempt_id = 'a'")
+    oracle = _oracle(case, None)
+    columns = ("event_id", "recorded_at", "compilation_id", "call_id", "attempt_id", "task_id")
+    bad = [b"x\x01y", b"x\x7fy", b"\xffy", b"x\x00y", "caf\u00e9".encode(), b"tab\tx"]
+    got = {}
+    for column in columns:
+        for value in bad:
+            held = conn.execute(f"SELECT {column} FROM events WHERE seq = 8500").fetchone()[0]
+            conn.execute(f"UPDATE events SET {column} = CAST(? AS TEXT) WHERE seq = 8500",
+                         (value,))
+            got[column, value] = project_case(case).gathered
+            conn.execute(f"UPDATE events SET {column} = ? WHERE seq = 8500", (held,))
+    # (the task ids are read as text while the check runs: one that is not UTF-8 stops
+    # that read first)
+    assert got == {(column, value): "events (text that is not UTF-8)"
+                   if (column, value) == ("task_id", b"\xffy") else
+                   "events (seq 8500 holds an id or time that is not plain text)"
+                   for column in columns for value in bad}
+    assert project_case(case).gathered == "sql"
+    conn.execute("UPDATE events SET recorded_at = CAST(? AS TEXT) WHERE seq = 8700", (b"\x01",))
+    conn.execute("UPDATE events SET event_id = X'38363030' WHERE seq = 8600")  # a BLOB
+    assert project_case(case).gathered == \
+        "events (seq 8600 holds an id or time that is not plain text)"
+    conn.close()
+    assert oracle["calls"] == []
 
 
 def test_seqs_that_are_not_integers_never_hang_a_reader(tmp_path: Path) -> None:
