@@ -276,6 +276,7 @@ class EvidenceSQL:
         cells = ", ".join(f"CAST(group_concat({c}, '') AS BLOB)" for c in _TEXT_CELLS)
         upto = after if after is not None else -(1 << 63)
         while True:
+            self._stop_check()  # (a page is too short for the progress handler's check)
             page = self._all(
                 f"SELECT max(seq), {cells} FROM (SELECT seq, {', '.join(_TEXT_CELLS)} "
                 f"FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT {_TEXT_PAGE})",
@@ -439,6 +440,13 @@ class EvidenceSQL:
         """True once this connection's `stop` (abort_when) has turned true."""
         stop = self._stop
         return stop is not None and stop()
+
+    def _stop_check(self) -> None:
+        """Between the statements of one read made of many: end it as a long statement
+        ends once `stop` turns true ("interrupted", a LedgerError)."""
+        if self.stop_requested():
+            raise _error(self.path, sqlite3.OperationalError("interrupted"),
+                         guard_of(self._conn))
 
     def calls_observed_mentioning(self, as_of: int, word: str) -> set[str]:
         """Call ids with an attempt.observed whose payload text contains `word` or any

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ledgerfactory import write_ledger
 
-from codeai_tui.ledger import LedgerReader, read_receipts
+from codeai_tui.ledger import LedgerError, LedgerReader, read_receipts
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.ledger.schema import KNOWN_KINDS
 from codeai_tui.services.projection import project_case
 from codeai_tui.workstate import project
@@ -344,6 +345,14 @@ def test_the_first_cell_that_is_not_plain_text_sends_the_ledger_down_the_event_p
         "events (seq 8600 holds an id or time that is not plain text)"
     conn.close()
     assert oracle["calls"] == []
+    # the check reads page after page: a stop ends it between two as within one
+    stopped: list[bool] = []
+    with EvidenceSQL(case) as sql:
+        sql.abort_when(lambda: bool(stopped))
+        assert sql.first_odd_text(n) == 8700  # (the BLOB at 8600 is plain bytes)
+        stopped.append(True)
+        with pytest.raises(LedgerError, match="interrupted"):
+            sql.first_odd_text(n)
 
 
 def test_seqs_that_are_not_integers_never_hang_a_reader(tmp_path: Path) -> None:
