@@ -404,8 +404,8 @@ class EvidenceSQL:
             WITH g AS (
               SELECT call_id AS c, attempt_id AS a, min(seq) AS fs, max(seq) AS ls,
                      min(CASE WHEN kind = 'attempt.started' THEN seq END) AS st,
-                     sum(DISTINCT CASE WHEN typeof(kind) != 'text' THEN {ODD_KIND}
-                                  ELSE CASE kind {whens} ELSE 0 END END) AS b,
+                     sum(DISTINCT CASE kind {whens} ELSE CASE WHEN typeof(kind) != 'text'
+                                  THEN {ODD_KIND} ELSE 0 END END) AS b,
                      count(*) AS pn, sum(seq % {SEQ_MOD}) AS ps,
                      sum((seq % {WEIGHT_MOD}) * ({number})) AS pk
               FROM events INDEXED BY {self._index_on(("call_id", "attempt_id", "kind", "seq"))}
