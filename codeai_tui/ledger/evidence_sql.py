@@ -56,10 +56,20 @@ _BATCH = 4096
 # skeleton rows fetched at once: they wait while the calls before them are folded, and
 # 4096 of them held ~1.5 MB (a row is ~360 bytes of objects)
 _SKELETON_BATCH = 128
-# the cells `first_odd_text` checks, how many rows it joins at once, the bytes it passes
+# the cells `first_odd_text` checks; its first and largest page in rows, and the joined
+# bytes it keeps a page under; the bytes it passes
 _TEXT_CELLS = ("event_id", "recorded_at", "compilation_id", "call_id", "attempt_id", "task_id")
-_TEXT_PAGE = 8192
+_TEXT_FIRST_PAGE, _TEXT_PAGE, _TEXT_BYTES = 32, 8192, 4 << 20
 _PLAIN = bytes(range(0x20, 0x7F))  # printable ASCII
+
+
+def _next_page(rows: int, joined: int) -> int:
+    """How many rows `first_odd_text` joins next, after `rows` rows joined to `joined`
+    bytes: four times as many while that stays under a quarter of _TEXT_BYTES (up to
+    _TEXT_PAGE), a quarter as many (at least one) once it passes _TEXT_BYTES."""
+    if joined > _TEXT_BYTES:
+        return max(1, rows // 4)
+    return min(_TEXT_PAGE, rows * 4) if joined * 4 < _TEXT_BYTES else rows
 
 
 def _not_plain(cell: bytes) -> bool:
@@ -271,27 +281,32 @@ class EvidenceSQL:
         not printable ASCII, or None. The fast path never decodes those cells: such a
         ledger is left to the event path, which flags what is not UTF-8 or not text (the
         oracle's way). Each column of a page of rows is joined in C and searched in one
-        pass (a GLOB per cell took 1.8 s of the 1M-event ledger's scan, this ~1 s); only
-        a page holding such a byte is read again, cell by cell."""
+        pass (a GLOB per cell took 1.8 s of the 1M-event ledger's scan, this 0.8 s); only
+        a page holding such a byte is read again, cell by cell. Pages hold up to 8,192
+        rows, fewer where the joined cells would pass ~4 MiB (a hostile ledger's long
+        ids): a page's size follows the one before, beginning small."""
         cells = ", ".join(f"CAST(group_concat({c}, '') AS BLOB)" for c in _TEXT_CELLS)
         upto = after if after is not None else -(1 << 63)
+        rows = _TEXT_FIRST_PAGE
         while True:
             self._stop_check()  # (a page is too short for the progress handler's check)
             page = self._all(
                 f"SELECT max(seq), {cells} FROM (SELECT seq, {', '.join(_TEXT_CELLS)} "
-                f"FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT {_TEXT_PAGE})",
-                (upto, as_of))[0]
+                "FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?)",
+                (upto, as_of, rows))[0]
             if page[0] is None:
                 return None
-            if any(joined is not None and _not_plain(joined) for joined in page[1:]):
+            joined = [cell for cell in page[1:] if cell is not None]
+            if any(map(_not_plain, joined)):  # type: ignore[arg-type]
                 return self._first_odd_in(upto, int(page[0]))  # type: ignore[call-overload]
             upto = int(page[0])  # type: ignore[call-overload]
+            rows = _next_page(rows, sum(map(len, joined)))  # type: ignore[arg-type]
 
     def _first_odd_in(self, after: int, upto: int) -> int | None:
         casts = ", ".join(f"CAST({c} AS BLOB)" for c in _TEXT_CELLS)
-        for seq, *row in self._all(f"SELECT seq, {casts} FROM events WHERE seq > ? "
-                                   "AND seq <= ? ORDER BY seq", (after, upto)):
-            if any(cell is not None and _not_plain(cell) for cell in row):
+        for seq, *row in self._stream(f"SELECT seq, {casts} FROM events WHERE seq > ? "
+                                      "AND seq <= ? ORDER BY seq", (after, upto), batch=64):
+            if any(cell is not None and _not_plain(cell) for cell in row):  # type: ignore[arg-type]
                 return int(seq)  # type: ignore[call-overload]
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -353,6 +354,28 @@ def test_the_first_cell_that_is_not_plain_text_sends_the_ledger_down_the_event_p
         stopped.append(True)
         with pytest.raises(LedgerError, match="interrupted"):
             sql.first_odd_text(n)
+
+
+def test_long_id_cells_are_checked_a_few_rows_at_a_time(tmp_path: Path) -> None:
+    """Ids of 64 KiB (a hostile ledger's): the check joins few of them at once, so the
+    bytes it holds stay a few MiB where 600 rows' worth are 38 MiB, and it still finds
+    the one byte that is not plain text near the end of a cell."""
+    n, size = 600, 64 << 10
+    events = [_ev(s, "task.created", call=None) for s in range(1, n + 1)]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("UPDATE events SET event_id = printf('%.*c', ?, 'e') || seq", (size,))
+    conn.execute("UPDATE events SET event_id = event_id || char(1) WHERE seq = 590")
+    conn.close()
+    with EvidenceSQL(case) as sql:
+        tracemalloc.start()
+        try:
+            found = sql.first_odd_text(n)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert found == 590
+    assert peak < 12 << 20, peak
 
 
 def test_seqs_that_are_not_integers_never_hang_a_reader(tmp_path: Path) -> None:
