@@ -72,6 +72,14 @@ def _next_page(rows: int, joined: int) -> int:
     return min(_TEXT_PAGE, rows * 4) if joined * 4 < _TEXT_BYTES else rows
 
 
+def _seqs_between(after: int | None, upto: int) -> tuple[str, tuple[int, ...]]:
+    """SQL and parameters for the seqs in (`after`, `upto`] (no lower bound for None: any
+    bound below would leave out the smallest 64-bit seq)."""
+    if after is None:
+        return "seq <= ?", (upto,)
+    return "seq > ? AND seq <= ?", (after, upto)
+
+
 def _not_plain(cell: bytes) -> bool:
     """Whether `cell` holds a byte that is not printable ASCII (12 times a regex's speed:
     the bytes left once the printable ones are deleted)."""
@@ -286,26 +294,26 @@ class EvidenceSQL:
         rows, fewer where the joined cells would pass ~4 MiB (a hostile ledger's long
         ids): a page's size follows the one before, beginning small."""
         cells = ", ".join(f"CAST(group_concat({c}, '') AS BLOB)" for c in _TEXT_CELLS)
-        upto = after if after is not None else -(1 << 63)
         rows = _TEXT_FIRST_PAGE
         while True:
             self._stop_check()  # (a page is too short for the progress handler's check)
+            where, params = _seqs_between(after, as_of)
             page = self._all(
                 f"SELECT max(seq), {cells} FROM (SELECT seq, {', '.join(_TEXT_CELLS)} "
-                "FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?)",
-                (upto, as_of, rows))[0]
+                f"FROM events WHERE {where} ORDER BY seq LIMIT ?)", (*params, rows))[0]
             if page[0] is None:
                 return None
             joined = [cell for cell in page[1:] if cell is not None]
             if any(map(_not_plain, joined)):  # type: ignore[arg-type]
-                return self._first_odd_in(upto, int(page[0]))  # type: ignore[call-overload]
-            upto = int(page[0])  # type: ignore[call-overload]
+                return self._first_odd_in(after, int(page[0]))  # type: ignore[call-overload]
+            after = int(page[0])  # type: ignore[call-overload]
             rows = _next_page(rows, sum(map(len, joined)))  # type: ignore[arg-type]
 
-    def _first_odd_in(self, after: int, upto: int) -> int | None:
+    def _first_odd_in(self, after: int | None, upto: int) -> int | None:
         casts = ", ".join(f"CAST({c} AS BLOB)" for c in _TEXT_CELLS)
-        for seq, *row in self._stream(f"SELECT seq, {casts} FROM events WHERE seq > ? "
-                                      "AND seq <= ? ORDER BY seq", (after, upto), batch=64):
+        where, params = _seqs_between(after, upto)
+        for seq, *row in self._stream(f"SELECT seq, {casts} FROM events WHERE {where} "
+                                      "ORDER BY seq", params, batch=64):
             if any(cell is not None and _not_plain(cell) for cell in row):  # type: ignore[arg-type]
                 return int(seq)  # type: ignore[call-overload]
         return None

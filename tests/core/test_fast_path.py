@@ -356,6 +356,20 @@ def test_the_first_cell_that_is_not_plain_text_sends_the_ledger_down_the_event_p
             sql.first_odd_text(n)
 
 
+def test_the_smallest_seq_is_checked_for_text_too(tmp_path: Path) -> None:
+    """A first seq of -2^63 (the least a seq can be): its id is checked like any other."""
+    low = -(1 << 63)
+    events = [_ev(s, "task.created", call=None) for s in (low, 1, 2)]
+    case = _write(tmp_path, events, [], unique_ids=True)
+    conn = sqlite3.connect(case / "ledger.sqlite3", isolation_level=None)
+    conn.execute("UPDATE events SET event_id = 'e' || char(1) WHERE seq = ?", (low,))
+    conn.close()
+    with EvidenceSQL(case) as sql:
+        assert sql.first_odd_text(2) == low
+    assert project_case(case).gathered == \
+        f"events (seq {low} holds an id or time that is not plain text)"
+
+
 def test_long_id_cells_are_checked_a_few_rows_at_a_time(tmp_path: Path) -> None:
     """Ids of 64 KiB (a hostile ledger's): the check joins few of them at once, so the
     bytes it holds stay a few MiB where 600 rows' worth are 38 MiB, and it still finds
