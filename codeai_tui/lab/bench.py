@@ -719,9 +719,16 @@ def run_bench(n_events: int = 1_000_000, keep: str | None = None, runs: int = 3,
         _write_once(case, n_events)
         rows = _measure(case, runs)
         if live_seconds > 0:
-            rows += _measure_app_live(case, live_seconds)
-            rows += _measure_live(case, live_seconds)
-            rows += [judged(r, None) for r in _measure_follow_reads(case, live_seconds)]
+            # the writers append to a copy: a kept ledger stays the size its rows name
+            live = root / "live"
+            shutil.rmtree(live, ignore_errors=True)
+            shutil.copytree(case, live)
+            try:
+                rows += _measure_app_live(live, live_seconds)
+                rows += _measure_live(live, live_seconds)
+                rows += [judged(r, None) for r in _measure_follow_reads(live, live_seconds)]
+            finally:
+                shutil.rmtree(live, ignore_errors=True)
         if huge_events:
             huge = root / f"huge-{huge_events}"
             _write_once(huge, huge_events)
