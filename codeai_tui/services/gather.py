@@ -21,7 +21,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
@@ -262,9 +262,6 @@ class Sharing:
     there is no id object to share.)"""
 
     receipts: ByKey
-    # the projection keeps settled calls in columns (their own copies of the strings):
-    # only the calls kept as objects share
-    columns: bool = False
 
 
 def _skipped_any(call: CallEvidence) -> bool:
@@ -466,8 +463,9 @@ class Gathered:
         # reads it then)
         self.coverage: Coverage | ReceiptCoverage = {}
         self.tool_counts = ToolCounts()  # the document's counts, kept by `call_lines`
-        # a projector follows on from these calls (`projector_from` with a loader): a call
-        # it keeps as an object must carry the skipped payloads a later event may word
+        # a projector follows on from these calls (`projector_from` with a loader), its
+        # settled calls in columns (their own copies of the strings, shared by none); a
+        # call it keeps as an object must carry the skipped payloads a later event may word
         self.followed = False
         self.event_count = 0
         self.as_of_seq = 0
@@ -788,16 +786,18 @@ class Gathered:
             fold_call_event(call, is_new, kind, at, attempt_id, payloads.get(at, empty), report)
             is_new = False
         state = classify_call(call, anomalous=cid in an.calls)
+        in_columns = self.followed and settles(state, False)
         if state.stage in _NEEDS_SKIPPED or (
-                self.followed and not settles(state, False) and _skipped_any(call)):
+                self.followed and not in_columns and _skipped_any(call)):
             # the reason words the skipped payload (outcome, status), or may once the
             # followed call moves on: re-read this call
             full = fold_call_rows(cid, self.sql.call_rows(cid, self.limit), pos)
             if full is not None:
                 call = full
                 state = classify_call(full, anomalous=cid in an.calls)
+                in_columns = self.followed and settles(state, False)
         share = self.share
-        if share is not None and not (share.columns and settles(state, False)):
+        if share is not None and not in_columns:
             # the verdict reads its key from the evidence: shared too
             share_receipt_strings(call, share.receipts)
         return state
@@ -872,8 +872,6 @@ def projector_from(g: Gathered, load: CallLoader | None = None,
     p = Projector.gathering(load)
     g.coverage = p.coverage  # (the columns answer for the calls they keep)
     g.followed = True
-    if g.share is not None:
-        g.share = replace(g.share, columns=True)
     if plan is not None and g.call_count >= max(2, plan.min_calls):
         _take_calls_in_halves(p, g, plan, stop)
     else:
