@@ -28,6 +28,7 @@ from codeai_tui.ledger.table_check import (
     call_filter,
     call_print_terms,
     kind_number,
+    seqs_between,
 )
 
 
@@ -70,14 +71,6 @@ def _next_page(rows: int, joined: int) -> int:
     if joined > _TEXT_BYTES:
         return max(1, rows // 4)
     return min(_TEXT_PAGE, rows * 4) if joined * 4 < _TEXT_BYTES else rows
-
-
-def _seqs_between(after: int | None, upto: int) -> tuple[str, tuple[int, ...]]:
-    """SQL and parameters for the seqs in (`after`, `upto`] (no lower bound for None: any
-    bound below would leave out the smallest 64-bit seq)."""
-    if after is None:
-        return "seq <= ?", (upto,)
-    return "seq > ? AND seq <= ?", (after, upto)
 
 
 def _not_plain(cell: bytes) -> bool:
@@ -275,14 +268,15 @@ class EvidenceSQL:
         bad = ("CASE WHEN typeof(payload) = 'text' AND json_valid(payload) "
                "THEN json_type(payload) ELSE 'bad' END != 'object'")
         odd = "typeof(event_id) != 'text' OR typeof(recorded_at) != 'text'"
+        seqs, params = seqs_between(after, as_of)
         return self._stream(f"""
             SELECT seq, kind, call_id, payload, kind IN ({_in(known)}), {odd}
-            FROM events WHERE seq <= ? {"" if after is None else "AND seq > ?"}
+            FROM events WHERE {seqs}
               AND ({odd} OR kind NOT IN ({_in(known)})
               OR (kind NOT IN ({_in(scanned)}) AND {bad})
               OR (kind IN ({_in(flagging)}) AND call_id IS NOT NULL AND call_id != ''
                   AND {bad}))
-            ORDER BY seq""", (as_of,) if after is None else (as_of, after))  # type: ignore[return-value]
+            ORDER BY seq""", params)  # type: ignore[return-value]
 
     def first_odd_text(self, as_of: int, after: int | None = None) -> int | None:
         """The first seq in (`after`, `as_of`] whose id or time cells hold a byte that is
@@ -297,7 +291,7 @@ class EvidenceSQL:
         rows = _TEXT_FIRST_PAGE
         while True:
             self._stop_check()  # (a page is too short for the progress handler's check)
-            where, params = _seqs_between(after, as_of)
+            where, params = seqs_between(after, as_of)
             page = self._all(
                 f"SELECT max(seq), {cells} FROM (SELECT seq, {', '.join(_TEXT_CELLS)} "
                 f"FROM events WHERE {where} ORDER BY seq LIMIT ?)", (*params, rows))[0]
@@ -311,7 +305,7 @@ class EvidenceSQL:
 
     def _first_odd_in(self, after: int | None, upto: int) -> int | None:
         casts = ", ".join(f"CAST({c} AS BLOB)" for c in _TEXT_CELLS)
-        where, params = _seqs_between(after, upto)
+        where, params = seqs_between(after, upto)
         for seq, *row in self._stream(f"SELECT seq, {casts} FROM events WHERE {where} "
                                       "ORDER BY seq", params, batch=64):
             if any(cell is not None and _not_plain(cell) for cell in row):  # type: ignore[arg-type]
