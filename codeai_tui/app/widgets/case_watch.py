@@ -75,7 +75,7 @@ class CaseWatch(Widget):
     def _drift_due(self, case: Path, snap: CaseSnapshot, now: float, first: bool = False
                    ) -> None:
         """Start a drift check of the resumable calls due (`drift_todo`) unless one runs:
-        the calls it leaves are asked again at the next snapshot or flush."""
+        the calls it leaves are asked again at the next snapshot or tick."""
         worker = self._drift_worker
         if worker is not None:
             if not worker.is_finished:
