@@ -92,6 +92,21 @@ def test_the_children_read_the_one_reads_rows(tmp_path: Path) -> None:
     assert rows.index_print == _index_print(whole)
 
 
+def test_the_split_halves_the_events(tmp_path: Path) -> None:
+    """The children's parts hold about as many events each: the answer waits for the
+    larger one."""
+    case = tmp_path / "bench"
+    write_bench_ledger(case, 200_000, writers=20, tasks=200)
+    with EvidenceSQL(case) as sql:
+        middle = sql.middle_call_id(sql.max_seq())
+    conn = sqlite3.connect(f"file:{case / 'ledger.sqlite3'}?mode=ro", uri=True)
+    below, every = conn.execute(
+        "SELECT sum(call_id < ?), count(*) FROM events WHERE call_id != ''",
+        (middle,)).fetchone()
+    conn.close()
+    assert 0.47 < below / every < 0.53
+
+
 def test_a_child_that_cannot_answer_leaves_its_part_to_the_parent(tmp_path: Path) -> None:
     """No interpreter to start, or one that ends without a word: the parent reads the
     parts itself, and the rows are the same."""
