@@ -43,3 +43,11 @@ def test_the_markdown_table_has_one_row_per_measure_and_escapes_bars(capsys) -> 
     assert lines[1] == "|---|---|---|---|---|"
     assert lines[3] == "| inspect --json \\| a pipe | 4.00 s | 4.4x full scan | <= 6x full scan | met |"
     assert len(lines) == 4
+
+
+def test_a_cpu_bound_time_shows_the_least_wall_time_its_cpu_allows() -> None:
+    """Where a start is bound by CPU, the row says how much it spent and what that
+    costs at best on the cores there are."""
+    from codeai_tui.lab.bench import with_cpu
+    assert with_cpu(8.94, 17.4, 2) == "8.94 s (CPU 17.4 s: >= 8.70 s on 2 cores)"
+    assert with_cpu(3.0, 3.0, 1) == "3.00 s (CPU 3.0 s: >= 3.00 s on 1 core)"
