@@ -472,6 +472,56 @@ with EvidenceSQL(sys.argv[1]) as sql:
 """
 
 
+# the CPU of each part of a console's start, one after the other in one process (on one
+# core; the suspect scan's parts as one helper runs them): where the time of the rows bound
+# by CPU goes. The fold is timed from the gatherer's first call (its reads before that
+# are the rows above it). argv: case
+_START_PARTS = """
+import json, sys
+from pathlib import Path
+from codeai_tui.ledger.evidence_sql import EvidenceSQL
+from codeai_tui.ledger.receipts import read_receipts
+from codeai_tui.ledger.schema import KNOWN_KINDS
+from codeai_tui.services.gather import (
+    OTHER_KINDS, PAYLOAD_CALL_KINDS, SCAN_KINDS, Gathered, Sharing, projector_from)
+from codeai_tui.services.stage_reads import CALL_EVENT_KINDS, CODES
+from codeai_tui.services.time_travel import CallHistory
+from codeai_tui.workstate.receipts import by_key_of
+case = Path(sys.argv[1])
+sql = EvidenceSQL(case)
+limit = sql.max_seq()
+parts = []
+def part(name, work):
+    before = cpu()
+    got = work()
+    parts.append((name, cpu() - before))
+    return got
+def drained(rows):
+    return sum(1 for _ in rows)
+mid = sql.middle_call_id(limit)
+part("the skeleton: the calls' kinds grouped (both halves)",
+     lambda: [sql.call_stage_rows(limit, CODES, ids) for ids in ((None, mid), (mid, None))])
+part("the skeleton: observations, with the table's print",
+     lambda: sql.observed_with_table_print(limit, "sent", CALL_EVENT_KINDS))
+part("suspect scan: the id and kind cells' types (three indexes)",
+     lambda: sql.odd_cells(limit))
+part("suspect scan: the table's print", lambda: sql.table_print(limit, CALL_EVENT_KINDS))
+part("suspect scan: ids and times that are not printable", lambda: sql.first_odd_text(limit))
+part("suspect scan: the rows SQLite flags", lambda: drained(sql.suspect_rows(
+    limit, sorted(KNOWN_KINDS), SCAN_KINDS, OTHER_KINDS)))
+log = part("the receipt log read and parsed", lambda: read_receipts(case))
+part("the gatherer: each task's extent", lambda: sql.task_extents(limit))
+part("the gatherer: the calls' events grouped and packed", lambda: drained(
+    sql.call_skeletons(limit, CALL_EVENT_KINDS, PAYLOAD_CALL_KINDS)[1]))
+got = Gathered(sql, limit, log)
+got.share = Sharing(by_key_of(log))
+p = part("every call folded, judged and put in columns (payload rows read and parsed)",
+         lambda: projector_from(got, CallHistory(case / "ledger.sqlite3")))
+part("the first snapshot (the receipt check)", lambda: p.snapshot(log))
+print(json.dumps(parts))
+"""
+
+
 _TIME_TRAVEL = """
 import sys, time
 from pathlib import Path
@@ -850,7 +900,7 @@ def _measure(case: Path, runs: int) -> list[Judged]:
     rows.append(judged((f"inspect --json --as-of {mid:,} (whole process)", f"{wall:.2f} s",
                         scans.full_ratio(wall), ""), None))
     opened = [_run(_py(_MODEL_OPEN) + [str(case)], capture=True) for _ in range(runs)]
-    fields = [o[2].split() for o in opened]
+    fields = [o.out.split() for o in opened]
     t_answer = _median([float(f[0]) for f in fields])
     rows.append(judged(("console model (no Textual): open to the answer (skeleton; "
                         f"{fields[0][3]} effect unknown, {fields[0][4]} pending)",
@@ -858,11 +908,27 @@ def _measure(case: Path, runs: int) -> list[Judged]:
     t_open = _median([float(f[1]) for f in fields])
     rows.append(judged(("console model (no Textual): open to the full snapshot",
                         f"{t_open:.2f} s", scans.bare_ratio(t_open), ""), None))
+    rows.extend(start_parts(case, size, runs))
     travel = _time_travel(case, max_seq, runs)
     rows.append(judged((f"{size}: time travel to a seq (10 seqs incl. middle, ends; max "
                         f"{max(travel) * 1000:.0f} ms)", f"{_median(travel) * 1000:.0f} ms",
                         scans.bare_ratio(_median(travel)), "<= 500 ms"),
                        _median(travel) <= 0.5))
+    return rows
+
+
+def start_parts(case: Path, size: str, runs: int) -> list[Judged]:
+    """The CPU of each part of a console's start (`_START_PARTS`), and of them all: the
+    rows bound by CPU spend it, over the cores there are."""
+    measured = [json.loads(_run(_py(_START_PARTS) + [str(case)], capture=True).out)
+                for _ in range(runs)]
+    names = [name for name, _cpu in measured[0]]
+    medians = [_median([m[i][1] for m in measured]) for i in range(len(names))]
+    rows = [judged((f"{size}: the start's CPU, part by part (each alone, one core): {name}",
+                    f"{cpu:.2f} s", "", ""), None) for name, cpu in zip(names, medians,
+                                                                      strict=True)]
+    rows.append(judged((f"{size}: the start's CPU, the parts above together",
+                        f"{sum(medians):.2f} s", "", ""), None))
     return rows
 
 

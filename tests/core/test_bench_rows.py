@@ -51,3 +51,21 @@ def test_a_cpu_bound_time_shows_the_least_wall_time_its_cpu_allows() -> None:
     from codeai_tui.lab.bench import with_cpu
     assert with_cpu(8.94, 17.4, 2) == "8.94 s (CPU 17.4 s: >= 8.70 s on 2 cores)"
     assert with_cpu(3.0, 3.0, 1) == "3.00 s (CPU 3.0 s: >= 3.00 s on 1 core)"
+
+
+def test_the_start_is_measured_part_by_part_and_in_all(tmp_path) -> None:
+    """Each part of a start is a row of its own CPU, and the last row adds them up: the
+    table says where the CPU of a start bound by it goes."""
+    from codeai_tui.lab.bench import start_parts, write_ledger
+    case = tmp_path / "case"
+    write_ledger(case, 3_000, writers=5, tasks=10)
+    rows = start_parts(case, "3,000 events", runs=1)
+    parts, total = rows[:-1], rows[-1]
+    names = [label.split(": ", 2)[-1] for label, *_ in parts]
+    assert names[0] == "the skeleton: the calls' kinds grouped (both halves)"
+    assert "every call folded, judged and put in columns (payload rows read and parsed)" in names
+    assert names[-1] == "the first snapshot (the receipt check)"
+    seconds = [float(value.removesuffix(" s")) for _label, value, *_ in parts]
+    assert all(s >= 0 for s in seconds) and max(seconds) > 0
+    assert total[0] == "3,000 events: the start's CPU, the parts above together"
+    assert abs(float(total[1].removesuffix(" s")) - sum(seconds)) <= 0.005 * len(seconds)
