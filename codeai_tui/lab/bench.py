@@ -472,10 +472,9 @@ with EvidenceSQL(sys.argv[1]) as sql:
 """
 
 
-# the CPU of each part of a console's start, one after the other in one process (on one
-# core; the suspect scan's parts as one helper runs them): where the time of the rows bound
-# by CPU goes. The fold is timed from the gatherer's first call (its reads before that
-# are the rows above it). argv: case
+# the CPU of each part of a console's start, each alone, one after the other in one
+# process (one core): where the time of the rows bound by CPU goes. The fold is timed from
+# the gatherer's first call (its reads before that are the parts above it). argv: case
 _START_PARTS = """
 import json, sys
 from pathlib import Path
