@@ -49,6 +49,7 @@ from codeai_tui.console.severity import CaseVerdict, case_verdict
 from codeai_tui.ledger import LedgerError, LedgerReader, read_receipts
 from codeai_tui.ledger.errors import LedgerProblem
 from codeai_tui.ledger.schema import LEDGER_FILENAME
+from codeai_tui.services.forked import usable_cores
 from codeai_tui.services.projection import flag_index
 from codeai_tui.services.stage_reads import CALL_EVENT_KINDS
 from codeai_tui.workstate import Projector
@@ -113,7 +114,7 @@ def summarize_all(cases: list[Path], stopped: Callable[[], bool] = lambda: False
     exception other than LedgerError is raised here, from this process's `summarize`
     of that case, as it would be without helpers. Stops soon after `stopped()`."""
     if helpers is None:
-        helpers = min(MAX_HELPERS, _cores() - 1) if len(cases) >= HELPER_MIN_CASES else 0
+        helpers = min(MAX_HELPERS, usable_cores() - 1) if len(cases) >= HELPER_MIN_CASES else 0
     work = _Work(cases)
     pool = [_Helper(work) for _ in range(max(helpers, 0))]
     try:
@@ -144,13 +145,6 @@ def _summary(case: Path, stop: Callable[[], bool] | None = None) -> Summary:
         return case, summarize(case, stop)
     except LedgerError as exc:
         return case, exc
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class _Work:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from codeai_tui.ledger.schema import LEDGER_FORMAT, SCHEMA_SQL
+from codeai_tui.services.forked import usable_cores
 
 SHA_A = "ab" * 32
 BARE_SCAN = "SELECT seq, kind, call_id, attempt_id FROM events"
@@ -746,14 +747,6 @@ def with_cpu(wall: float, cpu: float, cores: int) -> str:
             f"core{'s' if cores != 1 else ''})")
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (not Linux)
-        return os.cpu_count() or 1
-
-
 def judged(row: Row, met: bool | None) -> tuple[str, str, str, str, str]:
     """A row with its verdict against its target (None: no target, or not measurable)."""
     return (*row, "" if met is None else "met" if met else "MISSED")
@@ -877,7 +870,7 @@ def _measure(case: Path, runs: int) -> list[Judged]:
                        t_app_answer <= 2))
     rows.append(judged((f"{size}: every pane final (the console: no count reads "
                         "\"reading…\", the full snapshot painted; CPU of the console and "
-                        "its helpers to then)", with_cpu(t_app, cpu_app, _cores()),
+                        "its helpers to then)", with_cpu(t_app, cpu_app, usable_cores()),
                         scans.bare_ratio(t_app), "<= 5 s"), t_app <= 5))
     rows.append(judged(("the console: max RSS with the full snapshot held",
                         f"{max(a.rss_mb for a in app):.0f} MB", "", ""), None))
@@ -885,7 +878,7 @@ def _measure(case: Path, runs: int) -> list[Judged]:
     wall = _median([r.wall for r in res])
     met = wall <= 6 * scans.full if scans.full else None
     rows.append(judged((f"{size}: inspect --json (whole process; CPU with its helpers)",
-                        with_cpu(wall, _median([r.cpu for r in res]), _cores()),
+                        with_cpu(wall, _median([r.cpu for r in res]), usable_cores()),
                         scans.full_ratio(wall), "<= 6x full scan"), met))
     rows.append(judged(("inspect --json max RSS", f"{max(r.rss_mb for r in res):.0f} MB", "",
                         ""), None))

@@ -56,6 +56,14 @@ class HelperPlan:
         return max(1, min(calls - 1, calls - round(calls * self.share)))
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def helper_plan(min_calls: int = HELPER_MIN_CALLS) -> HelperPlan | None:
     """A plan where a helper can run on another core (fork exists, two cores are ours),
     else None."""
