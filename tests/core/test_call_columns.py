@@ -54,7 +54,7 @@ _LATE = [("attempt.started", "A2", {"request_sha256": SHA}),
 def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Up to five calls over two tasks, most run to completion, some cut short, some
     named again after they completed (events, a duplicate event id, broken payloads),
-    their events interleaved; and a few receipts."""
+    their events interleaved; and a few receipts, some of a body no call asked for."""
     scripts: list[list[tuple[str, str, str | None, Any]]] = []
     for c in range(draw(st.integers(1, 5))):
         call = f"c{c}"
@@ -89,7 +89,9 @@ def lifecycles(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, An
             "compilation_id": None,
             "payload": payload if isinstance(payload, str) else json.dumps(payload)})
     receipts = [{"receipt_id": f"r{j}", "received_at": "2026-09-13T12:00:01Z",
-                 "idempotency_key": f"k{draw(st.integers(0, 4))}", "body_sha256": SHA,
+                 "idempotency_key": f"k{draw(st.integers(0, 4))}",
+                 # (or a body no attempt asked for: its key covered, the receipt not)
+                 "body_sha256": draw(st.sampled_from([SHA, SHA, "c" * 64])),
                  "bytes": 1} for j in range(draw(st.integers(0, 3)))]
     return events, receipts
 
