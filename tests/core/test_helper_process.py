@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,7 +29,7 @@ from codeai_tui.ledger.errors import LedgerError
 from codeai_tui.ledger.evidence_sql import EvidenceSQL
 from codeai_tui.read.inspection import inspect_path, render_table, write_json, write_table
 from codeai_tui.services.forked import HelperPlan, LineWriter, ParentGone, helper_plan
-from codeai_tui.services.gather import Gathered
+from codeai_tui.services.gather import SCAN_NICENESS, Gathered
 from codeai_tui.workstate import CallState
 from tests.core.test_fast_path import drawn_case, ledgers
 from tests.support import examples
@@ -107,6 +108,28 @@ def test_forked_scans_find_the_same_document_at_every_as_of(ledger: Any, unique_
     with drawn_case(ledger, unique_ids) as (case, as_ofs):
         for as_of in as_ofs:
             assert _document(case, as_of, SCANS_FORKED) == _document(case, as_of, None), as_of
+
+
+def test_the_scan_helpers_run_below_their_parents_priority(tmp_path: Path) -> None:
+    """The start waits for the parent's own reads: each forked scan half asks the kernel
+    for SCAN_NICENESS below its parent (read back in the helper, by the kernel's
+    account), and the document is the one process's."""
+    case, seen = _case(tmp_path), tmp_path / "niceness"
+    real_nice = os.nice
+
+    def nice_noted(increment: int) -> int:
+        got = real_nice(increment)
+        with seen.open("a") as out:  # (the helper's own niceness, as the kernel has it)
+            out.write(f"{os.getpid()} {os.getpriority(os.PRIO_PROCESS, 0)}\n")
+        return got
+
+    with patch.object(os, "nice", nice_noted):
+        document = _document(case, None, SCANS_FORKED)
+    assert document == _document(case, None, None)
+    lines = seen.read_text().split() if seen.exists() else []
+    pids, levels = set(lines[0::2]), {int(level) for level in lines[1::2]}
+    assert len(pids) == 2 and str(os.getpid()) not in pids  # two halves, both helpers
+    assert levels == {min(19, os.getpriority(os.PRIO_PROCESS, 0) + SCAN_NICENESS)}
 
 
 def _events(calls: int) -> list[dict[str, Any]]:
