@@ -149,7 +149,14 @@ class DetailView(VerticalScroll):
         live snapshot repaints, and an update lays the screen out anew."""
         if text != self._shown:
             self._shown = text
-            self.query_one("#detail", Static).update(text)
+            detail = self.query_one("#detail", Static)
+            detail.update(text)
+            # Textual counts a layout request only when none is pending, and keeps each
+            # widget's size by that count: a layout of the screen between a pending
+            # request and this update kept the earlier text's height (Detail one line
+            # tall after `l` selected a lane, ~1 opening in 40 at 160x48). Asked again
+            # once this refresh is done, the height is this text's.
+            self.call_after_refresh(detail.refresh, layout=True)
 
     @staticmethod
     def _describe_early(early: SkeletonCall) -> tuple[str, list[tuple[str, str]], Any]:
