@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.console.actions import ActionLog, Outcome
 from codeai_tui.ledger import LedgerError
 from codeai_tui.read.report import report_to_temp
@@ -87,11 +88,11 @@ class ActionLogScreen(ModalScreen[None]):
         note = self.query_one("#report-note", Static)
         note.set_classes("-shown")
         if self.case is None:
-            note.update("no case is open: no report to write")
+            show_laid_out(note, "no case is open: no report to write")
             return
         at = f" as of seq {self.as_of}" if self.as_of is not None else ""
-        note.update(Content(visible(f"writing the incident report of {self.case}{at}\u2026",
-                                    one_line=True)))
+        show_laid_out(note, Content(visible(f"writing the incident report of {self.case}{at}\u2026",
+                                            one_line=True)))
         case, as_of = self.case, self.as_of
         self.run_worker(lambda: self._write_report(case, as_of), thread=True,
                         group="report", exclusive=True, exit_on_error=False)
@@ -114,7 +115,7 @@ class ActionLogScreen(ModalScreen[None]):
                     "bytes): open it in a browser")
             note.set_classes("-shown -written")
         shown = visible(text, one_line=True, limit=400)
-        note.update(Content(shown))
+        show_laid_out(note, Content(shown))
         self.notify(shown, title="report", markup=False, timeout=15,
                     severity="information" if message.path is not None else "error")
 

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from codeai_tui.actions import advance
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.textsafe import visible
 
 APPENDS = advance.APPENDS
@@ -155,5 +156,5 @@ class AdvanceModal(ModalScreen[str | None]):
         self._say("finalize as failed chosen: y or Enter records it, n or esc cancels")
 
     def _say(self, text: str) -> None:
-        self.query_one("#advance-say", Static).update(
+        show_laid_out(self.query_one("#advance-say", Static),
             Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))

@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
 from codeai_tui.actions.reconcile_plan import ReconcilePlan
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.textsafe import visible
 
 FINDING_LABELS = {
@@ -131,7 +132,7 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
             self._say(f"{names[index]} cannot be chosen here")
             return
         button.value = True
-        self.query_one("#reconcile-refused", Static).update(Content.assemble(
+        show_laid_out(self.query_one("#reconcile-refused", Static), Content.assemble(
             (f"{names[index]} chosen: ", "bold $accent"), "y records it, n or esc cancels"))
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
@@ -169,7 +170,7 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
         raise NotImplementedError
 
     def _say(self, text: str) -> None:
-        self.query_one("#reconcile-refused", Static).update(
+        show_laid_out(self.query_one("#reconcile-refused", Static),
             Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
 
     def evidence_changed(self, why: str) -> None:
@@ -179,7 +180,7 @@ class FindingDialog(ModalScreen[ReconcileDecision]):
             self._show_refusal()
 
     def _show_refusal(self) -> None:
-        self.query_one("#reconcile-refused", Static).update(Content.assemble(
+        show_laid_out(self.query_one("#reconcile-refused", Static), Content.assemble(
             ("\u2716 evidence changed: ", "bold $error"), _v(self.refused or "", 300),
             " \u2014 nothing recorded; cancel and look again."))
         for button in self.query("#reconcile-confirm"):

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Static
 
 from codeai_tui.actions.resume import ResumePlan
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.console.drift import drift_fixes
 from codeai_tui.textsafe import visible
 
@@ -162,7 +163,7 @@ class ResumeModal(ModalScreen[ResumeDecision]):
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
         event.stop()
-        self.query_one("#resume-destination", Static).update(self._destination())
+        show_laid_out(self.query_one("#resume-destination", Static), self._destination())
 
     def _verdict(self) -> Content:
         verdict = self._drift_verdict()
@@ -259,7 +260,7 @@ class ResumeModal(ModalScreen[ResumeDecision]):
         self.dismiss(ResumeDecision(True, self.reason, self.send_credential()))
 
     def _say(self, text: str) -> None:
-        self.query_one("#resume-refused", Static).update(
+        show_laid_out(self.query_one("#resume-refused", Static),
             Content.assemble(("\u26a0 ", "bold $warning"), (text, "bold $warning")))
 
     def evidence_changed(self, why: str) -> None:
@@ -270,7 +271,7 @@ class ResumeModal(ModalScreen[ResumeDecision]):
 
     def _show_refusal(self) -> None:
         why = self.refused or ""
-        self.query_one("#resume-refused", Static).update(
+        show_laid_out(self.query_one("#resume-refused", Static),
             Content.assemble(("\u2716 evidence changed: ", "bold $error"), _v(why),
                              " \u2014 resume refused; cancel and look again.")
         )

@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Static
 
 from codeai_tui.actions.reconcile_plan import ToolReconcilePlan
 from codeai_tui.app.screens.reconcile import FindingDialog, ReconcileDecision
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.textsafe import visible
 
 TOOL_FINDING_LABELS = {
@@ -84,7 +85,7 @@ class ToolReconcileModal(FindingDialog):
         never records by itself."""
         event.stop()
         if event.input.id == "tool-reconcile-typed-id" and self._typed_ok() and not self.refused:
-            self.query_one("#reconcile-refused", Static).update(Content.assemble(
+            show_laid_out(self.query_one("#reconcile-refused", Static), Content.assemble(
                 ("\u2714 the tool-call id matches: ", "bold $success"),
                 "Enter (or y) records the finding"))
             self.query_one("#reconcile-confirm", Button).focus()

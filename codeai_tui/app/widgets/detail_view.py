@@ -22,6 +22,7 @@ from textual.widgets import Static
 
 from codeai_tui.app.widgets.cells import WARN
 from codeai_tui.app.widgets.detail_text import ago, detail_text
+from codeai_tui.app.widgets.laid_out import show_laid_out
 from codeai_tui.console.drift import DriftCheck, DriftStatus
 from codeai_tui.console.evidence import (
     DETAIL_SHOWN,
@@ -149,14 +150,7 @@ class DetailView(VerticalScroll):
         live snapshot repaints, and an update lays the screen out anew."""
         if text != self._shown:
             self._shown = text
-            detail = self.query_one("#detail", Static)
-            detail.update(text)
-            # Textual counts a layout request only when none is pending, and keeps each
-            # widget's size by that count: a layout of the screen between a pending
-            # request and this update kept the earlier text's height (Detail one line
-            # tall after `l` selected a lane, ~1 opening in 40 at 160x48). Asked again
-            # once this refresh is done, the height is this text's.
-            self.call_after_refresh(detail.refresh, layout=True)
+            show_laid_out(self.query_one("#detail", Static), text)
 
     @staticmethod
     def _describe_early(early: SkeletonCall) -> tuple[str, list[tuple[str, str]], Any]:
