@@ -505,7 +505,7 @@ class SettledCalls:
 
     def covers(self, key: str) -> bool:
         """Whether an attempt kept here covers `key` (`cover`, no Cover made)."""
-        return self._look_up(self._key_index, key, self.key_of) is not None
+        return self._cover_slot(key) is not None
 
     def _cover_slot(self, key: str) -> int | None:
         """The slot whose kept attempt covers `key` (`_look_up` and `key_of` written
