@@ -44,6 +44,16 @@ peaks but looked slower to the answer (medians 2.57 s against 2.48 s over 8 roun
 Following a writer at 1,000 events/s, where the projection's lists and tables keep
 growing (a table that grows is copied and the old one freed), the whole console's RSS
 grew 81.1-81.6 MB in ten minutes instead of 115.4-117.2 MB (two runs each, headless).
+
+Once a projection is built and followed, what grows is its columns: arrays CPython
+enlarges a sixteenth at a time, each step a larger block and the old one freed. Blocks
+under the 1 MiB threshold come from the heap, where each old copy stays a hole the next,
+larger copy does not fit. Following 1,000 events/s of new calls for ten minutes after
+building the 1M-event projection, the heap grew 14.7 MB (39.1 to 53.8 MB), 4.9 MB of it
+free. So once its projection is built the console maps blocks from 256 KiB on
+(`FOLLOW_MMAP_THRESHOLD`; a reopen builds with 1 MiB again): a grown column's old copy
+is unmapped whole. In the same ten minutes, side by side, the heap stayed at 42.4 MB and
+the whole console's RSS grew 16.9 MB, against 22.8 MB.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ from collections.abc import Callable
 
 ARENAS = 2
 MMAP_THRESHOLD = 1 << 20  # blocks of 1 MiB and more: a projection's big tables and lists
+FOLLOW_MMAP_THRESHOLD = 256 << 10  # once it is built and followed: its growing columns
 TRIM_MIN_FREE = 64 << 20  # below, following reuses what a trim would hand back
 _M_ARENA_MAX = -8  # glibc's malloc.h
 _M_MMAP_THRESHOLD = -3

@@ -146,3 +146,71 @@ def test_a_threshold_the_operator_set_is_left_alone(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")
     assert fix_mmap_threshold() is False
+
+
+# A fresh interpreter: eight columns built to 320 KB each under the build threshold (from
+# the heap), then grown to 960 KB a sixteenth at a time as a followed projection's are,
+# between small blocks that stay. Prints how many MB the RSS grew and malloc then held free.
+_GROWING_COLUMNS = """
+import sys
+from array import array
+from pathlib import Path
+from codeai_tui.services.glibc_malloc import (
+    FOLLOW_MMAP_THRESHOLD, fix_mmap_threshold, malloc_free_bytes)
+def rss_kb():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+assert fix_mmap_threshold() is True
+columns = [array("q", range(40_000)) for _ in range(8)]
+kept = [bytes(600) for _ in range(1000)]
+if sys.argv[1] == "following":
+    assert fix_mmap_threshold(FOLLOW_MMAP_THRESHOLD) is True
+before = rss_kb()
+for i in range(80_000):
+    for column in columns:
+        column.append(i)
+    if i % 50 == 0:
+        kept.append(bytes(600))
+print((rss_kb() - before) // 1024, (malloc_free_bytes() or 0) >> 20)
+"""
+
+
+def _grown_and_free_mb(mode: str) -> tuple[int, int]:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _GROWING_COLUMNS, mode], capture_output=True,
+                         text=True, check=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    grown, free = out.stdout.split()
+    return int(grown), int(free)
+
+
+@GLIBC
+def test_a_followed_columns_old_copies_go_back() -> None:
+    # 5 MB added to the columns: under the build threshold each step's old copy stays a
+    # hole in the heap (RSS ~12 MB, ~6 MB of it free); once following, mapped and unmapped
+    building_grown, building_free = _grown_and_free_mb("building")
+    following_grown, following_free = _grown_and_free_mb("following")
+    assert building_free >= 4
+    assert following_free <= 2
+    assert following_grown + 3 <= building_grown
+
+
+async def test_the_console_maps_growing_columns_once_its_projection_is_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build threshold while a projection is built, the following one after."""
+    from apphelpers import SIZE, frozen_clock, make_case, ready
+
+    from codeai_tui.app import create_app
+    from codeai_tui.app.widgets import live_follow
+    from codeai_tui.services.glibc_malloc import FOLLOW_MMAP_THRESHOLD, MMAP_THRESHOLD
+
+    thresholds: list[int] = []
+    monkeypatch.setattr(live_follow, "fix_mmap_threshold",
+                        lambda threshold=MMAP_THRESHOLD: thresholds.append(threshold) is None)
+    case = make_case(tmp_path / "case", "completed_task")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert thresholds == [MMAP_THRESHOLD, FOLLOW_MMAP_THRESHOLD]

@@ -41,7 +41,11 @@ from codeai_tui.console.session import CaseSession
 from codeai_tui.console.severity import case_verdict
 from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
-from codeai_tui.services.glibc_malloc import release_free_memory
+from codeai_tui.services.glibc_malloc import (
+    FOLLOW_MMAP_THRESHOLD,
+    fix_mmap_threshold,
+    release_free_memory,
+)
 
 PROGRESS_EVERY_S = 0.1
 
@@ -193,6 +197,7 @@ class LiveFollow(Widget):
                     if frozen:
                         release_frozen()
                         frozen = False
+                    fix_mmap_threshold()  # (building: a reopen after following too)
                     try:
                         follower = self._open_follower(case, held, stopped)
                     except LedgerError as exc:
@@ -207,6 +212,8 @@ class LiveFollow(Widget):
                         return
                     snap = follower.snapshot()
                     release_free_memory()  # what building it freed, back to the system
+                    # followed from here: its columns' old copies unmapped as they grow
+                    fix_mmap_threshold(FOLLOW_MMAP_THRESHOLD)
                     self._ready(case, snap)
                     ever_opened = True
                     # The projection is now long-lived; keep the cyclic GC from re-walking
