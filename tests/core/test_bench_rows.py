@@ -31,6 +31,17 @@ def test_the_console_growth_is_judged_only_over_the_targets_ten_minutes() -> Non
     assert target == "<= 20 MB in 10 min (judged by --live-seconds 600)" and met == ""
 
 
+def test_the_console_growth_is_judged_by_the_most_it_grew_on_the_way() -> None:
+    """A run that ends just after the console handed pages back reads less than it
+    grew: the peak sampled on the way judges."""
+    from codeai_tui.lab.bench import growth_row
+    _label, value, _ratio, _target, met = growth_row(17.0, 89_552, 600.0, 1000, peak_mb=20.4)
+    assert value == "17.0 MB (199 bytes a call; 20.4 MB at most on the way)"
+    assert met == "MISSED"
+    _label, value, _ratio, _target, met = growth_row(17.0, 89_552, 600.0, 1000, peak_mb=17.0)
+    assert value == "17.0 MB (199 bytes a call)" and met == "met"
+
+
 def test_the_markdown_table_has_one_row_per_measure_and_escapes_bars(capsys) -> None:
     from codeai_tui.lab.bench import judged, print_table
     rows = [judged(("sqlite3 shell: SELECT * FROM events", "0.90 s", "1.0x", "(reference)"),
