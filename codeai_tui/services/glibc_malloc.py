@@ -55,18 +55,6 @@ free. So once its projection is built the console maps blocks from 256 KiB on
 is unmapped whole. In the same ten minutes the heap kept its size (42.4 MB), and the
 whole console's RSS grew 1.2-3.5 MB less in like runs: 21.2 MB run alone (24.7 MB before),
 19.6-20.9 MB launched first of two run side by side (22.8 MB), 16.6-16.9 MB second (18.0).
-
-Following still leaves free pages with malloc: what each poll reads, folds and paints is
-freed among what it keeps. So while following, the console trims once a minute whatever
-is free (`FOLLOW_TRIM_S`; `LiveFollow`), unlike after a build, where a trim waits for 64
-MB. Each trim took 0.1-0.3 ms and handed back 1.0-5.1 MB; following faulted 1.5-4.5 MB
-back in within the next 30 s, and the rest stayed out. In ten minutes of following 1,000
-events/s after building the 1M-event projection, the whole console grew 13.5 MB run
-alone, where it grew 21.2 MB without the trims. Run two at a time, where the one
-launched first grows ~3 MB more, it grew 16.4 MB first and 13.7 MB second, against 19.3
-and 15.8 MB for the code without the trims in the same pairs. Sampled every 0.1 s, the
-most it had grown on the way was 18.7 and 17.7 MB. Commit to screen was the same with
-and without (p95 104-107 ms, 39-40% of a core).
 """
 
 from __future__ import annotations
@@ -79,8 +67,7 @@ from collections.abc import Callable
 ARENAS = 2
 MMAP_THRESHOLD = 1 << 20  # blocks of 1 MiB and more: a projection's big tables and lists
 FOLLOW_MMAP_THRESHOLD = 256 << 10  # once it is built and followed: its growing columns
-TRIM_MIN_FREE = 64 << 20  # after a build: below, following reuses it at once
-FOLLOW_TRIM_S = 60.0  # following: free pages handed back once a minute, whatever is free
+TRIM_MIN_FREE = 64 << 20  # below, following reuses what a trim would hand back
 _M_ARENA_MAX = -8  # glibc's malloc.h
 _M_MMAP_THRESHOLD = -3
 

@@ -214,26 +214,3 @@ async def test_the_console_maps_growing_columns_once_its_projection_is_built(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert thresholds == [MMAP_THRESHOLD, FOLLOW_MMAP_THRESHOLD]
-
-
-async def test_the_console_gives_free_pages_back_while_it_follows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Following, the free pages go back on a cadence whatever malloc holds free (the
-    build's trim, first, waits for 64 MB)."""
-    from apphelpers import SIZE, frozen_clock, make_case, ready, wait_for
-
-    from codeai_tui.app import create_app
-    from codeai_tui.app.widgets import live_follow
-
-    trims: list[int] = []
-    monkeypatch.setattr(live_follow, "release_free_memory",
-                        lambda at_least=-1: trims.append(at_least) is None)
-    monkeypatch.setattr(live_follow, "FOLLOW_TRIM_S", 0.5)
-    case = make_case(tmp_path / "case", "completed_task")
-    app = create_app(case, clock=frozen_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await wait_for(pilot, lambda: len(trims) >= 3, timeout=8.0,
-                       what="two trims while following")
-        assert trims[0] == -1  # the build's own, with its threshold
-        assert set(trims[1:]) == {0}

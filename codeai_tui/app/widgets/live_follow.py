@@ -43,7 +43,6 @@ from codeai_tui.ledger import LedgerError, LedgerProblem
 from codeai_tui.ledger.areader import AsyncLedgerReader
 from codeai_tui.services.glibc_malloc import (
     FOLLOW_MMAP_THRESHOLD,
-    FOLLOW_TRIM_S,
     fix_mmap_threshold,
     release_free_memory,
 )
@@ -192,7 +191,6 @@ class LiveFollow(Widget):
         follower: CaseFollower | None = None
         ever_opened = False
         frozen = False  # this run froze a projection (a reopened ledger's replaces it)
-        trim_at = float("inf")  # when following next hands free pages back
         try:
             while not stopped():
                 if follower is None:
@@ -222,11 +220,7 @@ class LiveFollow(Widget):
                     # it on every full collection (0.5 s spikes otherwise).
                     freeze_heap()
                     frozen = True
-                    trim_at = time.monotonic() + FOLLOW_TRIM_S
                 follower = self._poll(case, wake, follower, held, stopped)
-                if time.monotonic() >= trim_at:  # following: free pages back each minute
-                    release_free_memory(at_least=0)
-                    trim_at = time.monotonic() + FOLLOW_TRIM_S
         finally:
             held.follower = None
             if follower is not None:
