@@ -32,8 +32,8 @@ def test_the_console_growth_is_judged_only_over_the_targets_ten_minutes() -> Non
 
 
 def test_the_console_growth_is_judged_by_the_most_it_grew_on_the_way() -> None:
-    """A run that ends just after the console handed pages back reads less than it
-    grew: the peak sampled on the way judges."""
+    """A run whose RSS fell before its end (pages handed back to the system) reads less
+    at the end than it held: the peak sampled on the way judges."""
     from codeai_tui.lab.bench import growth_row
     _label, value, _ratio, _target, met = growth_row(17.0, 89_552, 600.0, 1000, peak_mb=20.4)
     assert value == "17.0 MB (199 bytes a call; 20.4 MB at most on the way)"
