@@ -4,7 +4,7 @@ not see as missing."""
 
 from __future__ import annotations
 
-from codeai_tui.app.widgets.timeline_pane import TimelineSource
+from codeai_tui.app.widgets.timeline_pane import MAX_PAGES, TimelineSource
 from codeai_tui.console.model import TIMELINE_PAGE
 from codeai_tui.ledger import Event
 
@@ -104,3 +104,25 @@ def test_a_page_read_asked_for_earlier_takes_nothing_back() -> None:
     source.put_page(0, [_ev(s) for s in range(1, 13)])  # read before 13-20 were committed
     assert _kinds(source, range(20)) == ["gap" if s == 15 else str(s) for s in range(1, 21)]
     assert asked == [0]
+
+
+def test_the_pages_on_screen_outlast_the_newest_pages_a_follower_brings() -> None:
+    """A console following a fast writer while the operator reads an older page: the
+    cache keeps MAX_PAGES pages, and the newest pages push out those not drawn since,
+    never the one on screen (it would draw "loading" and be read again each time)."""
+    asked: list[int] = []
+    source = TimelineSource(asked.append)
+    page = TIMELINE_PAGE
+    source.set_total(page)
+    source.put_page(0, [_ev(s) for s in range(1, page + 1)])
+    on_screen = range(10, 20)
+    for n in range(1, 3 * MAX_PAGES):  # the writer adds a page between two redraws
+        source.put_recent([_ev(s) for s in range(n * page + 1, (n + 1) * page + 1)])
+        source.set_total((n + 1) * page)
+        assert _kinds(source, on_screen) == [str(i + 1) for i in on_screen]
+    assert asked == []
+    assert len(source.pages) == MAX_PAGES
+    # the newest pages are still held (the end draws without a read), the older not
+    newest = range((3 * MAX_PAGES - 1) * page, 3 * MAX_PAGES * page)
+    assert _kinds(source, newest) == [str(i + 1) for i in newest]
+    assert _kinds(source, range(page, page + 1)) == ["loading"] and asked == [1]
