@@ -28,7 +28,7 @@ from codeai_tui.workstate.receipts import (
 )
 from tests.support import held_by
 
-N = 3 * BLOCK + 17  # three sealed blocks and an open one
+N = 12 * BLOCK + 17  # twelve sealed blocks and an open one (12,305 receipts)
 
 
 def _sha(i: int) -> str:
