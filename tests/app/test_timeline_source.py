@@ -125,4 +125,5 @@ def test_the_pages_on_screen_outlast_the_newest_pages_a_follower_brings() -> Non
     # the newest pages are still held (the end draws without a read), the older not
     newest = range((3 * MAX_PAGES - 1) * page, 3 * MAX_PAGES * page)
     assert _kinds(source, newest) == [str(i + 1) for i in newest]
-    assert _kinds(source, range(page, page + 1)) == ["loading"] and asked == [1]
+    assert _kinds(source, range(page, page + 1)) == ["loading"]
+    assert asked == [1]

@@ -28,7 +28,9 @@ from codeai_tui.workstate.receipts import (
 )
 from tests.support import held_by
 
-N = 12 * BLOCK + 17  # twelve sealed blocks and an open one (12,305 receipts)
+# twelve sealed blocks and an open one: enough receipts that a few blocks' own costs stay
+# small beside the bytes a receipt these tests bound
+N = 12 * BLOCK + 17
 
 
 def _sha(i: int) -> str:
