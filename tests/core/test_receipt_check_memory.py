@@ -175,7 +175,7 @@ def test_receipts_appended_to_the_key_table_cost_a_few_bytes_each() -> None:
     (`ByKey.grown`, in steps as the log is read on): a dict of one list per key, copied
     on each read, kept ~200 bytes a receipt appended. Every table grown answers for its
     own receipts, and a table grown from stays as it was (a snapshot may hold it)."""
-    n, more, step = 6000, 4000, 250  # (4,000 appended: under the table's re-index)
+    n, more, step = 6000, 4000, 250
     keys = [f"k-{(i * 7) % 2500:06d}" for i in range(n + more)]
     log = parse_receipt_lines(_lines(list(enumerate(keys)))).receipts
     first = ByKey(log[:n])
@@ -208,7 +208,7 @@ def test_receipts_of_keys_of_their_own_cost_under_thirteen_bytes_each_when_appen
     another 6-12 bytes a key (~17 bytes a receipt in all here); the last is found by walking
     the key's chain instead (~11 bytes a receipt at the heads' fullest). Every table grown
     still answers for its own receipts."""
-    n, more, step = 40000, 5400, 450  # (appended: under an eighth of the log, no re-index)
+    n, more, step = 40000, 5400, 450
     keys = [f"live-t{i // 10}-c{i % 10}" for i in range(n + more)]
     log = parse_receipt_lines(_keyed_lines(keys)).receipts
     first = ByKey(log[:n])
@@ -242,3 +242,32 @@ def test_a_key_appended_many_times_is_joined_in_one_step_each() -> None:
     own_keys, _ = grown_time([f"k-{i}" for i in range(n + more)])
     assert table.positions("k-one") == list(range(n + more))
     assert one_key < 3 * own_keys + 0.05, (one_key, own_keys)
+
+
+def test_a_followed_log_grows_its_key_table_without_building_a_second_one() -> None:
+    """A console follows a provider's log for hours: the receipts appended join the
+    table's appended part, a quarter more slots at a time, and the log is never indexed
+    whole again beside the table a snapshot still holds. Measured by the most the growing
+    held at once, over the receipts of the whole log, with each table grown from kept as
+    a snapshot keeps one: 25 bytes a receipt when the log was indexed again once an
+    eighth of it was appended, ~8 now. Every table answers for its own receipts."""
+    import tracemalloc
+    n, more, step = 20000, 20000, 500
+    keys = [f"live-t{i // 10}-c{i % 10}" for i in range(n + more)]
+    log = parse_receipt_lines(_keyed_lines(keys)).receipts
+    first = ByKey(log[:n])
+    logs = [log[:k] for k in range(n + step, n + more + 1, step)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        held, table = [], first
+        for grown in logs:
+            table = table.grown(grown)
+            held[-1:] = [table]  # (the screen holds the last snapshot's)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak / (n + more) < 12, peak / (n + more)
+    assert [table.positions(k) for k in (keys[0], keys[n - 1], keys[n], keys[-1])] == \
+        [[0], [n - 1], [n], [n + more - 1]]
