@@ -148,7 +148,8 @@ class SettledCalls:
         self._gone: set[int] = set()  # slots taken back (rare: a hostile ledger)
         # the receipt coverage a settled call's attempt gives its key (see
         # `SettledCoverage`): its attempt id, started seq and request hash (32 bytes),
-        # found by key through a second index
+        # found by key through the id index where the key is the call id, else through
+        # a second index (`_cover_slot`)
         # (the attempt id without the call id where it begins with it, as the runtime
         # names attempts: `cover_form`)
         self.cover_attempt = RepeatingTextColumn()
@@ -234,14 +235,15 @@ class SettledCalls:
     def _place(self, call_id: str, slot: int, index: array[int] | None = None) -> None:
         self._place_in(self._index if index is None else index, call_id, slot, 0)
 
-    def reserve(self, more: int, keys: int | None = None) -> None:
-        """Make the indexes hold `more` calls and `keys` covered keys (at most one a
-        call: `more` when not given) without growing: a fast start knows how many calls
-        it will settle at most, so each index is built once, not at each step."""
+    def reserve(self, more: int, keys: int = 0) -> None:
+        """Make the indexes hold `more` calls and `keys` covered keys kept apart from
+        their call ids (`_place_key`) without growing: a fast start knows how many calls
+        it will settle at most, so the id index is built once, not at each step (the key
+        index grows with the keys: each step places only what it holds)."""
         size = _fitting(self._live + more, len(self._index))
         if size != len(self._index):
             self._grow(size)
-        size = _fitting(self._keyed + (more if keys is None else keys), len(self._key_index))
+        size = _fitting(self._keyed + keys, len(self._key_index))
         if size != len(self._key_index):
             self._grow_keys(size)
 
@@ -264,6 +266,9 @@ class SettledCalls:
         call_id = self.ids[slot]
         if self._by_position:  # (the lender changes it as the call's events come)
             self._gone_lasts[slot] = self.last_seq(slot)
+        if self.cover_form[slot] != _NONE and self.has_key[slot] == _SAME_AS_ID:
+            # (its cover was found through the id index: it covers its key as before)
+            self._index_key(call_id, slot)
         self._gone.add(slot)
         index = self._index
         size = len(index)
@@ -338,10 +343,8 @@ class SettledCalls:
                 lent.wait(slot, digest)
             else:
                 lent.lend(*lent_at)  # type: ignore[misc]
-        if cover is not None:
-            if _too_full(self._keyed + 1, len(self._key_index)):
-                self._grow_keys()
-            self._keyed += self._place_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
+        if cover is not None and key != st.call_id:
+            self._index_key(key, slot)  # type: ignore[arg-type]  # (a cover has a key)
         return slot
 
     def lend_late(self, slot: int, shas: Sequence[str], at: int) -> None:
@@ -434,8 +437,9 @@ class SettledCalls:
         base, added = len(self.positions), len(other.positions)
         # (an int object each was ~36 bytes a covered call held through the copy)
         covered = array(_SMALL, (slot + base for slot, form in enumerate(other.cover_form)
-                                 if form != _NONE))
-        # (both indexes grown first: growing places every slot the columns hold)
+                                 if form != _NONE and other.has_key[slot] == _KEPT))
+        # (both indexes grown first: growing the id index places every slot the columns
+        # hold)
         self.reserve(added, len(covered))
         # each of `other`'s columns is let go once copied (`_taken`): the half a helper
         # hands over (~90 MB at 10M events) is not held twice at once; the indexes are
@@ -480,27 +484,41 @@ class SettledCalls:
         sha = att.request_sha256
         return att.started_seq is not None and sha is not None and _is_hex(sha)
 
-    def _place_key(self, key: str, slot: int, index: array[int] | None = None) -> bool:
-        """Let `slot` cover `key`: in place of a slot that covered it before (a call
-        whose attempt started earlier, settled after the one that covered: the cover
-        moves to it, as the coverage moved), else in the first empty entry. True when
-        the key is new to the index."""
-        index = self._key_index if index is None else index
+    def _index_key(self, key: str, slot: int) -> None:
+        if _too_full(self._keyed + 1, len(self._key_index)):
+            self._grow_keys()
+        self._keyed += self._place_key(key, slot)
+
+    def _place_key(self, key: str, slot: int) -> bool:
+        """Let `slot` cover `key` in the key index: in place of an earlier slot that
+        covered it (a call whose attempt started earlier, settled after the one that
+        covered: the cover moves to it, as the coverage moved), else in the first empty
+        entry. True when the key is new to the index.
+
+        The key index holds the slots whose key is kept apart from the call id, and
+        those taken back (`forget`) whose key is their id; a slot whose key is its own
+        id is found through the id index (`_cover_slot`), so a ledger whose writers key
+        calls by their ids (as the runtime does) keeps no second index of them: ~7
+        bytes a settled call, and a second index grown, with the old one beside the new
+        for a moment, whenever the first grows."""
+        index = self._key_index
         size = len(index)
         at = hash(key) % size
         while (held := index[at]) != _EMPTY:
-            if held >= 0 and self.key_of(held) == key:
-                index[at] = slot
+            if self.key_of(held) == key:
+                index[at] = max(held, slot)
                 return False
             at = at + 1 if at + 1 < size else 0
         index[at] = slot
         return True
 
     def _grow_keys(self, size: int = 0) -> None:
+        """A larger key index, placed from the one it replaces (one entry a key)."""
         index = array(_SMALL, [_EMPTY]) * (size or _larger(len(self._key_index)))
-        for slot in range(len(self.cover_seq)):
-            if self.cover_form[slot] != _NONE:
-                self._place_key(self.key_of(slot), slot, index)  # type: ignore[arg-type]
+        place = self._place_in
+        for slot in self._key_index:
+            if slot >= 0:
+                place(index, self.key_of(slot), slot, 0)  # type: ignore[arg-type]
         self._key_index = index
 
     def covers(self, key: str) -> bool:
@@ -508,20 +526,33 @@ class SettledCalls:
         return self._cover_slot(key) is not None
 
     def _cover_slot(self, key: str) -> int | None:
-        """The slot whose kept attempt covers `key` (`_look_up` and `key_of` written
-        out: a first snapshot asks this for every receipt of the log, 144,000 at 1M
-        events)."""
+        """The slot whose kept attempt covers `key`: the later of the key index's slot
+        and a slot in the id index whose key is its id (`_place_key`). `_look_up` and
+        `key_of` written out: a first snapshot asks this for every receipt of the log,
+        144,000 at 1M events."""
         index, has_key, ids = self._key_index, self.has_key, self.ids
+        h = hash(key)
         size = len(index)
-        at = hash(key) % size
+        at = h % size
+        found = None
         while (slot := index[at]) != _EMPTY:
-            if slot >= 0:
-                kept = has_key[slot]
-                if (ids[slot] if kept == _SAME_AS_ID else
-                        self.keys[slot] if kept == _KEPT else None) == key:
-                    return slot
+            kept = has_key[slot]
+            if (ids[slot] if kept == _SAME_AS_ID else
+                    self.keys[slot] if kept == _KEPT else None) == key:
+                found = slot
+                break
             at = at + 1 if at + 1 < size else 0
-        return None
+        index = self._index
+        size = len(index)
+        at = h % size
+        while (slot := index[at]) != _EMPTY:
+            if slot >= 0 and ids[slot] == key:
+                if has_key[slot] == _SAME_AS_ID and self.cover_form[slot] != _NONE \
+                        and (found is None or slot > found):
+                    return slot
+                break
+            at = at + 1 if at + 1 < size else 0
+        return found
 
     def cover(self, key: str) -> Cover | None:
         """The attempt kept here that covers `key`, if any."""

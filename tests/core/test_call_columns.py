@@ -684,18 +684,80 @@ def test_a_retried_call_settles_with_its_first_attempt_as_the_cover_in_columns()
 
 
 def test_the_indexes_are_sized_a_quarter_at_a_time_up_to_two_thirds_full() -> None:
-    """The columns' indexes (call id to slot, covered key to slot) take 4 bytes an entry
-    and are filled up to two thirds: kept at most half full, 1.37M calls took 4M entries
-    each (16 MB). They grow a quarter at a time, so at any count of calls they hold at
-    most 1.5 x 1.25 entries a call each (15 bytes for the two); doubling held up to 3
-    each (24 bytes), and a console following a ledger grew by a whole index at once."""
+    """The columns' indexes (call id to slot, and covered key to slot for keys other
+    than the call's id) take 4 bytes an entry and are filled up to two thirds: kept at
+    most half full, 1.37M calls took 4M entries each (16 MB). They grow a quarter at a
+    time, so at any count of calls they hold at most 1.5 x 1.25 entries a call each (15
+    bytes for the two); doubling held up to 3 each (24 bytes), and a console following a
+    ledger grew by a whole index at once."""
     from codeai_tui.workstate.columns import SettledCalls
     worst = 0.0
     for calls in range(1000, 60_000, 2_999):
         cols = SettledCalls(lambda call_id, n, position: None)
-        _none, held = held_by(lambda cols=cols, calls=calls: cols.reserve(calls))
+        _none, held = held_by(lambda cols=cols, calls=calls: cols.reserve(calls, calls))
         worst = max(worst, held / calls)
     assert 12 < worst <= 15.1, worst
+
+
+def _settled_states(keys: list[tuple[str, str]]) -> list[Any]:
+    """A settled verdict for each (call id, idempotency key), in that order (seqs rising),
+    each call covering its key with its attempt (`_LIFE`)."""
+    from codeai_tui.ledger.schema import Event
+    projector = Projector(event_ids_unique=True)
+    for call_id, key in keys:
+        for kind, a, p in _LIFE:
+            seq = projector.event_count + 1
+            projector.add(Event(seq, f"e{seq}", "2026-09-13T12:00:00Z", kind, "t", call_id,
+                                f"{call_id}-{a}" if a else None,
+                                payload={k: (key if v == "K" else v) for k, v in p.items()}))
+    states = list(projector.snapshot().calls)
+    assert all(st.settled for st in states)
+    return states
+
+
+def _columns_of(states: list[Any]) -> Any:
+    from codeai_tui.workstate.columns import SettledCalls
+    cols = SettledCalls(lambda call_id, n, position: None)
+    for pos, state in enumerate(states):
+        cols.add(state, pos, state.evidence.held)
+    return cols
+
+
+def test_a_key_that_is_its_calls_id_is_found_through_the_id_index() -> None:
+    """Writers key most calls by their ids (as the runtime does): such a call's cover is
+    found through the id index, not a second index of the same texts, so columns keyed
+    that way hold ~6 bytes a call fewer than columns of keys of their own (the keys'
+    characters apart). A later cover of a key moves to the later call, whichever way
+    either keeps its key, and a call taken back keeps covering its key."""
+    n = 6000
+    by_id = [(f"c{c}", f"c{c}") for c in range(n)]
+    own = [(f"c{c}", f"k{c}") for c in range(n)]
+    states_by_id, states_own = _settled_states(by_id), _settled_states(own)
+    cols_by_id, held_by_id = held_by(lambda: _columns_of(states_by_id))
+    cols_own, held_own = held_by(lambda: _columns_of(states_own))
+    # (the keys' own column takes at most their characters: the rest is the second index)
+    key_chars = sum(len(k) for _c, k in own) / n
+    assert (held_own - held_by_id) / n > key_chars + 1, (held_own, held_by_id)
+    for cols, keys in ((cols_by_id, by_id), (cols_own, own)):
+        for slot in (0, 1, n // 2, n - 1):
+            cover = cols.cover(keys[slot][1])
+            assert cover is not None and cover.slot == slot
+            assert cover.attempt_id == f"{keys[slot][0]}-A"
+        assert cols.cover("c-absent") is None and cols.cover(f"k{n}") is None
+
+    mixed = _settled_states([("c0", "c0"), ("c1", "k1"), ("c2", "c0"), ("k1", "k1"),
+                             ("c4", "c4")])
+    cols = _columns_of(mixed)
+    assert [cols.cover(k).slot for k in ("c0", "k1", "c4")] == [2, 3, 4]  # type: ignore[union-attr]
+    cols.forget(4)  # (its call lives as objects again)
+    cols.forget(3)
+    assert cols.find("c4") is None and cols.cover("c4").slot == 4  # type: ignore[union-attr]
+    assert cols.cover("k1").slot == 3  # type: ignore[union-attr]
+    more = _settled_states([(f"z{i}", f"kz{i}") for i in range(3000)])
+    for i, state in enumerate(more):  # (the key index grows past its first size)
+        cols.add(state, 5 + i, state.evidence.held)
+    assert [cols.cover(k).slot for k in ("c0", "k1", "c4", "kz0", "kz2999")] == \
+        [2, 3, 4, 5, 3004]  # type: ignore[union-attr]
 
 
 def test_a_snapshot_copies_only_the_calls_held_as_objects() -> None:
