@@ -112,7 +112,7 @@ class SettledCalls:
                  "cover_attempt", "cover_seq", "cover_sha", "_load", "_statuses", "_task_of", "_tasks",
                  "attempts", "completed", "_firsts", "ids", "keys", "_lasts", "positions",
                  "status", "task", "verdicts", "has_key", "has_manifest", "_by_position",
-                 "_gone_lasts", "cover_form", "rest", "_lent")
+                 "_gone_lasts", "cover_form", "rest", "_lent", "_keys_coming")
 
     def __init__(self, load: CallLoader) -> None:
         self._load = load
@@ -162,6 +162,7 @@ class SettledCalls:
         self._lent: LentHashes | None = None
         self._key_index = array(_SMALL, [_EMPTY]) * 1024
         self._keyed = 0
+        self._keys_coming = 0  # (`reserve`: how many keys the key index may take soon)
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -235,14 +236,19 @@ class SettledCalls:
     def _place(self, call_id: str, slot: int, index: array[int] | None = None) -> None:
         self._place_in(self._index if index is None else index, call_id, slot, 0)
 
-    def reserve(self, more: int, keys: int = 0) -> None:
+    def reserve(self, more: int, keys: int | None = None) -> None:
         """Make the indexes hold `more` calls and `keys` covered keys kept apart from
         their call ids (`_place_key`) without growing: a fast start knows how many calls
-        it will settle at most, so the id index is built once, not at each step (the key
-        index grows with the keys: each step places only what it holds)."""
+        it will settle at most, so each index is built once, not at each step. With
+        `keys` not given (not known yet: at most one a call), the key index is sized for
+        `more` when its first key comes, so a ledger whose calls are keyed by their ids
+        holds none."""
         size = _fitting(self._live + more, len(self._index))
         if size != len(self._index):
             self._grow(size)
+        if keys is None:
+            self._keys_coming = self._keyed + more
+            return
         size = _fitting(self._keyed + keys, len(self._key_index))
         if size != len(self._key_index):
             self._grow_keys(size)
@@ -486,7 +492,8 @@ class SettledCalls:
 
     def _index_key(self, key: str, slot: int) -> None:
         if _too_full(self._keyed + 1, len(self._key_index)):
-            self._grow_keys()
+            coming, self._keys_coming = self._keys_coming, 0
+            self._grow_keys(_fitting(max(self._keyed + 1, coming), len(self._key_index)))
         self._keyed += self._place_key(key, slot)
 
     def _place_key(self, key: str, slot: int) -> bool:
