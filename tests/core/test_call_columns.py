@@ -753,6 +753,19 @@ def test_a_key_that_is_its_calls_id_is_found_through_the_id_index() -> None:
     cols.forget(3)
     assert cols.find("c4") is None and cols.cover("c4").slot == 4  # type: ignore[union-attr]
     assert cols.cover("k1").slot == 3  # type: ignore[union-attr]
+    # (a helper's half taken in: its call keyed by its id, a key held here, covers it)
+    from array import array
+
+    from codeai_tui.workstate.columns import SettledCalls
+    pair = _settled_states([("c1", "k1"), ("k1", "k1")])
+    seqs = [array("q", [st.first_seq for st in pair]), array("q", [st.last_seq for st in pair])]
+    mine, helpers = (SettledCalls(lambda call_id, n, position: None) for _ in range(2))
+    mine.share_seqs(*seqs)
+    helpers.share_seqs(*(array("q", column[1:]) for column in seqs))
+    mine.add(pair[0], 0, pair[0].evidence.held)
+    helpers.add(pair[1], 0, pair[1].evidence.held)
+    mine.extend(helpers.to_extend(), 1)
+    assert mine.cover("k1").slot == 1  # type: ignore[union-attr]
     more = _settled_states([(f"z{i}", f"kz{i}") for i in range(3000)])
     for i, state in enumerate(more):  # (the key index grows past its first size)
         cols.add(state, 5 + i, state.evidence.held)
