@@ -179,8 +179,7 @@ class ByKey:
         # ring (the last receipt's next is the first), so a receipt joins its chain at
         # the end in one step; the rings are then cut and each slot given its first. A
         # table of the last receipts beside the heads cost 6 bytes a receipt more while
-        # the table was built (1.4 MB at 230,000 receipts, each time a followed log is
-        # indexed again, beside the table it replaces).
+        # the table was built (0.9 MB at the 143,904 receipts of the bench's log).
         keys = rs.keys
         for i, key in enumerate(keys):
             at = hash(key) % size
