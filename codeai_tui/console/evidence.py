@@ -8,12 +8,15 @@ Textual-free: the app renders these words, tests read them.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import Receipt
+from codeai_tui.ledger.receipts import Receipts
 from codeai_tui.workstate import CallState
+from codeai_tui.workstate.calls_view import CallsView
 from codeai_tui.workstate.evidence import (
     ReceiptIndex,
     attempt_effect,
@@ -125,16 +128,30 @@ def receipts_of_call(call: CallState, snap: CaseSnapshot | None) -> tuple[str, .
     return call_receipt_ids(call.evidence, index) if index is not None else ()
 
 
+def receipt_with_id(snap: CaseSnapshot, receipt_id: str) -> Receipt | None:
+    """The first receipt in the snapshot's log with this id. A log kept in columns is
+    searched in its id column alone: making each receipt to compare its id took 1.1 s
+    at 143,904 receipts, on the UI thread (`p` froze the screen); the column 0.03 s."""
+    log = snap.receipts.receipts
+    if isinstance(log, Receipts):
+        try:
+            return log[operator.indexOf(log.ids, receipt_id)]
+        except ValueError:
+            return None
+    return next((r for r in log if r.receipt_id == receipt_id), None)
+
+
 def calls_of_receipt(receipt: Receipt, snap: CaseSnapshot | None) -> list[Link]:
     """The started attempts a receipt matches (usually one; a resumed call's successor
     shares its key and may share the request bytes)."""
     if snap is None:
         return []
     out = []
-    for call in snap.state.calls:
-        # (the key first: a call settled in columns derives its evidence when read)
-        if call.idempotency_key != receipt.idempotency_key:
-            continue
+    calls, key = snap.state.calls, receipt.idempotency_key
+    # (the key first: a call settled in columns derives its evidence when read)
+    keyed = map(calls.__getitem__, calls.positions_keyed(key)) \
+        if isinstance(calls, CallsView) else (c for c in calls if c.idempotency_key == key)
+    for call in keyed:
         for att in call.evidence.started_attempts():
             if att.request_sha256 == receipt.body_sha256:
                 out.append(Link(call.call_id, att.attempt_id))

@@ -73,7 +73,7 @@ class KeptOrRead(ValueSequence[T]):
 class CallsView(KeptOrRead[CallState]):
     """A snapshot's calls, those not held as objects read from the settled columns."""
 
-    __slots__ = ("_ids",)
+    __slots__ = ("_cols", "_ids")
 
     noun = "calls"
 
@@ -81,6 +81,20 @@ class CallsView(KeptOrRead[CallState]):
                  slots: array[int]) -> None:
         super().__init__(kept, count, cols.state, slots)
         self._ids = cols.ids
+        self._cols = cols
+
+    def positions_keyed(self, key: str) -> list[int]:
+        """The positions of the calls whose idempotency key is `key`, rising: those held
+        as objects by their own key, the rest found in the columns (`slots_keyed`), not
+        by making each call's verdict to read its key (0.2 s at 137,000 calls; a
+        receipt's detail asks on every live snapshot)."""
+        kept, count, slots, cols = self._kept, self._count, self._slots, self._cols
+        found = [p for p, st in kept.items() if st.idempotency_key == key]
+        for slot in cols.slots_keyed(key):
+            p = cols.positions[slot]
+            if p < count and p not in kept and slots[p] == slot:
+                found.append(p)
+        return sorted(found)
 
     def call_id_at(self, i: int) -> str:
         """The id of the call at position `i` (no verdict read from the columns)."""

@@ -11,6 +11,7 @@ from codeai_tui.actions.reconcile_plan import suggest
 from codeai_tui.console.evidence import (
     attempt_lines,
     calls_of_receipt,
+    receipt_with_id,
     receipts_of_call,
     short_phrase,
     verdict_phrase,
@@ -78,6 +79,21 @@ def test_a_receipt_links_to_its_call_and_attempt(tmp_path: Path) -> None:
     (receipt,) = got.receipts.receipts
     assert [(lk.call_id, lk.attempt_id) for lk in calls_of_receipt(receipt, got)] == [
         ("c1", "a1")]
+
+
+def test_a_receipt_is_found_by_its_id_first_line_first(tmp_path: Path) -> None:
+    """`p` lands on the first line of the log with the id (a log can repeat an id), read
+    from the log's id column; an id the log does not hold finds nothing."""
+    data = json.loads((BASE / "naive_restart_copy.json").read_text(encoding="utf-8"))
+    again = {**data["receipts"][0], "received_at": "2026-09-13T12:00:10Z"}
+    case = tmp_path / "repeated"
+    write_ledger(case, data["events"], receipts=[*data["receipts"], again])
+    snap = followed_snapshot(case)
+    found = [(r.line_no, r.receipt_id, r.received_at) for r in (
+        receipt_with_id(snap, rid) for rid in ("r-1", "r-2")) if r is not None]
+    assert found == [(1, "r-1", "2026-09-13T12:00:09Z"), (2, "r-2", "2026-09-13T12:00:09Z")]
+    assert [r.line_no for r in snap.receipts.receipts if r.receipt_id == "r-1"] == [1, 3]
+    assert receipt_with_id(snap, "r-3") is None
 
 
 def test_suggest_prefills_only_what_the_evidence_supports() -> None:

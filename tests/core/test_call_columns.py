@@ -22,6 +22,7 @@ from codeai_tui.services.gather import projector_from
 from codeai_tui.services.projection import gather
 from codeai_tui.services.time_travel import CallHistory, state_as_of
 from codeai_tui.workstate import Projector, WorkState, project
+from codeai_tui.workstate.calls_view import CallsView
 from codeai_tui.workstate.receipts import index_for
 from tests.core.test_fast_path import SHA, _write, ledgers
 from tests.core.test_time_travel import assert_kept_sets_as_counted
@@ -541,6 +542,65 @@ def test_the_calls_of_a_receipt_derive_only_the_evidence_of_calls_with_its_key(
         links = calls_of_receipt(receipt, snap)
         assert [(link.call_id, link.attempt_id) for link in links] == [("c1", "c1-a")]
         assert asked == ["c1"]  # the others' keys were read from the columns
+    finally:
+        history.close()
+
+
+def _keyed_case(root: Path) -> Path:
+    """Settled calls keyed apart from their ids (two sharing one key), two keyed by
+    their own ids, one in flight sharing a settled call's key; then one keyed by its id
+    named again (taken back from the columns), to its end."""
+    keys = {"c0": "k0", "c1": "kshared", "c2": "kshared", "c3": "c3", "c4": "k0", "c5": "c5"}
+    events = []
+    for call, key in keys.items():
+        life = _LIFE[:3] if call == "c4" else _LIFE
+        events += [{"kind": kind, "call_id": call, "attempt_id": f"{call}-a" if a else None,
+                    "payload": {k: (key if v == "K" else f"{call}-a" if v == "A" else v)
+                                for k, v in p.items()}} for kind, a, p in life]
+    # c3 named again: a second attempt, to the end (it settles anew, in a slot of its own)
+    events += [{"kind": kind, "call_id": "c3", "attempt_id": "c3-b", "payload": p}
+               for kind, a, p in _LIFE[2:6]]
+    rows = [{"seq": seq, "event_id": f"e{seq}", "recorded_at": f"2026-09-13T12:00:{seq:02d}Z",
+             "task_id": "t1", "compilation_id": None, **ev, "payload": json.dumps(ev["payload"])}
+            for seq, ev in enumerate(events, 1)]
+    return _write(root, rows, [], unique_ids=True)
+
+
+def test_the_calls_of_a_key_are_found_in_the_columns_as_by_reading_each(
+        tmp_path: Path) -> None:
+    """`positions_keyed` gives the calls a scan of every call's key gives, in every
+    snapshot, asked as it is taken and again at the end: a key kept apart, shared, its
+    call's own id, held by a call in flight, and a call keyed by its id taken back (the
+    snapshot before still reads its slot)."""
+    case = _keyed_case(tmp_path)
+    history = CallHistory(case / "ledger.sqlite3")
+    projector = Projector(event_ids_unique=True)
+    projector.settle_in_columns(history)
+    with LedgerReader(case) as reader:
+        events = reader.events()
+    keys = ("k0", "kshared", "c3", "c5", "c0", "nobody")
+
+    def asked(state: WorkState) -> dict[str, list[str]]:
+        calls = state.calls
+        assert isinstance(calls, CallsView)
+        found = {key: calls.positions_keyed(key) for key in keys}
+        assert found == {key: [i for i, c in enumerate(calls) if c.idempotency_key == key]
+                         for key in keys}
+        return {key: [calls[p].call_id for p in found[key]] for key in keys}
+
+    try:
+        projector.feed(events[:-4])
+        before = projector.snapshot()
+        assert projector.settled_count == 5  # all but c4 (in flight)
+        first = asked(before)
+        projector.add(events[-4])  # c3 named again: taken back
+        taken = projector.snapshot()
+        projector.feed(events[-3:])
+        after = projector.snapshot()
+        assert [s.calls[3].attempts for s in (before, taken, after)] == [1, 2, 2]
+        assert first == asked(before) == asked(taken) == asked(after) == {
+            "k0": ["c0", "c4"], "kshared": ["c1", "c2"], "c3": ["c3"], "c5": ["c5"],
+            "c0": [], "nobody": []}
     finally:
         history.close()
 

@@ -18,6 +18,7 @@ from codeai_tui.app.widgets.verdict_line import VerdictLine
 from codeai_tui.console.actions import SELECT_A_CALL
 from codeai_tui.console.evidence import (
     calls_of_receipt,
+    receipt_with_id,
     receipts_of_call,
     short_phrase,
     verdict_phrase,
@@ -87,7 +88,7 @@ class EvidenceFlow:
         i = (last_i + 1) % len(ids) if last_call == call.call_id else 0
         self._receipt_cycle = (call.call_id, i)
         pane = host.query_one(ReceiptsPane)
-        receipt = next((r for r in snap.receipts.receipts if r.receipt_id == ids[i]), None)
+        receipt = receipt_with_id(snap, ids[i])
         if receipt is None or not pane.select_key(receipt_key(receipt)):
             host.notify(_line(f"receipt {ids[i]} is hidden by the Receipts filter (esc on "
                               "Receipts clears it)"), severity="warning", markup=False)
