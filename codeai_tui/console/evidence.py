@@ -8,7 +8,6 @@ Textual-free: the app renders these words, tests read them.
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import dataclass
 
@@ -130,14 +129,12 @@ def receipts_of_call(call: CallState, snap: CaseSnapshot | None) -> tuple[str, .
 
 def receipt_with_id(snap: CaseSnapshot, receipt_id: str) -> Receipt | None:
     """The first receipt in the snapshot's log with this id. A log kept in columns is
-    searched in its id column alone: making each receipt to compare its id took 1.1 s
-    at 143,904 receipts, on the UI thread (`p` froze the screen); the column 0.03 s."""
+    searched in its id column's joined texts: making each receipt to compare its id took
+    1.1 s at 143,904 receipts, on the UI thread (`p` froze the screen)."""
     log = snap.receipts.receipts
     if isinstance(log, Receipts):
-        try:
-            return log[operator.indexOf(log.ids, receipt_id)]
-        except ValueError:
-            return None
+        found = log.ids.positions_of(receipt_id)
+        return log[found[0]] if found else None
     return next((r for r in log if r.receipt_id == receipt_id), None)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from itertools import accumulate, chain
 from typing import overload
 
-from codeai_tui.ledger.blocks import Blocks
+from codeai_tui.ledger.blocks import BLOCK, Blocks
 
 _RUN_SHIFT = 7
 RUN = 1 << _RUN_SHIFT  # strings a prefix is shared by (`JoinedText`)
@@ -78,6 +78,24 @@ class JoinedText(Sequence[str]):
     def __iter__(self) -> Iterator[str]:
         # (no generator: a run's strings are made at once, by `_run`)
         return chain.from_iterable(map(self._run, range(len(self._prefixes))))
+
+    def positions_of(self, value: str) -> list[int]:
+        """The indexes of the strings equal to `value`, rising. Only a run whose prefix
+        begins `value` and whose joined rests hold the rest of it (one search in C) is
+        made into strings and compared: a look-up of one key among 10^6 made each
+        string (~0.3 s), this ~1/30 of that."""
+        text, starts, prefixes = self._text, self._starts, self._prefixes
+        found: list[int] = []
+        last = len(prefixes) - 1
+        for run, prefix in enumerate(prefixes):
+            if not value.startswith(prefix):
+                continue
+            end = starts[run + 1] if run < last else len(text)
+            if text.find(value[len(prefix):], starts[run], end) < 0:
+                continue
+            lo = run << _RUN_SHIFT
+            found += [lo + k for k, item in enumerate(self._run(run)) if item == value]
+        return found
 
     def _run(self, run: int) -> list[str]:
         """The strings of run `run`, in order (a comprehension: ~40% faster a string
@@ -151,6 +169,19 @@ class TextColumn(Blocks[str]):
 
     def _sealed(self, items: list[str]) -> Sequence[str]:
         return JoinedText(items)
+
+    def positions_of(self, value: str) -> list[int]:
+        """The positions of the strings equal to `value`, rising (each sealed block
+        searched in its joined text: `JoinedText.positions_of`)."""
+        found: list[int] = []
+        for b, block in enumerate(self._blocks):
+            at = b * BLOCK
+            if isinstance(block, JoinedText):
+                found += [at + j for j in block.positions_of(value)]
+            else:
+                found += [at + j for j, item in enumerate(block) if item == value]
+        at = len(self._blocks) * BLOCK
+        return found + [at + j for j, item in enumerate(self._open) if item == value]
 
 
 class RepeatingTextColumn(TextColumn):

@@ -51,6 +51,35 @@ def test_slices_and_heads(items: list[str], pad: int, data: st.DataObject) -> No
     assert list(col[start::step]) == full[start::step]
 
 
+# ids as writers number them (runs of one width under a shared prefix), mixed with
+# any text: runs of varied widths, empty strings, a value that is two neighbours joined
+_ids = st.lists(st.one_of(st.integers(0, 400).map(lambda n: f"r-{n:03d}"), st.text(max_size=4),
+                          st.sampled_from(["", "r-", "r-0", "ab", "cd", "abcd", "bc"])),
+                max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ids, st.sampled_from([0, BLOCK - 3, 2 * BLOCK + 5]), st.data())
+def test_a_string_is_found_where_it_is_and_nowhere_else(items: list[str], pad: int,
+                                                         data: st.DataObject) -> None:
+    """`positions_of` gives every index holding the value and no other, in sealed blocks
+    (runs of one width, of varied widths, all alike) and in the open end."""
+    col, full = _column(items * 3, pad)  # (a few copies: a value found in several runs)
+    values = items[:3] + ["", "r-1", "bc", "f1", "r-0001", data.draw(st.text(max_size=4))]
+    for value in values:
+        assert col.positions_of(value) == [i for i, s in enumerate(full) if s == value]
+
+
+def test_all_alike_and_numbered_runs_are_found_in_sealed_blocks() -> None:
+    same = ["k"] * (BLOCK + 3)
+    assert TextColumn(same).positions_of("k") == list(range(BLOCK + 3))
+    assert TextColumn(same).positions_of("") == []
+    numbered = [f"live-{n}" for n in range(3 * BLOCK)]
+    col = TextColumn(numbered)
+    assert [col.positions_of(v) for v in ("live-0", "live-1500", "live-3071", "live-307",
+                                          "live-15001")] == [[0], [1500], [3071], [307], []]
+
+
 def test_out_of_range() -> None:
     col = TextColumn(["a", "b"])
     with pytest.raises(IndexError):
