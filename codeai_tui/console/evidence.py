@@ -133,9 +133,10 @@ def receipt_with_id(snap: CaseSnapshot, receipt_id: str) -> Receipt | None:
     1.1 s at 143,904 receipts, on the UI thread (`p` froze the screen)."""
     log = snap.receipts.receipts
     if isinstance(log, Receipts):
-        found = log.ids.positions_of(receipt_id)
-        return log[found[0]] if found else None
-    return next((r for r in log if r.receipt_id == receipt_id), None)
+        found = (log[at] for at in log.ids.positions_of(receipt_id) if at < len(log))
+    else:
+        found = iter(log)
+    return next((r for r in found if r.receipt_id == receipt_id), None)
 
 
 def calls_of_receipt(receipt: Receipt, snap: CaseSnapshot | None) -> list[Link]:

@@ -173,15 +173,16 @@ class TextColumn(Blocks[str]):
     def positions_of(self, value: str) -> list[int]:
         """The positions of the strings equal to `value`, rising (each sealed block
         searched in its joined text: `JoinedText.positions_of`)."""
+        blocks, opened = self._blocks[:], self._open[:]
         found: list[int] = []
-        for b, block in enumerate(self._blocks):
+        for b, block in enumerate(blocks):
             at = b * BLOCK
             if isinstance(block, JoinedText):
                 found += [at + j for j in block.positions_of(value)]
             else:
                 found += [at + j for j, item in enumerate(block) if item == value]
-        at = len(self._blocks) * BLOCK
-        return found + [at + j for j, item in enumerate(self._open) if item == value]
+        at = len(blocks) * BLOCK
+        return found + [at + j for j, item in enumerate(opened) if item == value]
 
 
 class RepeatingTextColumn(TextColumn):
