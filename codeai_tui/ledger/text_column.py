@@ -82,8 +82,8 @@ class JoinedText(Sequence[str]):
     def positions_of(self, value: str) -> list[int]:
         """The indexes of the strings equal to `value`, rising. Only a run whose prefix
         begins `value` and whose joined rests hold the rest of it (one search in C) is
-        made into strings and compared: a look-up of one key among 10^6 made each
-        string (~0.3 s), this ~1/30 of that."""
+        made into strings and compared (a key among the 1.37M calls of a 10M-event
+        ledger: 4-6 ms, where making every string took ~0.3 s)."""
         text, starts, prefixes = self._text, self._starts, self._prefixes
         found: list[int] = []
         last = len(prefixes) - 1
