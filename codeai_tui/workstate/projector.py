@@ -1101,6 +1101,7 @@ class Projector:
         self._rest_tasks()
         calls = calls_of(self._states, len(self._firsts), self._settled,
                          self._slot_of)  # (all fresh)
+        unknown = self._unknown.copy()
         return WorkState(
             as_of_seq=self.last_seq,
             event_count=self.event_count,
@@ -1111,10 +1112,11 @@ class Projector:
             calls=calls,
             compilations=tuple(self._comp_list),  # type: ignore[arg-type]  # all fresh
             receipts=self.receipt_check(receipt_log),
-            effect_unknown_ids=CallIds(self._unknown.copy(), calls, self.position_of),
+            effect_unknown_ids=CallIds(unknown, calls, self.position_of),
             resumable_positions=tuple(sorted(self._resumable)),
             pending_positions=self._pending.copy(),
             tool_effect_unknown_tally=sum(self._tool_unknown.values()),
+            look_positions=_looked_at(unknown, self._tool_unknown),
         )
 
     def _refresh_states(self) -> None:
@@ -1230,9 +1232,10 @@ class Projector:
         )
         if len(state.calls) != k:  # (never: see above) positions moved, count on demand
             return state
-        ids, resumable, pending, tools_unknown = self._kept_as_of(state.calls, redone)
+        ids, resumable, pending, tools_unknown, look = self._kept_as_of(state.calls, redone)
         return replace(state, effect_unknown_ids=ids, resumable_positions=resumable,
-                       pending_positions=pending, tool_effect_unknown_tally=tools_unknown)
+                       pending_positions=pending, tool_effect_unknown_tally=tools_unknown,
+                       look_positions=look)
 
     def receipt_check_as_of(self, cut: ReceiptLog | None, n: int) -> ReceiptCheck:
         """Section 5's check of `cut` (the log as of `n`: `receipts_before`) as of seq n: a
@@ -1253,7 +1256,7 @@ class Projector:
         return check_log(cut, self._pairs, upto=n)
 
     def _kept_as_of(self, calls: Sequence[CallState], redone: set[int]
-                    ) -> tuple[CallIds, tuple[int, ...], tuple[int, ...], int]:
+                    ) -> tuple[CallIds, tuple[int, ...], tuple[int, ...], int, array[int]]:
         """What a live snapshot keeps (effect-unknown ids, resumable and pending positions,
         the tool tally) as of the seq `calls` were judged at, from the live sets: a call
         not `redone` has its live verdict. Without them each pane and count would pass
@@ -1264,15 +1267,23 @@ class Projector:
 
         unknown = array("i", sorted(live(self._unknown) + [
             p for p in redone if calls[p].effect_unknown]))
-        tools_unknown = sum(v for p, v in self._tool_unknown.items()
-                            if p < k and p not in redone)
+        tools = {p: v for p, v in self._tool_unknown.items() if p < k and p not in redone}
         for p in redone:
-            tools = calls[p].tools
-            tools_unknown += tools.effect_unknown_count if tools is not None else 0
+            judged = calls[p].tools
+            if judged is not None and judged.effect_unknown_count:
+                tools[p] = judged.effect_unknown_count
         return (CallIds(unknown, calls, self.position_of),
                 tuple(sorted(live(self._resumable) + [p for p in redone if calls[p].resumable])),
                 tuple(sorted(live(self._pending) + [p for p in redone if not calls[p].settled])),
-                tools_unknown)
+                sum(tools.values()), _looked_at(unknown, tools))
+
+
+def _looked_at(unknown: array[int], tools: Mapping[int, int]) -> array[int]:
+    """The positions `e` stops at (rising): the effect-unknown calls' (`unknown`, rising)
+    and those holding tool operations of unknown effect (`tools`: few, or none)."""
+    if not tools:
+        return unknown  # (the snapshot's own copy, shared with its CallIds)
+    return array("i", sorted({*unknown, *tools}))
 
 
 class _TaskEvidence(Mapping[str, TaskEvidence]):

@@ -439,6 +439,9 @@ class WorkState:
     # the positions of the calls with something to do (see `pending_calls`), when kept
     # (rising; an array of the snapshot's own while following: 4 bytes a position)
     pending_positions: Sequence[int] | None = field(default=None, compare=False, repr=False)
+    # the positions of the calls `e` stops at when kept (rising): effect unknown, or
+    # holding a tool operation whose effect is unknown (see `positions_to_look`)
+    look_positions: Sequence[int] | None = field(default=None, compare=False, repr=False)
     # the case's tool receipts and trusted key, read by the services (docs/tools.md)
     tool_receipts: ToolReceipts | None = field(default=None, compare=False, repr=False)
 
@@ -475,6 +478,15 @@ class WorkState:
         if self.pending_positions is not None:
             return (self.calls[p] for p in self.pending_positions)
         return (c for c in self.calls if not c.settled)
+
+    def positions_to_look(self) -> Sequence[int]:
+        """Rising, the positions of the calls an operator must look at: effect unknown,
+        or holding a tool operation admitted without an outcome. Kept by the
+        incremental projector; else a pass over the calls."""
+        if self.look_positions is not None:
+            return self.look_positions
+        return [i for i, c in enumerate(self.calls) if c.effect_unknown or (
+            c.has_tools and (t := c.tools) is not None and t.effect_unknown_count > 0)]
 
     @property
     def tool_effect_unknown_count(self) -> int:

@@ -140,6 +140,40 @@ async def test_e_jumps_to_effect_unknown(tmp_path: Path) -> None:
         assert "effect unknown: duplicate risk" in detail_text(app)
 
 
+async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
+        tmp_path: Path) -> None:
+    """c1 and c3 are in flight: e goes to c1, c3, then back to c1 (every row shown: the
+    snapshot's positions), and under a filter (its rows read one by one) to c3 alone."""
+    events: list[dict[str, object]] = [
+        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}}]
+    for c in range(4):
+        call, key = f"c{c}", {"idempotency_key": f"k{c}"}
+        life = [("call.requested", None, key), ("call.completed", None, {"status": "failed"})]
+        if c % 2:  # in flight: started, nothing after
+            life = [("call.requested", None, key),
+                    ("call.manifest", None, {**key, "request_sha256": "ab"}),
+                    ("attempt.started", "a1", {"attempt_no": 1, "request_sha256": "ab"})]
+        for kind, att, payload in life:
+            events.append({"seq": len(events) + 1, "kind": kind, "task_id": "t",
+                           "call_id": call, "attempt_id": att, "payload": payload})
+    write_ledger(tmp_path / "c", events)
+    app = create_app(tmp_path / "c", clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        assert main.selected_call_id == "c0"
+        steps = []
+        for _ in range(3):
+            await pilot.press("e")
+            steps.append(main.selected_call_id)
+        assert steps == ["c1", "c3", "c1"]
+        await pilot.press("3", "slash", *"c3", "enter")
+        calls = main.pane("calls")
+        assert calls.row_count == 1
+        await pilot.press("e")
+        assert main.selected_call_id == "c3" and calls.cursor == 0
+
+
 async def test_e_cycles_every_effect_unknown_case_and_the_cases_cursor_follows(
         tmp_path: Path) -> None:
     """A3: 04, then 05, then back to 04; the Cases cursor is on the open case."""

@@ -61,12 +61,14 @@ def assert_kept_sets_as_counted(state: WorkState) -> None:
     """What the projector keeps for a snapshot (from its live sets, as of a seq too)
     equals what a pass over the snapshot's calls finds."""
     counted = replace(state, effect_unknown_ids=None, resumable_positions=None,
-                      pending_positions=None, tool_effect_unknown_tally=None)
+                      pending_positions=None, tool_effect_unknown_tally=None,
+                      look_positions=None)
     assert state.effect_unknown_ids == frozenset(
         c.call_id for c in counted.calls if c.effect_unknown)
     assert list(state.resumable_calls()) == list(counted.resumable_calls())
     assert list(state.pending_calls()) == list(counted.pending_calls())
     assert state.tool_effect_unknown_count == counted.tool_effect_unknown_count
+    assert list(state.positions_to_look()) == list(counted.positions_to_look())
 
 
 def test_time_machine_uses_the_live_follower_and_sees_later_appends(tmp_path: Path) -> None:

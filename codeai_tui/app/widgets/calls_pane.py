@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
 
 from textual.reactive import reactive
 
@@ -186,13 +187,28 @@ class CallsPane(Pane):
         item = source.item_at(self.cursor) if isinstance(source, LazySource) else None
         return item if isinstance(item, SkeletonCall) else None
 
+    def _rows_to_look(self) -> Sequence[int] | None:
+        """The rows `e` stops at, rising, where the snapshot keeps them: every call's row,
+        no filter (a row is then its call's position). None: look row by row (reading
+        each call took 0.19 s a pass at 137,000 calls, ~2 s at 1.37M)."""
+        snap, source = self.snapshot, self.source
+        if snap is None or not isinstance(source, LazySource) or source.indices is not None \
+                or source.items is not snap.state.calls:
+            return None
+        return snap.state.positions_to_look()
+
     def next_effect_unknown(self) -> bool:
         """Move to the next effect_unknown call (or call with a tool operation of unknown
         effect) after the cursor (wrapping), if any."""
         source = self.source
         if not isinstance(source, LazySource) or not len(source):
             return False
-        index = source.find(self.cursor, needs_look)
+        rows = self._rows_to_look()
+        if rows is None:
+            index = source.find(self.cursor, needs_look)
+        else:
+            after = bisect_right(rows, self.cursor)
+            index = rows[after] if after < len(rows) else (rows[0] if rows else None)
         if index is None:
             return False
         self.move_to(index)
@@ -202,7 +218,8 @@ class CallsPane(Pane):
         source = self.source
         if not isinstance(source, LazySource):
             return False
-        index = source.first(needs_look)
+        rows = self._rows_to_look()
+        index = source.first(needs_look) if rows is None else (rows[0] if rows else None)
         if index is None:
             return False
         self.move_to(index)
@@ -213,6 +230,9 @@ class CallsPane(Pane):
         source = self.source
         if not isinstance(source, LazySource):
             return True
+        rows = self._rows_to_look()
+        if rows is not None:
+            return bisect_right(rows, self.cursor) == len(rows)
         for i in range(self.cursor + 1, len(source)):
             item = source.item_at(i)
             if item is not None and needs_look(item):
