@@ -114,36 +114,11 @@ async def test_number_keys_focus_panes_and_tab_cycles(case_factory) -> None:  # 
         assert app.focused is app.main.pane("tasks")
 
 
-async def test_e_jumps_to_effect_unknown(tmp_path: Path) -> None:
-    events = [
-        {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}},
-        {"seq": 2, "kind": "call.requested", "task_id": "t", "call_id": "ok-call",
-         "payload": {"idempotency_key": "k1"}},
-        {"seq": 3, "kind": "call.completed", "task_id": "t", "call_id": "ok-call",
-         "payload": {"status": "failed"}},
-        {"seq": 4, "kind": "call.requested", "task_id": "t", "call_id": "bad-call",
-         "payload": {"idempotency_key": "k2"}},
-        {"seq": 5, "kind": "call.manifest", "task_id": "t", "call_id": "bad-call",
-         "payload": {"idempotency_key": "k2", "request_sha256": "ab"}},
-        {"seq": 6, "kind": "attempt.started", "task_id": "t", "call_id": "bad-call",
-         "attempt_id": "a1", "payload": {"attempt_no": 1, "request_sha256": "ab"}},
-    ]
-    write_ledger(tmp_path / "c", events)
-    app = create_app(tmp_path / "c", clock=frozen_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        main = app.main
-        assert main.selected_call_id == "ok-call"
-        await pilot.press("e")
-        assert main.pane("calls").cursor == 1
-        assert main.selected_call_id == "bad-call"
-        assert "effect unknown: duplicate risk" in detail_text(app)
-
-
 async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
         tmp_path: Path) -> None:
-    """c1 and c3 are in flight: e goes to c1, c3, then back to c1 (every row shown: the
-    snapshot's positions), and under a filter (its rows read one by one) to c3 alone."""
+    """c1 and c3 are in flight: e goes to c1 (its detail says so), c3, then back to c1
+    (every row shown: the snapshot's positions), and under a filter (its rows read one
+    by one) to c3 alone."""
     events: list[dict[str, object]] = [
         {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}}]
     for c in range(4):
@@ -162,11 +137,14 @@ async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
         await ready(pilot)
         main = app.main
         assert main.selected_call_id == "c0"
+        await pilot.press("e")
+        assert main.pane("calls").cursor == 1 and main.selected_call_id == "c1"
+        assert "effect unknown: duplicate risk" in detail_text(app)
         steps = []
-        for _ in range(3):
+        for _ in range(2):
             await pilot.press("e")
             steps.append(main.selected_call_id)
-        assert steps == ["c1", "c3", "c1"]
+        assert steps == ["c3", "c1"]
         await pilot.press("3", "slash", *"c3", "enter")
         calls = main.pane("calls")
         assert calls.row_count == 1
