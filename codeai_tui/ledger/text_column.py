@@ -171,16 +171,13 @@ class TextColumn(Blocks[str]):
         return JoinedText(items)
 
     def positions_of(self, value: str) -> list[int]:
-        """The positions of the strings equal to `value`, rising (each sealed block
-        searched in its joined text: `JoinedText.positions_of`)."""
+        """The positions of the strings equal to `value`, rising (each sealed block, a
+        JoinedText by `_sealed`, searched in its joined text)."""
         blocks, opened = self._blocks[:], self._open[:]
         found: list[int] = []
         for b, block in enumerate(blocks):
             at = b * BLOCK
-            if isinstance(block, JoinedText):
-                found += [at + j for j in block.positions_of(value)]
-            else:
-                found += [at + j for j, item in enumerate(block) if item == value]
+            found += [at + j for j in block.positions_of(value)]  # type: ignore[attr-defined]
         at = len(blocks) * BLOCK
         return found + [at + j for j, item in enumerate(opened) if item == value]
 

@@ -199,6 +199,15 @@ class CallState:
         return classify_tools(self.evidence) if self.has_tools else None
 
     @property
+    def needs_a_look(self) -> bool:
+        """What `e` stops at: the effect is unknown, or a tool operation was admitted
+        without an outcome (the tool's effect is unknown: docs/tools.md)."""
+        if self.effect_unknown:
+            return True
+        tools = self.tools
+        return tools is not None and tools.effect_unknown_count > 0
+
+    @property
     def resumable(self) -> bool:
         """The projection permits resume: rung 4 or 5, not superseded, no anomaly."""
         return (
@@ -485,8 +494,7 @@ class WorkState:
         incremental projector; else a pass over the calls."""
         if self.look_positions is not None:
             return self.look_positions
-        return [i for i, c in enumerate(self.calls) if c.effect_unknown or (
-            c.has_tools and (t := c.tools) is not None and t.effect_unknown_count > 0)]
+        return [i for i, c in enumerate(self.calls) if c.needs_a_look]
 
     @property
     def tool_effect_unknown_count(self) -> int:

@@ -49,12 +49,11 @@ def drift_status(call: CallState, checks: Mapping[str, DriftCheck]) -> DriftStat
 
 
 def needs_look(item: object) -> bool:
-    """What `e` stops at: a call whose effect is unknown, or one holding a tool operation
-    admitted without an outcome (docs/tools.md: the tool's effect is unknown)."""
-    if getattr(item, "effect_unknown", False):
-        return True
-    tools = item.tools if isinstance(item, CallState) else None
-    return tools is not None and tools.effect_unknown_count > 0
+    """What `e` stops at (`CallState.needs_a_look`); a skeleton's call, before the
+    projection: its effect unknown."""
+    if isinstance(item, CallState):
+        return item.needs_a_look
+    return bool(getattr(item, "effect_unknown", False))
 
 
 def call_row(call: CallState, checks: Mapping[str, DriftCheck],
