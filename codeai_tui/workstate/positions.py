@@ -6,13 +6,24 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 
-def holds(items: array[int], pos: int) -> bool:
+def holds(items: Sequence[int], pos: int) -> bool:
     """True when the rising positions `items` hold `pos` (by bisection)."""
     at = bisect_left(items, pos)
     return at < len(items) and items[at] == pos
+
+
+def places_of(positions: Sequence[int], among: Sequence[int]) -> list[int]:
+    """Rising, the places in `among` of the `positions` it holds (both rising): a
+    filter's rows (`among`, the positions it kept) that hold calls of `positions`. Each
+    of the shorter is looked for in the longer by bisection."""
+    if len(positions) <= len(among):
+        places = (bisect_left(among, pos) for pos in positions)
+        return [at for at, pos in zip(places, positions, strict=True)
+                if at < len(among) and among[at] == pos]
+    return [at for at, pos in enumerate(among) if holds(positions, pos)]
 
 
 class SortedPositions:
@@ -54,4 +65,4 @@ class SortedPositions:
         return array("i", self._items)
 
 
-__all__ = ["SortedPositions", "holds"]
+__all__ = ["SortedPositions", "holds", "places_of"]

@@ -116,13 +116,14 @@ async def test_number_keys_focus_panes_and_tab_cycles(case_factory) -> None:  # 
 
 async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
         tmp_path: Path) -> None:
-    """c1 and c3 are in flight: e goes to c1 (its detail says so), c3, then back to c1
-    (every row shown: the snapshot's positions), and under a filter (its rows read one
-    by one) to c3 alone."""
+    """Of six calls, y1, x3 and x5 are in flight: e goes to y1 (its detail says so), x3,
+    x5, then back to y1; under a filter keeping x0, x2, x3 and x5 (rows 0-3), e steps
+    through rows 2 and 3 and wraps to row 2."""
     events: list[dict[str, object]] = [
         {"seq": 1, "kind": "task.created", "task_id": "t", "payload": {"title": "x"}}]
-    for c in range(4):
-        call, key = f"c{c}", {"idempotency_key": f"k{c}"}
+    ids = ["xq0", "yq1", "xq2", "xq3", "yq4", "xq5"]
+    for c, call in enumerate(ids):
+        key = {"idempotency_key": f"k{c}"}
         life = [("call.requested", None, key), ("call.completed", None, {"status": "failed"})]
         if c % 2:  # in flight: started, nothing after
             life = [("call.requested", None, key),
@@ -136,20 +137,24 @@ async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         main = app.main
-        assert main.selected_call_id == "c0"
+        calls = main.pane("calls")
+        assert main.selected_call_id == "xq0"
         await pilot.press("e")
-        assert main.pane("calls").cursor == 1 and main.selected_call_id == "c1"
+        assert calls.cursor == 1 and main.selected_call_id == "yq1"
         assert "effect unknown: duplicate risk" in detail_text(app)
         steps = []
-        for _ in range(2):
+        for _ in range(3):
             await pilot.press("e")
-            steps.append(main.selected_call_id)
-        assert steps == ["c3", "c1"]
-        await pilot.press("3", "slash", *"c3", "enter")
-        calls = main.pane("calls")
-        assert calls.row_count == 1
-        await pilot.press("e")
-        assert main.selected_call_id == "c3" and calls.cursor == 0
+            steps.append((calls.cursor, main.selected_call_id))
+        assert steps == [(3, "xq3"), (5, "xq5"), (1, "yq1")]
+        await pilot.press("3", "slash", *"xq", "enter")
+        assert calls.row_count == 4
+        await pilot.press("g")
+        steps = []
+        for _ in range(3):
+            await pilot.press("e")
+            steps.append((calls.cursor, main.selected_call_id))
+        assert steps == [(2, "xq3"), (3, "xq5"), (2, "xq3")]
 
 
 async def test_e_cycles_every_effect_unknown_case_and_the_cases_cursor_follows(

@@ -5,13 +5,18 @@ answers as a set of ids does, before and after the calls rest in columns."""
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codeai_tui.ledger.case import RECEIPTS_RELPATH
 from codeai_tui.ledger.receipts import ReceiptLog, read_more_receipts
 from codeai_tui.ledger.schema import Event
 from codeai_tui.workstate import Projector, project
 from codeai_tui.workstate.calls_view import CallIds
+from codeai_tui.workstate.positions import places_of
 from tests.core.test_call_columns import _LIFE
 from tests.support import held_by
 
@@ -95,3 +100,15 @@ def test_a_snapshots_effect_unknown_ids_answer_as_a_set_and_never_change(
     assert later - early == {f"call-{late:06d}"}  # (what the console's alerts ask)
     assert sorted(early.not_in(later)) == ["call-000009", "call-000019"]  # type: ignore[attr-defined]
     assert early.not_in(frozenset(want)) == []  # type: ignore[attr-defined]
+
+
+@given(st.lists(st.integers(0, 60), unique=True), st.lists(st.integers(0, 60), unique=True))
+def test_a_filters_rows_to_look_at_are_the_rows_whose_positions_are_among_them(
+        positions: list[int], kept: list[int]) -> None:
+    """`e` under a filter: the rows (places among the positions the filter kept) whose
+    calls are to be looked at, rising, whichever list is the longer."""
+    positions.sort()
+    kept.sort()
+    expected = [row for row, pos in enumerate(kept) if pos in set(positions)]
+    assert places_of(positions, kept) == expected
+    assert places_of(array("i", positions), array("i", kept)) == expected

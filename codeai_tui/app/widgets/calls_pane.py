@@ -17,6 +17,7 @@ from codeai_tui.console.filters import call_fields
 from codeai_tui.console.model import CaseSnapshot, Skeleton, SkeletonCall
 from codeai_tui.console.tools import summary as tool_summary
 from codeai_tui.workstate import CallStage, CallState
+from codeai_tui.workstate.positions import places_of
 
 CALL_COLUMNS = [
     Column("call", 12, ident=True),
@@ -187,14 +188,18 @@ class CallsPane(Pane):
         return item if isinstance(item, SkeletonCall) else None
 
     def _rows_to_look(self) -> Sequence[int] | None:
-        """The rows `e` stops at, rising, where the snapshot keeps them: every call's row,
-        no filter (a row is then its call's position). None: look row by row (reading
+        """The rows `e` stops at, rising, from the snapshot's positions of the calls to
+        look at: with no filter a row is its call's position; under one, the rows whose
+        positions are among them. None before the projection: look row by row (reading
         each call took 0.19 s a pass at 137,000 calls, ~2 s at 1.37M)."""
         snap, source = self.snapshot, self.source
-        if snap is None or not isinstance(source, LazySource) or source.indices is not None \
+        if snap is None or not isinstance(source, LazySource) \
                 or source.items is not snap.state.calls:
             return None
-        return snap.state.positions_to_look()
+        positions = snap.state.positions_to_look()
+        if source.indices is None:
+            return positions
+        return places_of(positions, source.indices)
 
     def next_effect_unknown(self) -> bool:
         """Move to the next effect_unknown call (or call with a tool operation of unknown
