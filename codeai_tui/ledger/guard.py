@@ -12,7 +12,10 @@ is made by `sqlite3.connect(..., factory=...)`, so nothing can run on it before 
 - limits (`Connection.setlimit`, Python 3.11): no ATTACH at all, and trigger depth 0, so
   a trigger that got past the schema check makes its statement fail instead of running;
 - a progress handler (`StatementGuard`): every statement ends ("interrupted") soon after
-  its caller's `stop()` turns true, or once it has run longer than its budget.
+  its caller's `stop()` turns true, or once it has run longer than its budget;
+- no statement in a process forked after the connection was opened (SQLite: a
+  connection must not be carried across a fork): it fails there, and a forked child
+  opens a connection of its own.
 
 Not available here: SQLITE_DBCONFIG_DEFENSIVE and the other `sqlite3_db_config` switches
 (`Connection.setconfig` exists only from Python 3.12).
@@ -93,16 +96,21 @@ class StatementGuard:
     `stop()` turns true, or when more than `budget_s` passed since it began or since its
     last batch of rows was asked for (`begin`); `expired` then says which."""
 
-    __slots__ = ("stop", "budget_s", "expired", "_deadline")
+    __slots__ = ("stop", "budget_s", "expired", "_deadline", "_pid")
 
     def __init__(self, budget_s: float, stop: Callable[[], bool] | None = None) -> None:
         self.stop = stop
         self.budget_s = budget_s
         self.expired = False
         self._deadline = math.inf
+        self._pid = os.getpid()
 
     def begin(self) -> None:
-        """A statement starts, or a stream asks for its next batch: a new budget."""
+        """A statement starts, or a stream asks for its next batch: a new budget. Raises
+        sqlite3.ProgrammingError in a process forked since the connection was opened."""
+        if os.getpid() != self._pid:
+            raise sqlite3.ProgrammingError("a ledger connection is not used in a process "
+                                           "forked after it was opened")
         self.expired = False
         self._deadline = time.monotonic() + self.budget_s
 

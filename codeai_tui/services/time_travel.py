@@ -8,6 +8,7 @@ projection is built or held.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -73,15 +74,23 @@ class EntityHistory:
 class CallHistory:
     """One call's evidence as of a seq from its own events, on a connection of its own
     behind a lock: what a verdict kept in columns derives its reason and evidence from,
-    asked from any thread (the screen's, the follower's). Opened on first use."""
+    asked from any thread (the screen's, the follower's). Opened on first use, and again
+    in a process forked since (a filter's scan): a connection and lock of its own there,
+    the parent's left untouched."""
 
     def __init__(self, path: Path, stop: Callable[[], bool] | None = None) -> None:
         self._path = path
         self._stop = stop
         self._sql: EvidenceSQL | None = None
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._inherited: EvidenceSQL | None = None
 
     def __call__(self, call_id: str, n: int, position: int) -> CallEvidence | None:
+        if self._pid != os.getpid():  # (a forked child runs one thread: no race here)
+            # the parent's connection is kept, never closed here: only its process may
+            self._inherited, self._sql = self._sql, None
+            self._pid, self._lock = os.getpid(), threading.Lock()
         with self._lock:
             if self._sql is None:
                 self._sql = EvidenceSQL(self._path, self._stop)

@@ -6,8 +6,11 @@ snapshot and froze the console while it followed."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 from apphelpers import frozen_clock, ready, wait_for
@@ -108,15 +111,86 @@ def test_another_filter_or_case_shows_nothing_of_the_last_and_stops_its_scan() -
     assert scans.scan(request, generation) is None
 
 
-def test_the_next_scan_waits_twice_as_long_as_the_last_took() -> None:
-    """While following, scanning takes at most about a third of the time."""
+def test_a_newer_snapshots_scan_waits_twice_as_long_as_the_last_took() -> None:
+    """While following, scanning takes at most about a third of the time; a filter (or
+    case) not scanned yet is scanned at once: the operator waits for it."""
     scans = FilterScans()
-    assert scans.delay() == 0.0  # (the first scan begins at once)
     request = _request("done", ["call-1 done"])
     scans.indices(request)
+    assert scans.delay() == 0.0  # (the first scan begins at once)
     scans.running = True
     scans.ended(request, scans.generation, [0], 5.0)
+    scans.indices(_request("done", ["call-1 done", "call-2 done"]))  # a newer snapshot
     assert 5.0 < scans.delay() <= 10.0
+    scans.indices(_request("open", ["call-1 done", "call-2 done"]))  # another filter
+    assert scans.delay() == 0.0
+    scans.indices(_request("done", ["call-1 done"], scope="another case"))
+    assert scans.delay() == 0.0
+
+
+def _many(n: int) -> list[str]:
+    return [f"call-{i} {'done' if i % 3 else 'open'}" for i in range(n)]
+
+
+def test_a_scan_of_many_rows_runs_in_a_child_and_finds_what_the_thread_finds() -> None:
+    """From FORK_FROM rows the rows are matched in a forked child: a match that holds only
+    outside this process (its pid) finds every row there, and the child's positions are
+    what a scan here finds."""
+    items = _many(filter_scan.FORK_FROM)
+    here = os.getpid()
+    needle = Needle("open")
+    scans = FilterScans()
+    found = _scan(scans, ScanRequest(needle, "case", items, lambda i: os.getpid() != here,
+                                     len(items)))
+    assert found == list(range(len(items)))
+    plain = _request("open", items)
+    expected = [i for i in range(len(items)) if i % 3 == 0]
+    assert _scan(FilterScans(), plain) == expected
+    short = _request("open", items[:filter_scan.FORK_FROM - 1])  # (in the thread)
+    assert _scan(FilterScans(), ScanRequest(short.needle, "case", short.items,
+                                            lambda i: os.getpid() != here,
+                                            short.length)) == []
+
+
+def test_a_child_that_fails_leaves_the_scan_to_the_thread(tmp_path: Path) -> None:
+    """A child that dies mid-scan is given up: the thread's scan gives the positions."""
+    items = _many(filter_scan.FORK_FROM)
+    here, died = os.getpid(), tmp_path / "died"
+    expected = [i for i in range(len(items)) if i % 3 == 0]
+
+    def dies(i: int) -> bool:
+        if os.getpid() != here and i == 5000:
+            died.write_text("child")
+            os._exit(3)
+        return i % 3 == 0
+
+    assert _scan(FilterScans(), ScanRequest(Needle("open"), "case", items, dies,
+                                            len(items))) == expected
+    assert died.read_text() == "child"
+
+
+def test_a_childs_scan_no_longer_wanted_ends_at_once() -> None:
+    """Another filter typed (or the pane going) while a child scans: it is killed, and the
+    scan returns None well before the child's rows would have taken."""
+    items = _many(filter_scan.FORK_FROM)
+    scans = FilterScans()
+    request = _request("open", items)
+    scans.indices(request)
+    scans.running = True
+    generation = scans.generation
+    asked = time.monotonic()
+
+    def slow(i: int) -> bool:
+        time.sleep(0.001)  # (20 s for the whole list)
+        return True
+
+    def stop() -> bool:
+        return time.monotonic() - asked > 0.5
+
+    started = time.monotonic()
+    found = scans.scan(ScanRequest(request.needle, "case", items, slow, len(items)),
+                       generation, stop)
+    assert found is None and time.monotonic() - started < 5
 
 
 async def test_a_filter_that_matches_nothing_says_so_not_that_the_case_has_none(

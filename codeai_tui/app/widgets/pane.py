@@ -11,6 +11,7 @@ from typing import Any, ClassVar, TypeVar
 from textual.content import Content
 from textual.reactive import reactive
 from textual.timer import Timer
+from textual.worker import get_current_worker
 
 from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import cell
@@ -127,8 +128,9 @@ class Pane(TableView):
     def _run_scan(self, scans: FilterScans, request: ScanRequest, generation: int) -> None:
         """In the worker thread: the scan, its end handed to the screen's thread."""
         started, found = time.monotonic(), None
+        worker = get_current_worker()  # (cancelled when the pane or the app goes)
         try:
-            found = scans.scan(request, generation)
+            found = scans.scan(request, generation, lambda: worker.is_cancelled)
         finally:
             with contextlib.suppress(RuntimeError):  # (the app is closing)
                 self.app.call_from_thread(self._scan_ended, scans, request, generation,
