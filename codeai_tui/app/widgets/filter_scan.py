@@ -17,8 +17,8 @@ A scan of `FORK_FROM` rows or more runs in a forked child instead (`WatchedFork`
 its thread waiting: in a thread it held the interpreter for seconds, and every time the
 screen's thread waited for it to paint a snapshot it waited up to a switch interval
 (~5 ms), many times a paint. A filtered Receipts pane of a 1M-event ledger, followed at
-1,000 events/s, left the header unchanged for 1.3-2.4 s while its scan ran, a Calls pane
-1.2 s. The child's rows are the snapshot's, copied on write; a child that fails (a read of
+1,000 events/s, left the header unchanged for 1.0-2.4 s while its scan ran, a Calls pane
+up to 1.2 s (0.15-0.35 s with the child, about the header's usual step). The child's rows are the snapshot's, copied on write; a child that fails (a read of
 the ledger in it is refused: a connection is never used across a fork), dies or stalls
 leaves the scan to the thread, so what the pane shows never depends on it.
 """
