@@ -2,7 +2,8 @@
 says "filtering…", and shows the rows once the scan ends; while a case is followed the
 last finished scan's rows stay shown until the next one ends (app/widgets/filter_scan.py).
 On the screen's thread a filtered Receipts pane of a 1M-event ledger took ~2.8 s per
-snapshot and froze the console while it followed."""
+snapshot and froze the console while it followed. From FORK_FROM rows the thread waits
+for a forked child that matches them, and scans them itself if the child fails."""
 
 from __future__ import annotations
 
