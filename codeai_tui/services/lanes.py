@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from codeai_tui.ledger.reader import LedgerReader
 from codeai_tui.ledger.receipts import micros_of
 from codeai_tui.workstate import CallState, ReceiptCheck, parse_time
+from codeai_tui.workstate.calls_view import CallsView
 from codeai_tui.workstate.evidence import ReceiptIndex, attempt_effect, attempt_receipts
 from codeai_tui.workstate.receipts import duplicate_effect
 
@@ -298,6 +299,10 @@ def uncovered_lane(check: ReceiptCheck, now_seq: int, clock: SeqClock | None) ->
 RowItem = tuple[str, "str | int | None"]  # ("uncovered", None) | ("task", id) | ("call", pos)
 
 
+def _call_id_at(calls: Sequence[CallState], view: CallsView | None, pos: int) -> str:
+    return view.call_id_at(pos) if view is not None else calls[pos].call_id
+
+
 class LaneIndex:
     """Which lane is on which row: the uncovered receipts' lane first (when there are
     any), then each task in the order its first call appeared, as a header row followed
@@ -323,15 +328,22 @@ class LaneIndex:
         as-of): build a new index for it. The rows are laid out again from the first
         task that grew (a followed case's newest tasks are its last: little to do)."""
         n, seen = len(calls), self._seen
-        if n < seen or (seen and calls[seen - 1].call_id != self._last_id):
+        # a snapshot's calls in columns give their ids without a verdict made for each
+        # (the unfiltered index of 137,000 calls: 163 ms made, 53 ms from the columns)
+        view = calls if isinstance(calls, CallsView) else None
+        if n < seen or (seen and _call_id_at(calls, view, seen - 1) != self._last_id):
             return False
         keep = self._keep
+        task_at = view.task_id_at if view is not None and keep is None else None
         first_grown = len(self._groups)
         for pos in range(seen, n):
-            call = calls[pos]
-            if keep is not None and not keep(call):
-                continue
-            task = call.task_id
+            if task_at is not None:
+                task = task_at(pos)
+            else:
+                call = calls[pos]
+                if keep is not None and not keep(call):
+                    continue
+                task = call.task_id
             g = self._group_of.get(task)
             if g is None:
                 g = self._group_of[task] = len(self._tasks)
@@ -341,7 +353,7 @@ class LaneIndex:
             self._calls += 1
             first_grown = min(first_grown, g)
         if n:
-            self._last_id = calls[n - 1].call_id
+            self._last_id = _call_id_at(calls, view, n - 1)
         self._seen = n
         if uncovered != self.uncovered:
             self.uncovered, first_grown = uncovered, 0

@@ -101,6 +101,11 @@ class CallsView(KeptOrRead[CallState]):
         st = self._kept.get(i)
         return st.call_id if st is not None else self._ids[self._slots[i]]
 
+    def task_id_at(self, i: int) -> str:
+        """The task id of the call at position `i` (no verdict read from the columns)."""
+        st = self._kept.get(i)
+        return st.task_id if st is not None else self._cols.task_id(self._slots[i])
+
 
 class CallIds(AbstractSet[str]):
     """The ids of a snapshot's calls at some positions (its effect-unknown calls), kept

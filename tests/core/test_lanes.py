@@ -37,6 +37,8 @@ from codeai_tui.services.lanes import (
     read_clock,
     uncovered_lane,
 )
+from codeai_tui.workstate.calls_view import CallsView
+from tests.core.test_unknown_positions import ROUND, _follow
 from tests.support import CONFORMANCE, TESTS
 
 sys.path.insert(0, str(TESTS / "app"))
@@ -211,3 +213,17 @@ def test_the_time_axis_places_by_recorded_time(tmp_path: Path) -> None:
     assert as_of_column(axis, 11, 110, clock) == 10  # 1 s of 11 s
     assert as_of_column(fit_axis(SEQ, 1, 21, clock), 11, 110, clock) > 50
     assert fit_axis(TIME, 1, 21, None).kind == SEQ  # no clock: seqs
+
+
+def test_an_index_of_calls_in_columns_equals_one_of_the_calls_made(tmp_path: Path) -> None:
+    """A snapshot's calls in columns (and the few held as objects) give each call's task
+    without a verdict made for it: the same rows as an index of the verdicts made."""
+    projector, log = _follow(tmp_path / "case", 3 * ROUND)
+    calls = projector.snapshot(log).calls
+    assert isinstance(calls, CallsView)
+    made = list(calls)
+    in_columns, of_made = LaneIndex(), LaneIndex()
+    assert in_columns.update(calls) and of_made.update(made)
+    assert list(in_columns) == list(of_made) and len(in_columns) == len(made) + len(
+        {c.task_id for c in made})
+    assert not in_columns.update(made[:-1])  # (an earlier as-of: built anew)
