@@ -322,6 +322,35 @@ class LaneIndex:
         self._calls = 0
         self.uncovered = False
 
+    def start_from(self, calls: Sequence[CallState], matched: Sequence[int], upto: int,
+                   uncovered: bool = False) -> None:
+        """A new index whose first `upto` calls are those `matched` (rising: a filter's
+        scan of them, done elsewhere), each call's task read without a verdict made;
+        the calls after them as `update` takes them."""
+        view = calls if isinstance(calls, CallsView) else None
+        task_at = view.task_id_at if view is not None else (lambda p: calls[p].task_id)
+        for pos in matched:
+            if pos >= upto:
+                break
+            self._add(pos, task_at(pos))
+        if upto:
+            self._last_id = _call_id_at(calls, view, upto - 1)
+        self._seen = upto
+        self.uncovered = uncovered
+        self._lay_out(0)
+        self.update(calls, uncovered)
+
+    def _add(self, pos: int, task: str) -> int:
+        """Put the call at `pos` in its task's group; the group's number."""
+        g = self._group_of.get(task)
+        if g is None:
+            g = self._group_of[task] = len(self._tasks)
+            self._tasks.append(task)
+            self._groups.append(array("q"))
+        self._groups[g].append(pos)
+        self._calls += 1
+        return g
+
     def update(self, calls: Sequence[CallState], uncovered: bool = False) -> bool:
         """Index the calls appended since the last update. False, changing nothing,
         when `calls` does not continue what was indexed (another case, an earlier
@@ -344,14 +373,7 @@ class LaneIndex:
                 if keep is not None and not keep(call):
                     continue
                 task = call.task_id
-            g = self._group_of.get(task)
-            if g is None:
-                g = self._group_of[task] = len(self._tasks)
-                self._tasks.append(task)
-                self._groups.append(array("q"))
-            self._groups[g].append(pos)
-            self._calls += 1
-            first_grown = min(first_grown, g)
+            first_grown = min(first_grown, self._add(pos, task))
         if n:
             self._last_id = _call_id_at(calls, view, n - 1)
         self._seen = n

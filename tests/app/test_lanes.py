@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,11 @@ from lanes_cases import call_events, lanes_case
 from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.app import create_app
+from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.pane_grid import PaneTabs
+from codeai_tui.console.filters import Needle
+from codeai_tui.services.lanes import SEQ as SEQ_AXIS
 
 NARROW = (80, 24)
 
@@ -210,6 +215,51 @@ async def test_the_action_log_writes_the_report_outside_the_case(
     assert "Incident report" in text and "call-c" in text and "<svg" in text
     assert ledger_digest(case) == before
     assert not [p for p in case.rglob("*") if "report" in p.name or p.suffix == ".html"]
+
+
+async def test_a_filter_over_many_lanes_is_matched_off_the_screens_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Lanes filter is a scan here (the threshold set to 0): the matching waits for
+    a gate on the scan's thread, so the pane says "filtering…" and the screen answers a
+    key meanwhile; then the same lanes as matched at once, and the calls that arrive
+    after are matched as they come."""
+    monkeypatch.setattr(filter_scan, "IN_THREAD_FROM", 0)
+    gate = threading.Event()
+    plain = Needle.matches
+
+    def gated(self: Needle, fields: Iterable[str]) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            gate.wait(10)
+        return plain(self, fields)
+
+    monkeypatch.setattr(Needle, "matches", gated)
+    case = lanes_case(tmp_path)
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot)
+        lanes = await open_lanes(pilot)
+        await pilot.press("slash", *"call", "minus", "b", "enter")
+        await wait_for(pilot, lambda: "filtering" in str(lanes.border_subtitle),
+                       what="the pane says it is filtering")
+        assert lanes.row_count == 0
+        await pilot.press("s")  # the screen answers a key while the scan waits
+        await wait_for(pilot, lambda: lanes.axis_kind != SEQ_AXIS, what="s answered")
+        # a call arrives while the scan of the calls before it runs: matched as it came
+        calls = len(lanes.snapshot.state.calls)  # type: ignore[union-attr]
+        late = call_events("task-3", "call-bb", "key-4", 27, ["inflight"], finish=False)
+        append_to_case(case, [
+            {"seq": 26, "kind": "task.created", "task_id": "task-3",
+             "payload": {"title": "late"}, "event_id": "ev-0026"},
+            *[dict(e, event_id=f"ev-{e['seq']:04d}") for e in late]])
+        await wait_for(pilot, lambda: len(lanes.snapshot.state.calls) == calls + 1,  # type: ignore[union-attr]
+                       what="the late call in the snapshot")
+        assert lanes.row_count == 0 and "filtering" in str(lanes.border_subtitle)
+        gate.set()
+        await wait_for(pilot, lambda: lanes.row_count == 5
+                       and "filtering" not in str(lanes.border_subtitle), what="scanned")
+        drawn = lines(lanes)
+        assert drawn[1].startswith("\u26a0 uncovered") and drawn[3].startswith("call-b")
+        assert drawn[5].startswith("call-bb")
 
 
 async def test_a_filter_keeps_the_lanes_of_the_calls_it_matches(tmp_path: Path) -> None:

@@ -15,7 +15,10 @@ the followed events) and its CSS; the screen sets `snapshot` (live or as of) and
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,11 +29,14 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
+from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import WARN, cell
+from codeai_tui.app.widgets.filter_scan import FilterScans, ScanRequest
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.table import Column, Row, fit
-from codeai_tui.console.filters import call_fields
+from codeai_tui.console.filters import Needle, call_fields
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import LedgerError, LedgerReader
 from codeai_tui.services.lanes import (
@@ -147,6 +153,10 @@ class LanesPane(Pane):
         self._index = LaneIndex()
         self._index_case: Path | None = None
         self._index_needle: object = None
+        # a filter's scan of many calls: what runs (its scope), and the last that ended
+        # (its scope, the positions it kept, of how many calls)
+        self._scanning: object = None
+        self._scanned: tuple[object, list[int], int] | None = None
         self._stale = True  # a snapshot arrived while hidden: index it when shown
         self._lanes: dict[int, Lane | None] = {}  # row -> its lane, for this snapshot
         self._task_states: dict[str, TaskState] | None = None
@@ -196,10 +206,49 @@ class LanesPane(Pane):
             return empty
         keep = (lambda c: needle.matches(call_fields(c))) if needle is not None else None
         self._index = LaneIndex(keep)
-        self._index.update(calls, uncovered)
+        if needle is not None and snap is not None and len(calls) >= filter_scan.IN_THREAD_FROM:
+            # matching every call (~5 us each; 0.7 s at 137,000, the header still for
+            # 1.2 s) is a filter's scan, off the screen's thread: the index begins from
+            # the positions it kept, the calls since matched by `keep`
+            scope = (snap.case_dir, needle, self.snapshot_scope())
+            found = self._scanned
+            if found is None or found[0] != scope or found[2] > len(calls):
+                if self._scanning != scope:
+                    self._scan_lanes(scope, calls, needle)
+                self._index_case = None  # (the scan's end paints again)
+                return True
+            self._index.start_from(calls, found[1], found[2], uncovered)
+        else:
+            self._scanning = None  # (a scan still running is no longer wanted: it stops)
+            self._index.update(calls, uncovered)
         self._index_case = snap.case_dir if snap is not None else None
         self._index_needle = needle
         return True
+
+    def _scan_lanes(self, scope: object, calls: Sequence[CallState], needle: Needle) -> None:
+        self._scanning, self._scanned = scope, None
+        request = ScanRequest(needle, scope, calls,
+                              lambda i: needle.matches(call_fields(calls[i])), len(calls))
+        self.run_worker(partial(self._run_lanes_scan, request), thread=True,
+                        group="lanes-filter", exclusive=True, exit_on_error=False)
+
+    def _run_lanes_scan(self, request: ScanRequest) -> None:
+        """In the worker thread: the calls the filter keeps (FilterScans: a forked child
+        for many), handed to the screen's thread."""
+        worker = get_current_worker()
+        found = FilterScans().scan(request, 0, lambda: worker.is_cancelled
+                                   or self._scanning != request.scope)
+        with contextlib.suppress(RuntimeError):  # (the app is closing)
+            self.app.call_from_thread(self._lanes_scanned, request, found)
+
+    def _lanes_scanned(self, request: ScanRequest, found: list[int] | None) -> None:
+        if found is None or self._scanning != request.scope:
+            return
+        self._scanning, self._scanned = None, (request.scope, found, request.length)
+        self.paint()
+
+    def filtering(self) -> bool:
+        return self._scanning is not None
 
     # ---- the clock (for the time axis and for placing receipts)
 
