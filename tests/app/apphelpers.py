@@ -6,8 +6,9 @@ import asyncio
 import hashlib
 import json
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,22 @@ def log_texts(app: Any) -> list[str]:
 def toast_text(app: Any) -> str:
     """What the toasts on screen say (the operator's view of `notify`)."""
     return "\n".join(str(toast.render()) for toast in app.screen.query("Toast"))
+
+
+def gate_scans(monkeypatch: Any) -> threading.Event:
+    """Every filter a scan (the threshold set to 0), whose matching, off the screen's
+    thread, waits for the event returned: what the screen does meanwhile can be seen."""
+    from codeai_tui.app.widgets import filter_scan
+    from codeai_tui.console.filters import Needle
+
+    monkeypatch.setattr(filter_scan, "IN_THREAD_FROM", 0)
+    gate = threading.Event()
+    plain = Needle.matches
+
+    def gated(self: Needle, fields: Iterable[str]) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            gate.wait(10)
+        return plain(self, fields)
+
+    monkeypatch.setattr(Needle, "matches", gated)
+    return gate

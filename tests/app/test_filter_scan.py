@@ -8,13 +8,11 @@ for a forked child that matches them, and scans them itself if the child fails."
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from apphelpers import frozen_clock, ready, wait_for
+from apphelpers import frozen_clock, gate_scans, ready, wait_for
 
 from codeai_tui.app import create_app
 from codeai_tui.app.widgets import filter_scan
@@ -28,16 +26,7 @@ async def test_a_filter_scanned_in_a_thread_leaves_the_screen_answering(
         case_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """Every pane's filter goes to the thread (the threshold set to 0); the scan's
     matching waits for a gate, so the screen must answer while it waits."""
-    monkeypatch.setattr(filter_scan, "IN_THREAD_FROM", 0)
-    gate = threading.Event()
-    plain = Needle.matches
-
-    def gated(self: Needle, fields: Iterable[str]) -> bool:
-        if threading.current_thread() is not threading.main_thread():
-            gate.wait(10)
-        return plain(self, fields)
-
-    monkeypatch.setattr(Needle, "matches", gated)
+    gate = gate_scans(monkeypatch)
     app = create_app(case_factory("resumed_then_completed"), clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 import tempfile
-import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from apphelpers import (
     SIZE,
     detail_text,
     frozen_clock,
+    gate_scans,
     ledger_digest,
     ready,
     verdict_text,
@@ -25,10 +24,8 @@ from lanes_cases import call_events, lanes_case
 from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.app import create_app
-from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.pane_grid import PaneTabs
-from codeai_tui.console.filters import Needle
 from codeai_tui.services.lanes import SEQ as SEQ_AXIS
 
 NARROW = (80, 24)
@@ -223,16 +220,7 @@ async def test_a_filter_over_many_lanes_is_matched_off_the_screens_thread(
     a gate on the scan's thread, so the pane says "filtering…" and the screen answers a
     key meanwhile; then the same lanes as matched at once, and the calls that arrive
     after are matched as they come."""
-    monkeypatch.setattr(filter_scan, "IN_THREAD_FROM", 0)
-    gate = threading.Event()
-    plain = Needle.matches
-
-    def gated(self: Needle, fields: Iterable[str]) -> bool:
-        if threading.current_thread() is not threading.main_thread():
-            gate.wait(10)
-        return plain(self, fields)
-
-    monkeypatch.setattr(Needle, "matches", gated)
+    gate = gate_scans(monkeypatch)
     case = lanes_case(tmp_path)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=NARROW) as pilot:
