@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from apphelpers import frozen_clock, gate_scans, ready, wait_for
+from ledgerfactory import append_to_case
 
 from codeai_tui.app import create_app
 from codeai_tui.app.widgets import filter_scan
@@ -193,3 +194,31 @@ async def test_a_filter_that_matches_nothing_says_so_not_that_the_case_has_none(
         await pilot.press("3", "slash", *"zzz", "enter")
         await wait_for(pilot, lambda: calls.row_count == 0, what="filtered")
         assert calls.empty_message() == "no row matches the filter"  # (not "no calls")
+
+
+async def test_a_filter_just_typed_does_not_wait_out_a_newer_snapshots_delay(
+        case_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A scan held 3 s: a newer snapshot of the followed case waits twice that before
+    its scan; a filter typed meanwhile is scanned at once, not after that wait."""
+    gate = gate_scans(monkeypatch)
+    case = case_factory("resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        calls = app.main.pane("calls")
+        await pilot.press("3", "slash", *"completed", "enter")
+        await wait_for(pilot, lambda: "filtering" in str(calls.border_subtitle),
+                       what="the pane says it is filtering")
+        await pilot.pause(3.0)  # (the scan takes 3 s: the next of this filter waits 6)
+        gate.set()
+        await wait_for(pilot, lambda: calls.row_count == 1
+                       and "filtering" not in str(calls.border_subtitle), what="scanned")
+        seen = calls.snapshot.event_count  # type: ignore[union-attr]
+        append_to_case(case, [{"seq": seen + 1, "kind": "task.created", "task_id": "t-new",
+                               "payload": {"title": "later"}}])
+        await wait_for(pilot, lambda: calls.snapshot.event_count == seen + 1,  # type: ignore[union-attr]
+                       what="the newer snapshot")
+        await pilot.press("escape", "slash", *"call-17", "enter")
+        await wait_for(pilot, lambda: "call-17" in str(calls.border_subtitle)
+                       and "filtering" not in str(calls.border_subtitle)
+                       and calls.row_count == 2, timeout=3.0, what="scanned at once")

@@ -108,9 +108,15 @@ class Pane(TableView):
         return self._scans is not None and self._scans.waiting()
 
     def _schedule_scan(self) -> None:
-        if self._scan_timer is not None or self._scans is None:
-            return  # (the scan about to begin takes the newest request)
+        if self._scans is None:
+            return
         delay = self._scans.delay()
+        if self._scan_timer is not None:
+            if delay > 0:
+                return  # (the scan about to begin takes the newest request)
+            # a filter just typed does not wait out a newer snapshot's delay
+            self._scan_timer.stop()
+            self._scan_timer = None
         if delay > 0:
             self._scan_timer = self.set_timer(delay, self._begin_scan)
         else:
