@@ -41,7 +41,6 @@ _CHECK_EVERY = 1024  # rows between looks at whether the scan is still wanted
 FORK_FROM = 20_000  # rows; a scan of more runs in a forked child (fewer: ~0.1 s of calls)
 FORK_NICENESS = 10  # the child's priority below the console's own threads
 FORK_GRACE_S = 3600.0  # a child still moving (its counter) is waited for this long
-_NOT_FORKED = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,46 +123,10 @@ class FilterScans:
 
     def scan(self, request: ScanRequest, generation: int,
              stop: Callable[[], bool] | None = None) -> list[int] | None:
-        """In the worker: the matching positions, or None once the scan is not wanted
-        (another filter or case, or `stop()`: the pane is going). `FORK_FROM` rows or
-        more are matched in a forked child where one can be had."""
-        if request.length >= FORK_FROM and hasattr(os, "fork"):
-            found = self._scan_forked(request, generation, stop)
-            if found is not _NOT_FORKED:
-                return found  # type: ignore[return-value]
-        return self._scan_here(request, generation, stop)
-
-    def _scan_forked(self, request: ScanRequest, generation: int,
-                     stop: Callable[[], bool] | None) -> object:
-        """The scan in a forked child; `_NOT_FORKED` when it cannot be had or did not end
-        well (the thread scans then)."""
-
-        def unwanted() -> bool:
-            return generation != self.generation or (stop is not None and stop())
-
-        try:
-            child = WatchedFork(lambda beat: _matching(request, beat))
-        except OSError:
-            return _NOT_FORKED
-        try:
-            found = child.result(FORK_GRACE_S, stop=unwanted)
-        finally:
-            child.close()
-        if unwanted():
-            return None
-        return found.tolist() if isinstance(found, array) else _NOT_FORKED
-
-    def _scan_here(self, request: ScanRequest, generation: int,
-                   stop: Callable[[], bool] | None) -> list[int] | None:
-        out: list[int] = []
-        match_at = request.match_at
-        for i in range(request.length):
-            if not i % _CHECK_EVERY and (generation != self.generation
-                                         or (stop is not None and stop())):
-                return None
-            if match_at(i):
-                out.append(i)
-        return out
+        """In the worker: the matching positions (`matching_positions`), or None once the
+        scan is not wanted (another filter or case, or `stop()`: the pane is going)."""
+        return matching_positions(request, lambda: generation != self.generation
+                                  or (stop is not None and stop()))
 
     def ended(self, request: ScanRequest, generation: int, found: list[int] | None,
               took: float) -> bool:
@@ -179,16 +142,47 @@ class FilterScans:
         return self.wanted is not None
 
 
-def _matching(request: ScanRequest, beat: Beat) -> array[int]:
-    """In the forked child: the positions `request` matches (its counter moved every
-    `_CHECK_EVERY` rows, so its parent sees it is not hung)."""
+def matching_positions(request: ScanRequest, unwanted: Callable[[], bool]
+                       ) -> list[int] | None:
+    """The positions `request` matches, or None once `unwanted()`. From `FORK_FROM` rows
+    in a forked child where one can be had; here when it cannot, or did not end well."""
+    child: WatchedFork[array[int]] | None = None
+    if request.length >= FORK_FROM and hasattr(os, "fork"):
+        with contextlib.suppress(OSError):  # (no process to be had: here)
+            child = WatchedFork(lambda beat: _in_child(request, beat))
+    if child is not None:
+        try:
+            found = child.result(FORK_GRACE_S, stop=unwanted)
+        finally:
+            child.close()
+        if unwanted():
+            return None
+        if isinstance(found, array):
+            return found.tolist()
+    return _matching(request, lambda _i: unwanted())
+
+
+def _in_child(request: ScanRequest, beat: Beat) -> array[int]:
+    """In the forked child, niced: the positions, its counter moved as it goes (its
+    parent sees it is not hung)."""
     with contextlib.suppress(OSError):
         os.nice(FORK_NICENESS)
-    out = array("i")
+
+    def moved(i: int) -> bool:
+        beat(i)
+        return False  # (a child no longer wanted is killed)
+
+    return array("i", _matching(request, moved) or ())
+
+
+def _matching(request: ScanRequest, stopped: Callable[[int], bool]) -> list[int] | None:
+    """The positions `request` matches; None once `stopped(i)`, asked every
+    `_CHECK_EVERY` rows."""
+    out: list[int] = []
     match_at = request.match_at
     for i in range(request.length):
-        if not i % _CHECK_EVERY:
-            beat(i)
+        if not i % _CHECK_EVERY and stopped(i):
+            return None
         if match_at(i):
             out.append(i)
     return out

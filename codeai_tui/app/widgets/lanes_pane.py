@@ -33,7 +33,7 @@ from textual.worker import get_current_worker
 
 from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import WARN, cell
-from codeai_tui.app.widgets.filter_scan import FilterScans, ScanRequest
+from codeai_tui.app.widgets.filter_scan import ScanRequest, matching_positions
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.table import Column, Row, fit
 from codeai_tui.console.filters import Needle, call_fields
@@ -233,10 +233,10 @@ class LanesPane(Pane):
                         group="lanes-filter", exclusive=True, exit_on_error=False)
 
     def _run_lanes_scan(self, request: ScanRequest) -> None:
-        """In the worker thread: the calls the filter keeps (FilterScans: a forked child
-        for many), handed to the screen's thread."""
+        """In the worker thread: the calls the filter keeps (a forked child for many),
+        handed to the screen's thread."""
         worker = get_current_worker()
-        found = FilterScans().scan(request, 0, lambda: worker.is_cancelled
+        found = matching_positions(request, lambda: worker.is_cancelled
                                    or self._scanning != request.scope)
         with contextlib.suppress(RuntimeError):  # (the app is closing)
             self.app.call_from_thread(self._lanes_scanned, request, found)
