@@ -210,7 +210,7 @@ class LanesPane(Pane):
             # matching every call (~5 us each; 0.7 s at 137,000, the header still for
             # 1.2 s) is a filter's scan, off the screen's thread: the index begins from
             # the positions it kept, the calls since matched by `keep`
-            scope = (snap.case_dir, needle, self.snapshot_scope())
+            scope = (needle, self.snapshot_scope())  # (its case and as-of)
             found = self._scanned
             if found is None or found[0] != scope or found[2] > len(calls):
                 if self._scanning != scope:
