@@ -3,7 +3,8 @@ says "filtering…", and shows the rows once the scan ends; while a case is foll
 last finished scan's rows stay shown until the next one ends (app/widgets/filter_scan.py).
 On the screen's thread a filtered Receipts pane of a 1M-event ledger took ~2.8 s per
 snapshot and froze the console while it followed. From FORK_FROM rows the thread waits
-for a forked child that matches them, and scans them itself if the child fails."""
+for forked children that match them, one a core, and matches a part itself if its child
+fails."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from apphelpers import frozen_clock, gate_scans, ready, wait_for
+from hypothesis import given
+from hypothesis import strategies as st
 from ledgerfactory import append_to_case
 
 from codeai_tui.app import create_app
@@ -157,6 +160,71 @@ def test_a_child_that_fails_leaves_the_scan_to_the_thread(tmp_path: Path) -> Non
 
     assert _scan(FilterScans(), ScanRequest(Needle("open"), "case", items, dies,
                                             len(items))) == expected
+    assert died.read_text() == "child"
+
+
+@given(st.integers(0, 12 * filter_scan.FORK_FROM), st.integers(1, 8))
+def test_the_rows_are_parted_one_range_a_core_each_of_enough_rows(length: int,
+                                                                  cores: int) -> None:
+    ranges = filter_scan.parts(length, cores)
+    assert [lo for lo, _hi in ranges] == [0] + [hi for _lo, hi in ranges[:-1]]
+    assert ranges[-1][1] == length  # (every row once, in order)
+    assert len(ranges) == max(1, min(cores, filter_scan.MAX_CHILDREN,
+                                     length // filter_scan.FORK_FROM))
+    if len(ranges) > 1:
+        assert min(hi - lo for lo, hi in ranges) >= filter_scan.FORK_FROM
+
+
+def _pids_of_parts(tmp_path: Path, items: list[str], at: set[int]
+                   ) -> tuple[ScanRequest, Path]:
+    """A request whose match holds only outside this process, noting at the rows `at`
+    which process matched them (one file a row)."""
+    here = os.getpid()
+
+    def match_at(i: int) -> bool:
+        if i in at:
+            (tmp_path / str(i)).write_text(str(os.getpid()))
+        return os.getpid() != here
+
+    return ScanRequest(Needle("open"), "case", items, match_at, len(items)), tmp_path
+
+
+def test_a_scan_over_two_cores_is_split_between_two_children(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows enough for two parts, two cores: each part is matched in a child of its own,
+    and the positions come back whole and in order."""
+    monkeypatch.setattr(filter_scan, "usable_cores", lambda: 2)
+    n = 2 * filter_scan.FORK_FROM
+    items = _many(n)
+    request, noted = _pids_of_parts(tmp_path, items, {0, n // 2})
+    assert _scan(FilterScans(), request) == list(range(n))
+    pids = {(noted / str(i)).read_text() for i in (0, n // 2)}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+    monkeypatch.setattr(filter_scan, "usable_cores", lambda: 1)  # one core: one child
+    (tmp_path / "one").mkdir()
+    request, noted = _pids_of_parts(tmp_path / "one", items, {0, n // 2})
+    assert _scan(FilterScans(), request) == list(range(n))
+    assert len({(noted / str(i)).read_text() for i in (0, n // 2)}) == 1
+
+
+def test_a_part_whose_child_fails_is_matched_by_the_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of two children the second dies mid-scan: its part is matched here, the first's
+    rows are the first child's, and the positions are what one scan here finds."""
+    monkeypatch.setattr(filter_scan, "usable_cores", lambda: 2)
+    n = 2 * filter_scan.FORK_FROM
+    items = _many(n)
+    here, died = os.getpid(), tmp_path / "died"
+    expected = [i for i in range(n) if i % 3 == 0]
+
+    def dies(i: int) -> bool:
+        if os.getpid() != here and i == n // 2 + 5000:
+            died.write_text("child")
+            os._exit(3)
+        return i % 3 == 0
+
+    assert _scan(FilterScans(), ScanRequest(Needle("open"), "case", items, dies,
+                                            n)) == expected
     assert died.read_text() == "child"
 
 
