@@ -9,7 +9,9 @@ fails."""
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -290,3 +292,64 @@ async def test_a_filter_just_typed_does_not_wait_out_a_newer_snapshots_delay(
         await wait_for(pilot, lambda: "call-17" in str(calls.border_subtitle)
                        and "filtering" not in str(calls.border_subtitle)
                        and calls.row_count == 2, timeout=3.0, what="scanned at once")
+
+
+def test_a_scan_that_raised_is_not_begun_again_for_the_same_rows() -> None:
+    """Its error is kept for its filter and scope; the same items start no scan (else a
+    scan raising at once was begun at every paint), newer items do, after twice its time."""
+    scans = FilterScans()
+    items = ["call-1 done"]
+    request = _request("done", items)
+    scans.indices(request)
+    scans.running = True
+    assert not scans.ended(request, scans.generation, None, 0.5, "OSError: ledger gone")
+    assert scans.failure(request.needle, "case") == "OSError: ledger gone"
+    assert scans.failure(Needle("open"), "case") is None
+    assert scans.failure(request.needle, "another case") is None
+    assert scans.indices(_request("done", items)) == ([], False)
+    assert not scans.waiting()  # (not "filtering…": it failed)
+    assert scans.indices(_request("done", [*items, "call-2 done"])) == ([], True)
+    assert 0.5 < scans.delay() <= 1.0
+    newer = scans.wanted
+    assert newer is not None
+    assert _scan(scans, newer) == [0, 1]
+    assert scans.failure(request.needle, "case") is None  # (a scan that ended well)
+
+
+async def test_a_filter_whose_scan_raises_says_why_and_scans_again_with_newer_rows(
+        case_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The matching raises off the screen's thread (a ledger gone, say): Calls and Lanes
+    say the filter failed, with the error, and begin no other scan until a newer snapshot
+    comes; once the matching works again, that snapshot's rows are shown."""
+    monkeypatch.setattr(filter_scan, "IN_THREAD_FROM", 0)
+    plain, raised, broken = Needle.matches, [], [True]
+
+    def raising(self: Needle, fields: Iterable[str]) -> bool:
+        if threading.current_thread() is not threading.main_thread() and broken[0]:
+            raised.append(1)
+            raise OSError("ledger gone")
+        return plain(self, fields)
+
+    monkeypatch.setattr(Needle, "matches", raising)
+    case = case_factory("resumed_then_completed")
+    app = create_app(case, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        for key, pane in (("3", main.pane("calls")), ("l", main.pane("lanes"))):
+            before = len(raised)
+            await pilot.press(key, "slash", *"completed", "enter")
+            await wait_for(pilot, lambda p=pane: "filter failed" in str(p.border_subtitle),
+                           what=f"{key}: the pane says the filter failed")
+            assert pane.empty_message() == "the filter failed: OSError: ledger gone"
+            await pilot.pause(0.5)
+            assert len(raised) == before + 1  # (one scan: none begun again meanwhile)
+        calls = main.pane("calls")
+        broken[0] = False
+        seen = calls.snapshot.event_count  # type: ignore[union-attr]
+        append_to_case(case, [{"seq": seen + 1, "kind": "task.created", "task_id": "t-new",
+                               "payload": {"title": "later"}}])
+        await wait_for(pilot, lambda: calls.row_count == 1
+                       and "failed" not in calls.empty_message()
+                       and "failed" not in str(calls.border_subtitle),
+                       timeout=5.0, what="scanned again with the newer snapshot")

@@ -40,6 +40,7 @@ from typing import Any
 from codeai_tui.console.filters import Needle
 from codeai_tui.services.forked import usable_cores
 from codeai_tui.services.watched_fork import Beat, WatchedFork
+from codeai_tui.textsafe import visible
 
 IN_THREAD_FROM = 5_000  # rows; fewer are matched at once (~20 ms of calls)
 _CHECK_EVERY = 1024  # rows between looks at whether the scan is still wanted
@@ -60,7 +61,7 @@ class ScanRequest:
     match_at: Callable[[int], bool]
     length: int  # (of `items` when asked: what the scan covers)
 
-    def same_filter(self, other: ScanRequest | Scanned | None) -> bool:
+    def same_filter(self, other: ScanRequest | Scanned | Failed | None) -> bool:
         return other is not None and other.needle == self.needle and other.scope == self.scope
 
 
@@ -75,12 +76,23 @@ class Scanned:
     indices: list[int]
 
 
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A scan that raised: what it was of, and the error in one line."""
+
+    needle: Needle
+    scope: object
+    items: Sequence[Any]
+    problem: str
+
+
 class FilterScans:
-    """One pane's scans: which is wanted, which runs, the last finished. Used from the
-    screen's thread; `scan` alone runs in the worker."""
+    """One pane's scans: which is wanted, which runs, the last finished, the last that
+    failed. Used from the screen's thread; `scan` alone runs in the worker."""
 
     def __init__(self) -> None:
         self.done: Scanned | None = None
+        self.failed: Failed | None = None
         self.wanted: ScanRequest | None = None
         self.running = False
         self.generation = 0  # bumped when what runs is no longer wanted
@@ -90,7 +102,8 @@ class FilterScans:
     def indices(self, request: ScanRequest) -> tuple[list[int], bool]:
         """(positions to show now, whether a scan must start) for `request`: the finished
         scan's when it is of these very items; else the last finished scan of the same
-        filter and scope (positions past the items cut off), or none, while one runs."""
+        filter and scope (positions past the items cut off), or none, while one runs, or
+        when the scan of these very items raised (`failure` says why)."""
         done = self.done
         if (done is not None and request.same_filter(done) and done.items is request.items
                 and done.length == len(request.items)):
@@ -98,13 +111,31 @@ class FilterScans:
             return done.indices, False
         if not request.same_filter(self.wanted) and self.running:
             self.generation += 1  # (the running scan is of another filter or case)
+        failed = self.failed
+        if failed is not None and request.same_filter(failed) and failed.items is request.items:
+            # (scanned again only for newer items, after `delay`: a scan that raises at
+            # once would otherwise be begun again at every paint, hundreds a second)
+            self.wanted = None
+            return self._last_rows(request), False
         self.wanted = request
+        return self._last_rows(request), not self.running
+
+    def _last_rows(self, request: ScanRequest) -> list[int]:
+        """The last finished scan's positions when it is of this filter and scope (those
+        past the items cut off), else none."""
+        done = self.done
         if done is None or not request.same_filter(done):
-            return [], not self.running
+            return []
         n = len(request.items)
-        shown = done.indices if not done.indices or done.indices[-1] < n else [
+        return done.indices if not done.indices or done.indices[-1] < n else [
             i for i in done.indices if i < n]
-        return shown, not self.running
+
+    def failure(self, needle: Needle | None, scope: object) -> str | None:
+        """The error of this filter's last scan of `scope`, when it raised."""
+        failed = self.failed
+        if failed is None or failed.needle != needle or failed.scope != scope:
+            return None
+        return failed.problem
 
     def waiting(self) -> bool:
         """Whether a scan is wanted and none of its filter and scope has ended yet."""
@@ -115,7 +146,7 @@ class FilterScans:
         """No filter (or a few rows, matched at once): nothing wanted, nothing kept."""
         if self.running:
             self.generation += 1
-        self.wanted = self.done = None
+        self.wanted = self.done = self.failed = None
 
     def delay(self) -> float:
         """Seconds to wait before the next scan: none for a filter (or case) whose scan
@@ -123,7 +154,8 @@ class FilterScans:
         followed case, until the last scan ended twice as long ago as it took (scanning
         at most about a third of the time)."""
         wanted = self.wanted
-        if wanted is None or not wanted.same_filter(self.done):
+        if wanted is None or not (wanted.same_filter(self.done)
+                                  or wanted.same_filter(self.failed)):
             return 0.0
         return max(0.0, self._ended_at + 2 * self._took - time.monotonic())
 
@@ -135,17 +167,30 @@ class FilterScans:
                                   or (stop is not None and stop()))
 
     def ended(self, request: ScanRequest, generation: int, found: list[int] | None,
-              took: float) -> bool:
-        """On the screen's thread, a scan's end: kept when still wanted. True when a
-        newer request waits for the next scan."""
+              took: float, problem: str | None = None) -> bool:
+        """On the screen's thread, a scan's end: kept when still wanted, its error
+        (`problem`) too when it raised. True when a newer request waits for the next
+        scan."""
         self.running = False
         self._ended_at, self._took = time.monotonic(), took
-        if found is not None and generation == self.generation:
-            self.done = Scanned(request.needle, request.scope, request.items,
-                                request.length, found)
+        if generation == self.generation and (found is not None or problem is not None):
+            if found is not None:
+                self.done = Scanned(request.needle, request.scope, request.items,
+                                    request.length, found)
+                self.failed = None
+            else:
+                self.failed = Failed(request.needle, request.scope, request.items,
+                                     problem or "")
             if self.wanted is request:
                 self.wanted = None
         return self.wanted is not None
+
+
+def one_line(exc: BaseException) -> str:
+    """A scan's error as the pane shows it: its type and first line, printable."""
+    text = str(exc).strip()
+    return visible(f"{type(exc).__name__}: {text}" if text else type(exc).__name__,
+                   one_line=True, limit=200)
 
 
 def matching_positions(request: ScanRequest, unwanted: Callable[[], bool]

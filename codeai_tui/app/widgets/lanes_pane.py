@@ -16,6 +16,7 @@ the followed events) and its CSS; the screen sets `snapshot` (live or as of) and
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -157,6 +158,9 @@ class LanesPane(Pane):
         # (its scope, the positions it kept, of how many calls)
         self._scanning: object = None
         self._scanned: tuple[object, list[int], int] | None = None
+        # the last scan that raised: its scope, its error, of how many calls, and when it
+        # may be tried again (with more calls: a followed case's newer snapshot)
+        self._failed: tuple[object, str, int, float] | None = None
         self._stale = True  # a snapshot arrived while hidden: index it when shown
         self._lanes: dict[int, Lane | None] = {}  # row -> its lane, for this snapshot
         self._task_states: dict[str, TaskState] | None = None
@@ -213,7 +217,7 @@ class LanesPane(Pane):
             scope = (needle, self.snapshot_scope())  # (its case and as-of)
             found = self._scanned
             if found is None or found[0] != scope or found[2] > len(calls):
-                if self._scanning != scope:
+                if self._scanning != scope and not self._failed_of(scope, len(calls)):
                     self._scan_lanes(scope, calls, needle)
                 self._index_case = None  # (the scan's end paints again)
                 return True
@@ -233,22 +237,46 @@ class LanesPane(Pane):
                         group="lanes-filter", exclusive=True, exit_on_error=False)
 
     def _run_lanes_scan(self, request: ScanRequest) -> None:
-        """In the worker thread: the calls the filter keeps (a forked child for many),
-        handed to the screen's thread."""
+        """In the worker thread: the calls the filter keeps (forked children for many),
+        or the scan's error in one line, handed to the screen's thread."""
         worker = get_current_worker()
-        found = matching_positions(request, lambda: worker.is_cancelled
-                                   or self._scanning != request.scope)
+        started, found, problem = time.monotonic(), None, None
+        try:
+            found = matching_positions(request, lambda: worker.is_cancelled
+                                       or self._scanning != request.scope)
+        except Exception as exc:  # noqa: BLE001 - shown on the pane, never a traceback
+            problem = filter_scan.one_line(exc)
         with contextlib.suppress(RuntimeError):  # (the app is closing)
-            self.app.call_from_thread(self._lanes_scanned, request, found)
+            self.app.call_from_thread(self._lanes_scanned, request, found, problem,
+                                      time.monotonic() - started)
 
-    def _lanes_scanned(self, request: ScanRequest, found: list[int] | None) -> None:
-        if found is None or self._scanning != request.scope:
+    def _lanes_scanned(self, request: ScanRequest, found: list[int] | None,
+                       problem: str | None, took: float) -> None:
+        if self._scanning != request.scope or (found is None and problem is None):
             return
-        self._scanning, self._scanned = None, (request.scope, found, request.length)
+        self._scanning = None
+        if found is None:  # (tried again with a newer snapshot, twice as long later)
+            self._failed = (request.scope, problem or "", request.length,
+                            time.monotonic() + max(1.0, 2 * took))
+        else:
+            self._failed, self._scanned = None, (request.scope, found, request.length)
         self.paint()
+
+    def _failed_of(self, scope: object, calls: int) -> bool:
+        """Whether the last scan of `scope` raised and is not to be tried again yet: the
+        calls are the same, or it raised less than twice its time ago."""
+        failed = self._failed
+        return failed is not None and failed[0] == scope and (
+            calls == failed[2] or time.monotonic() < failed[3])
 
     def filtering(self) -> bool:
         return self._scanning is not None
+
+    def filter_failure(self) -> str | None:
+        failed = self._failed
+        if failed is None or failed[0] != (self.needle, self.snapshot_scope()):
+            return None
+        return failed[1]
 
     # ---- the clock (for the time axis and for placing receipts)
 

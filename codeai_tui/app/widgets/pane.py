@@ -132,26 +132,37 @@ class Pane(TableView):
                         thread=True, group="filter-scan", exit_on_error=False)
 
     def _run_scan(self, scans: FilterScans, request: ScanRequest, generation: int) -> None:
-        """In the worker thread: the scan, its end handed to the screen's thread."""
-        started, found = time.monotonic(), None
+        """In the worker thread: the scan, its end (or its error, in one line) handed to
+        the screen's thread."""
+        started, found, problem = time.monotonic(), None, None
         worker = get_current_worker()  # (cancelled when the pane or the app goes)
         try:
             found = scans.scan(request, generation, lambda: worker.is_cancelled)
-        finally:
-            with contextlib.suppress(RuntimeError):  # (the app is closing)
-                self.app.call_from_thread(self._scan_ended, scans, request, generation,
-                                          found, time.monotonic() - started)
+        except Exception as exc:  # noqa: BLE001 - shown on the pane, never a traceback
+            problem = filter_scan.one_line(exc)
+        with contextlib.suppress(RuntimeError):  # (the app is closing)
+            self.app.call_from_thread(self._scan_ended, scans, request, generation,
+                                      found, time.monotonic() - started, problem)
 
     def _scan_ended(self, scans: FilterScans, request: ScanRequest, generation: int,
-                    found: list[int] | None, took: float) -> None:
-        if scans.ended(request, generation, found, took):
+                    found: list[int] | None, took: float, problem: str | None) -> None:
+        if scans.ended(request, generation, found, took, problem):
             self._schedule_scan()
         self.paint()
+
+    def filter_failure(self) -> str | None:
+        """Why this filter's last scan of the snapshot's items failed, if it did."""
+        if self._scans is None:
+            return None
+        return self._scans.failure(self.needle, self.snapshot_scope())
 
     def empty_message(self) -> str:
         if not self.rows_known():
             return NOT_PROJECTED
         if self.needle is not None:  # ("no receipts" under a filter would read as a fact)
+            problem = self.filter_failure()
+            if problem is not None:
+                return f"the filter failed: {problem}"
             return "filtering\u2026" if self.filtering() else "no row matches the filter"
         return self.empty_text
 
@@ -186,8 +197,10 @@ class Pane(TableView):
     def subtitle(self) -> Content | None:
         """The border's subtitle: the filter when one is set, else `idle_subtitle`."""
         if self.needle is not None:
-            busy: list[Any] = [" \u00b7 ", ("filtering\u2026", "bold")] if self.filtering() \
-                else []
+            problem = self.filter_failure()
+            busy: list[Any] = (
+                [" \u00b7 ", ("filter failed", "bold $error")] if problem is not None
+                else [" \u00b7 ", ("filtering\u2026", "bold")] if self.filtering() else [])
             return Content.assemble(("filter: ", "bold $warning"), cell(self.needle.text, 30),
                                     *busy, " \u00b7 esc clears")
         return self.idle_subtitle()
