@@ -296,20 +296,21 @@ async def test_a_filter_just_typed_does_not_wait_out_a_newer_snapshots_delay(
 
 def test_a_scan_that_raised_is_not_begun_again_for_the_same_rows() -> None:
     """Its error is kept for its filter and scope; the same items start no scan (else a
-    scan raising at once was begun at every paint), newer items do, after twice its time."""
+    scan raising at once was begun at every paint), newer items do, after twice its time
+    or a second."""
     scans = FilterScans()
     items = ["call-1 done"]
     request = _request("done", items)
     scans.indices(request)
     scans.running = True
-    assert not scans.ended(request, scans.generation, None, 0.5, "OSError: ledger gone")
+    assert not scans.ended(request, scans.generation, None, 0.1, "OSError: ledger gone")
     assert scans.failure(request.needle, "case") == "OSError: ledger gone"
     assert scans.failure(Needle("open"), "case") is None
     assert scans.failure(request.needle, "another case") is None
     assert scans.indices(_request("done", items)) == ([], False)
     assert not scans.waiting()  # (not "filtering…": it failed)
     assert scans.indices(_request("done", [*items, "call-2 done"])) == ([], True)
-    assert 0.5 < scans.delay() <= 1.0
+    assert 0.9 < scans.delay() <= filter_scan.RETRY_MIN_S  # (twice 0.1 s: the floor)
     newer = scans.wanted
     assert newer is not None
     assert _scan(scans, newer) == [0, 1]

@@ -48,6 +48,7 @@ FORK_FROM = 20_000  # rows; a scan of more runs in a forked child (fewer: ~0.1 s
 MAX_CHILDREN = 4  # children one scan is split between (one a core, `FORK_FROM` rows each)
 FORK_NICENESS = 10  # the child's priority below the console's own threads
 FORK_GRACE_S = 3600.0  # a child still moving (its counter) is waited for this long
+RETRY_MIN_S = 1.0  # a scan that raised waits at least this long before newer items
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +155,9 @@ class FilterScans:
         followed case, until the last scan ended twice as long ago as it took (scanning
         at most about a third of the time)."""
         wanted = self.wanted
-        if wanted is None or not (wanted.same_filter(self.done)
-                                  or wanted.same_filter(self.failed)):
+        if wanted is not None and wanted.same_filter(self.failed):
+            return max(0.0, self._ended_at + retry_delay(self._took) - time.monotonic())
+        if wanted is None or not wanted.same_filter(self.done):
             return 0.0
         return max(0.0, self._ended_at + 2 * self._took - time.monotonic())
 
@@ -184,6 +186,13 @@ class FilterScans:
             if self.wanted is request:
                 self.wanted = None
         return self.wanted is not None
+
+
+def retry_delay(took: float) -> float:
+    """Seconds before a scan that raised is tried again with newer items: twice its
+    time, at least `RETRY_MIN_S` (one raising at once would be tried at every snapshot,
+    each a fork)."""
+    return max(RETRY_MIN_S, 2 * took)
 
 
 def one_line(exc: BaseException) -> str:

@@ -246,25 +246,26 @@ class LanesPane(Pane):
                                        or self._scanning != request.scope)
         except Exception as exc:  # noqa: BLE001 - shown on the pane, never a traceback
             problem = filter_scan.one_line(exc)
-        with contextlib.suppress(RuntimeError):  # (the app is closing)
-            self.app.call_from_thread(self._lanes_scanned, request, found, problem,
-                                      time.monotonic() - started)
+        finally:
+            with contextlib.suppress(RuntimeError):  # (the app is closing)
+                self.app.call_from_thread(self._lanes_scanned, request, found, problem,
+                                          time.monotonic() - started)
 
     def _lanes_scanned(self, request: ScanRequest, found: list[int] | None,
                        problem: str | None, took: float) -> None:
         if self._scanning != request.scope or (found is None and problem is None):
             return
         self._scanning = None
-        if found is None:  # (tried again with a newer snapshot, twice as long later)
+        if found is None:  # (tried again with a newer snapshot, `retry_delay` later)
             self._failed = (request.scope, problem or "", request.length,
-                            time.monotonic() + max(1.0, 2 * took))
+                            time.monotonic() + filter_scan.retry_delay(took))
         else:
             self._failed, self._scanned = None, (request.scope, found, request.length)
         self.paint()
 
     def _failed_of(self, scope: object, calls: int) -> bool:
         """Whether the last scan of `scope` raised and is not to be tried again yet: the
-        calls are the same, or it raised less than twice its time ago."""
+        calls are the same, or it raised less than `retry_delay` ago."""
         failed = self._failed
         return failed is not None and failed[0] == scope and (
             calls == failed[2] or time.monotonic() < failed[3])

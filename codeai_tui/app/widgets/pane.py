@@ -140,9 +140,10 @@ class Pane(TableView):
             found = scans.scan(request, generation, lambda: worker.is_cancelled)
         except Exception as exc:  # noqa: BLE001 - shown on the pane, never a traceback
             problem = filter_scan.one_line(exc)
-        with contextlib.suppress(RuntimeError):  # (the app is closing)
-            self.app.call_from_thread(self._scan_ended, scans, request, generation,
-                                      found, time.monotonic() - started, problem)
+        finally:  # (whatever happened: the pane's next scan waits for this one's end)
+            with contextlib.suppress(RuntimeError):  # (the app is closing)
+                self.app.call_from_thread(self._scan_ended, scans, request, generation,
+                                          found, time.monotonic() - started, problem)
 
     def _scan_ended(self, scans: FilterScans, request: ScanRequest, generation: int,
                     found: list[int] | None, took: float, problem: str | None) -> None:
