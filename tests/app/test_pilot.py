@@ -134,7 +134,7 @@ async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
                            "call_id": call, "attempt_id": att, "payload": payload})
     write_ledger(tmp_path / "c", events)
     app = create_app(tmp_path / "c", clock=frozen_clock)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         main = app.main
         calls = main.pane("calls")
@@ -155,6 +155,15 @@ async def test_e_steps_through_the_effect_unknown_calls_in_order_and_wraps(
             await pilot.press("e")
             steps.append((calls.cursor, main.selected_call_id))
         assert steps == [(2, "xq3"), (3, "xq5"), (2, "xq3")]
+        # a filter keeping no call in flight: e says the filter hides them, never that
+        # the case has none
+        await pilot.press("escape", "slash", *"xq0", "enter")
+        await wait_for(pilot, lambda: calls.row_count == 1, what="filtered to xq0")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: "effect_unknown" in toast_text(app), what="told")
+        assert "no call the Calls filter keeps is in effect_unknown" in toast_text(app)
+        assert "no call or tool operation" not in toast_text(app)
+        assert main.selected_call_id == "xq0"
 
 
 async def test_e_cycles_every_effect_unknown_case_and_the_cases_cursor_follows(

@@ -364,6 +364,10 @@ class MainScreen(Screen[None]):
         if calls.next_effect_unknown():
             calls.focus()
             return
+        if calls.needle is not None:  # (the case may have many: the filter hides them)
+            self.notify("no call the Calls filter keeps is in effect_unknown "
+                        "(escape on Calls clears the filter)", markup=False)
+            return
         self.notify("no call or tool operation is in effect_unknown", markup=False)
 
     def action_toggle_follow(self) -> None:
