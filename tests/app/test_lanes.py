@@ -17,6 +17,7 @@ from apphelpers import (
     gate_scans,
     ledger_digest,
     ready,
+    stays,
     verdict_text,
     wait_for,
 )
@@ -24,6 +25,7 @@ from lanes_cases import call_events, lanes_case
 from ledgerfactory import append_to_case, write_ledger
 
 from codeai_tui.app import create_app
+from codeai_tui.app.widgets.filter_scan import FilterScans
 from codeai_tui.app.widgets.lanes_pane import LanesPane
 from codeai_tui.app.widgets.pane_grid import PaneTabs
 from codeai_tui.services.lanes import SEQ as SEQ_AXIS
@@ -219,8 +221,17 @@ async def test_a_filter_over_many_lanes_is_matched_off_the_screens_thread(
     """Every Lanes filter is a scan here (the threshold set to 0): the matching waits for
     a gate on the scan's thread, so the pane says "filtering…" and the screen answers a
     key meanwhile; then the same lanes as matched at once, and the calls that arrive
-    after are matched as they come."""
+    after are matched as they come, with no scan of them begun (the pane settles on its
+    scan: a rescan of every call while following would be wasted)."""
     gate = gate_scans(monkeypatch)
+    begun: list[int] = []
+    scan = FilterScans.scan
+
+    def counted(self: FilterScans, *args: Any, **kwargs: Any) -> list[int] | None:
+        begun.append(len(args[0].items))
+        return scan(self, *args, **kwargs)
+
+    monkeypatch.setattr(FilterScans, "scan", counted)
     case = lanes_case(tmp_path)
     app = create_app(case, clock=frozen_clock)
     async with app.run_test(size=NARROW) as pilot:
@@ -248,6 +259,9 @@ async def test_a_filter_over_many_lanes_is_matched_off_the_screens_thread(
         drawn = lines(lanes)
         assert drawn[1].startswith("\u26a0 uncovered") and drawn[3].startswith("call-b")
         assert drawn[5].startswith("call-bb")
+        assert begun == [calls]  # (the scan of the calls before the late one, only)
+        await stays(pilot, lambda: len(begun) == 1 and lanes.row_count == 5, seconds=3.0,
+                    what="one scan, the late call's lane kept")
 
 
 async def test_a_filter_keeps_the_lanes_of_the_calls_it_matches(tmp_path: Path) -> None:

@@ -149,6 +149,11 @@ class FilterScans:
             self.generation += 1
         self.wanted = self.done = self.failed = None
 
+    def settle(self) -> None:
+        """The caller takes the last finished scan and matches later items itself: no
+        newer scan is wanted (one already running still ends as `done`)."""
+        self.wanted = None
+
     def delay(self) -> float:
         """Seconds to wait before the next scan: none for a filter (or case) whose scan
         has not ended yet, which the operator waits for; else, a newer snapshot of a

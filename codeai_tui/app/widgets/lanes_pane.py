@@ -15,11 +15,7 @@ the followed events) and its CSS; the screen sets `snapshot` (live or as of) and
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -30,14 +26,12 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
-from textual.worker import get_current_worker
 
 from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import WARN, cell
-from codeai_tui.app.widgets.filter_scan import ScanRequest, matching_positions
 from codeai_tui.app.widgets.pane import Pane
 from codeai_tui.app.widgets.table import Column, Row, fit
-from codeai_tui.console.filters import Needle, call_fields
+from codeai_tui.console.filters import call_fields
 from codeai_tui.console.model import CaseSnapshot
 from codeai_tui.ledger import LedgerError, LedgerReader
 from codeai_tui.services.lanes import (
@@ -154,13 +148,6 @@ class LanesPane(Pane):
         self._index = LaneIndex()
         self._index_case: Path | None = None
         self._index_needle: object = None
-        # a filter's scan of many calls: what runs (its scope), and the last that ended
-        # (its scope, the positions it kept, of how many calls)
-        self._scanning: object = None
-        self._scanned: tuple[object, list[int], int] | None = None
-        # the last scan that raised: its scope, its error, of how many calls, and when it
-        # may be tried again (with more calls: a followed case's newer snapshot)
-        self._failed: tuple[object, str, int, float] | None = None
         self._stale = True  # a snapshot arrived while hidden: index it when shown
         self._lanes: dict[int, Lane | None] = {}  # row -> its lane, for this snapshot
         self._task_states: dict[str, TaskState] | None = None
@@ -212,72 +199,22 @@ class LanesPane(Pane):
         self._index = LaneIndex(keep)
         if needle is not None and snap is not None and len(calls) >= filter_scan.IN_THREAD_FROM:
             # matching every call (~5 us each; 0.7 s at 137,000, the header still for
-            # 1.2 s) is a filter's scan, off the screen's thread: the index begins from
-            # the positions it kept, the calls since matched by `keep`
-            scope = (needle, self.snapshot_scope())  # (its case and as-of)
-            found = self._scanned
-            if found is None or found[0] != scope or found[2] > len(calls):
-                if self._scanning != scope and not self._failed_of(scope, len(calls)):
-                    self._scan_lanes(scope, calls, needle)
+            # 1.2 s) is the pane's filter scan, off the screen's thread: the index begins
+            # from the positions it kept, the calls since matched by `keep`
+            self.filtered(calls, lambda i: needle.matches(call_fields(calls[i])),
+                          self.snapshot_scope())  # (begins a scan when none will do)
+            last = self.last_scan()
+            if last is None or last.length > len(calls):
                 self._index_case = None  # (the scan's end paints again)
                 return True
-            self._index.start_from(calls, found[1], found[2], uncovered)
+            self.settle_scans()  # (no rescan: the calls after it are matched as they come)
+            self._index.start_from(calls, last.indices, last.length, uncovered)
         else:
-            self._scanning = None  # (a scan still running is no longer wanted: it stops)
+            self.drop_scans()  # (a scan still running is no longer wanted: it stops)
             self._index.update(calls, uncovered)
         self._index_case = snap.case_dir if snap is not None else None
         self._index_needle = needle
         return True
-
-    def _scan_lanes(self, scope: object, calls: Sequence[CallState], needle: Needle) -> None:
-        self._scanning, self._scanned = scope, None
-        request = ScanRequest(needle, scope, calls,
-                              lambda i: needle.matches(call_fields(calls[i])), len(calls))
-        self.run_worker(partial(self._run_lanes_scan, request), thread=True,
-                        group="lanes-filter", exclusive=True, exit_on_error=False)
-
-    def _run_lanes_scan(self, request: ScanRequest) -> None:
-        """In the worker thread: the calls the filter keeps (forked children for many),
-        or the scan's error in one line, handed to the screen's thread."""
-        worker = get_current_worker()
-        started, found, problem = time.monotonic(), None, None
-        try:
-            found = matching_positions(request, lambda: worker.is_cancelled
-                                       or self._scanning != request.scope)
-        except Exception as exc:  # noqa: BLE001 - shown on the pane, never a traceback
-            problem = filter_scan.one_line(exc)
-        finally:
-            with contextlib.suppress(RuntimeError):  # (the app is closing)
-                self.app.call_from_thread(self._lanes_scanned, request, found, problem,
-                                          time.monotonic() - started)
-
-    def _lanes_scanned(self, request: ScanRequest, found: list[int] | None,
-                       problem: str | None, took: float) -> None:
-        if self._scanning != request.scope or (found is None and problem is None):
-            return
-        self._scanning = None
-        if found is None:  # (tried again with a newer snapshot, `retry_delay` later)
-            self._failed = (request.scope, problem or "", request.length,
-                            time.monotonic() + filter_scan.retry_delay(took))
-        else:
-            self._failed, self._scanned = None, (request.scope, found, request.length)
-        self.paint()
-
-    def _failed_of(self, scope: object, calls: int) -> bool:
-        """Whether the last scan of `scope` raised and is not to be tried again yet: the
-        calls are the same, or it raised less than `retry_delay` ago."""
-        failed = self._failed
-        return failed is not None and failed[0] == scope and (
-            calls == failed[2] or time.monotonic() < failed[3])
-
-    def filtering(self) -> bool:
-        return self._scanning is not None
-
-    def filter_failure(self) -> str | None:
-        failed = self._failed
-        if failed is None or failed[0] != (self.needle, self.snapshot_scope()):
-            return None
-        return failed[1]
 
     # ---- the clock (for the time axis and for placing receipts)
 

@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 
 from codeai_tui.app.widgets import filter_scan
 from codeai_tui.app.widgets.cells import cell
-from codeai_tui.app.widgets.filter_scan import FilterScans, ScanRequest
+from codeai_tui.app.widgets.filter_scan import FilterScans, Scanned, ScanRequest
 from codeai_tui.app.widgets.table import Row, TableView
 from codeai_tui.console.filters import Needle
 from codeai_tui.console.model import CaseSnapshot
@@ -72,8 +72,7 @@ class Pane(TableView):
         this filter and `scope` (the case, and as-of, the items are of) shown meanwhile."""
         needle = self.needle
         if needle is None or len(items) < filter_scan.IN_THREAD_FROM:
-            if self._scans is not None:
-                self._scans.drop()
+            self.drop_scans()
             return None if needle is None else [i for i in range(len(items)) if match_at(i)]
         if self._scans is None:
             self._scans = FilterScans()
@@ -82,6 +81,24 @@ class Pane(TableView):
         if start:
             self._schedule_scan()
         return shown
+
+    def drop_scans(self) -> None:
+        """No scan wanted (no filter, or few rows): one running stops, none is kept."""
+        if self._scans is not None:
+            self._scans.drop()
+
+    def last_scan(self) -> Scanned | None:
+        """The last finished scan of this filter and the snapshot's case and as-of."""
+        done = self._scans.done if self._scans is not None else None
+        if done is None or done.needle != self.needle or done.scope != self.snapshot_scope():
+            return None
+        return done
+
+    def settle_scans(self) -> None:
+        """The last finished scan is taken as it is (the pane matches later rows itself):
+        no newer scan of this filter is wanted."""
+        if self._scans is not None:
+            self._scans.settle()
 
     def rows_filtered(self, items: Sequence[T], build: Callable[[T], Row]) -> list[int] | None:
         """`filtered` by the one filter rule, the needle's words in the cells the row
